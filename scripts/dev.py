@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""One entry point for a fresh machine: create .venv, install, then run or test.
+
+Only the standard library is used here, because this script runs before anything
+is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".installed"
+
+
+def _ensure_venv() -> None:
+    """Create the venv and (re)install when pyproject.toml changed since last install."""
+    if sys.version_info < (3, 11):
+        sys.exit("cluster-sched needs Python 3.11 or newer")
+    if not (BIN / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == digest:
+        return
+    pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "--upgrade", "pip"], check=True)
+    subprocess.run([*pip, "-e", f"{ROOT}[test]"], check=True)
+    STAMP.write_text(digest)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"run", "test", "setup"}:
+        print("usage: python3 scripts/dev.py run|test|setup [args...]", file=sys.stderr)
+        return 2
+    _ensure_venv()
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "setup":
+        return 0
+    if cmd == "run":
+        args = rest or [str(ROOT / "examples" / "scheduling-basic.yaml"), "--output", str(ROOT / "out")]
+        return subprocess.call([str(BIN / "cluster-sched"), "run", *args], cwd=ROOT)
+    return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest], cwd=ROOT)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
