@@ -1,0 +1,329 @@
+"""The scheduler cache: nodes, bound pods and assumed pods, feeding the node columns.
+
+Pod states (upstream pkg/scheduler/backend/cache)::
+
+        +-------------------------------------------+  +----+
+        |                            Add            |  |    |
+        |                                           |  |    | Update
+        +      Assume                Add            v  v    |
+  Initial +--------> Assumed +------------+---> Added <--+
+        ^                +   +               |       +
+        |                |   |               |       |
+        |                |   |           Add |       | Remove
+        |                |   |               |       |
+        |                |   |               +       |
+        +----------------+   +-----------> Expired   +----> Deleted
+              Forget           Expire
+
+Assumptions, as upstream's:
+- "Assumed" means the coordinator placed the pod and accounted it; its binding may still
+  be running. Only the coordinator assumes and forgets, and it forgets only pods it
+  assumed (a failed binding cycle).
+- A pod's binding finishing starts its expiry clock (``ttl``); if the bound pod never
+  arrives through the watch by then, the pod is expired and its resources released.
+- The watch's Add of an assumed pod confirms it (on the node the API server says).
+- Removing a node keeps its pods; they are accounted again if the node comes back.
+
+Node-column updates go to a ``NodeStateSink`` (the in-process table, or the shard router
+that forwards them to Ray shards with the next request), so every assume is visible to
+the very next cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
+from cluster_sched.clock import Clock, SystemClock
+from cluster_sched.errors import SchedulerError
+from cluster_sched.nodetable.table import NodeTable
+
+#: How long a pod whose binding finished may stay assumed before it is expired.
+DEFAULT_ASSUMED_POD_TTL = 15 * 60.0
+
+
+class NodeStateSink(Protocol):
+    """Receives node-column deltas in the order the cache applies them."""
+
+    def upsert_node(self, node: Node) -> None: ...
+
+    def remove_node(self, name: str) -> None: ...
+
+    def add_pod(self, node_name: str, pod: Pod) -> None: ...
+
+    def remove_pod(self, node_name: str, pod: Pod) -> None: ...
+
+
+class TableSink:
+    """The in-process sink: one NodeTable holding every node."""
+
+    def __init__(self, table: NodeTable | None = None) -> None:
+        self.table = table or NodeTable()
+
+    def upsert_node(self, node: Node) -> None:
+        self.table.upsert_node(node)
+
+    def remove_node(self, name: str) -> None:
+        self.table.remove_node(name)
+
+    def add_pod(self, node_name: str, pod: Pod) -> None:
+        self.table.add_pod(self.table.index[node_name], pod)
+
+    def remove_pod(self, node_name: str, pod: Pod) -> None:
+        self.table.remove_pod(self.table.index[node_name], pod)
+
+
+@dataclass(slots=True)
+class PodState:
+    pod: Pod
+    node_name: str
+    assumed: bool = False
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+@dataclass(slots=True)
+class ImageState:
+    size: int
+    nodes: set[str] = field(default_factory=set)
+
+
+class Cache:
+    """Coordinator-owned cluster state. Not thread-safe: the coordinator's loop owns it;
+    binding results come back to that loop before they touch the cache."""
+
+    def __init__(
+        self,
+        sink: NodeStateSink | None = None,
+        *,
+        clock: Clock | None = None,
+        assumed_pod_ttl: float = DEFAULT_ASSUMED_POD_TTL,
+    ) -> None:
+        self.sink = sink if sink is not None else TableSink()
+        self.clock = clock or SystemClock()
+        self.ttl = assumed_pod_ttl
+        self.nodes: dict[str, Node] = {}
+        self.pod_states: dict[str, PodState] = {}
+        #: node name -> keys of pods on it, kept for removed nodes too (upstream ghost nodes)
+        self.node_pods: dict[str, set[str]] = {}
+        self.assumed: set[str] = set()
+        self.images: dict[str, ImageState] = {}
+        self.namespaces: dict[str, Namespace] = {}
+        self.pdbs: dict[str, PodDisruptionBudget] = {}
+        self.controllers: dict[tuple[str, str], WorkloadController] = {}
+        #: bumps on every change (cheap "did anything change" check for snapshots)
+        self.generation = 0
+
+    # ------------------------------------------------------------------ nodes
+
+    def add_node(self, node: Node) -> None:
+        """Add or update. A re-added node gets its surviving pods accounted again."""
+        known = node.name in self.nodes
+        old = self.nodes.get(node.name)
+        if old is not None:
+            self._drop_images(old)
+        self.nodes[node.name] = node
+        self._add_images(node)
+        self.sink.upsert_node(node)
+        if not known:
+            for key in self.node_pods.get(node.name, ()):
+                self.sink.add_pod(node.name, self.pod_states[key].pod)
+        self.generation += 1
+
+    update_node = add_node
+
+    def remove_node(self, name: str) -> None:
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        self._drop_images(node)
+        self.sink.remove_node(name)
+        if not self.node_pods.get(name):
+            self.node_pods.pop(name, None)
+        self.generation += 1
+
+    def _add_images(self, node: Node) -> None:
+        for image in node.images:
+            for name in image.names:
+                st = self.images.get(name)
+                if st is None:
+                    st = self.images[name] = ImageState(image.size_bytes)
+                st.nodes.add(node.name)
+
+    def _drop_images(self, node: Node) -> None:
+        for image in node.images:
+            for name in image.names:
+                st = self.images.get(name)
+                if st is not None:
+                    st.nodes.discard(node.name)
+                    if not st.nodes:
+                        del self.images[name]
+
+    def image_state(self, name: str) -> tuple[int, int] | None:
+        st = self.images.get(name)
+        return None if st is None else (st.size, len(st.nodes))
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    # ------------------------------------------------------------------ pods
+
+    def _account(self, key: str, pod: Pod, node_name: str) -> None:
+        self.node_pods.setdefault(node_name, set()).add(key)
+        if node_name in self.nodes:
+            self.sink.add_pod(node_name, pod)
+
+    def _unaccount(self, key: str, pod: Pod, node_name: str) -> None:
+        keys = self.node_pods.get(node_name)
+        if keys is not None:
+            keys.discard(key)
+            if not keys and node_name not in self.nodes:
+                del self.node_pods[node_name]
+        if node_name in self.nodes:
+            self.sink.remove_pod(node_name, pod)
+
+    def assume_pod(self, pod: Pod, node_name: str) -> None:
+        """Account ``pod`` on ``node_name`` before its binding is written."""
+        key = pod.key
+        if key in self.pod_states:
+            raise SchedulerError(f"pod {key} is in the cache, so can't be assumed")
+        self.pod_states[key] = PodState(pod, node_name, assumed=True)
+        self.assumed.add(key)
+        self._account(key, pod, node_name)
+        self.generation += 1
+
+    def finish_binding(self, pod: Pod) -> None:
+        """The binding cycle wrote the binding: start the expiry clock."""
+        st = self.pod_states.get(pod.key)
+        if st is not None and st.assumed:
+            st.binding_finished = True
+            st.deadline = self.clock.now() + self.ttl
+
+    def forget_pod(self, pod: Pod) -> None:
+        """Undo ``assume_pod`` (the binding cycle failed)."""
+        key = pod.key
+        st = self.pod_states.get(key)
+        if st is None:
+            return
+        if not st.assumed:
+            raise SchedulerError(f"pod {key} wasn't assumed so cannot be forgotten")
+        self._unaccount(key, st.pod, st.node_name)
+        del self.pod_states[key]
+        self.assumed.discard(key)
+        self.generation += 1
+
+    def is_assumed(self, key: str) -> bool:
+        return key in self.assumed
+
+    def add_pod(self, pod: Pod) -> None:
+        """A bound pod arrived through the watch: confirm it if assumed, else add it."""
+        key = pod.key
+        st = self.pod_states.get(key)
+        if st is not None and st.assumed:
+            if st.node_name != pod.node_name:
+                # The API server put it elsewhere than we assumed: move the accounting.
+                self._unaccount(key, st.pod, st.node_name)
+                self._account(key, pod, pod.node_name)
+            elif st.pod is not pod and st.node_name in self.nodes:
+                # Same node, newer object (labels may differ): re-account it.
+                self.sink.remove_pod(st.node_name, st.pod)
+                self.sink.add_pod(st.node_name, pod)
+            self.pod_states[key] = PodState(pod, pod.node_name)
+            self.assumed.discard(key)
+        elif st is None:
+            self.pod_states[key] = PodState(pod, pod.node_name)
+            self._account(key, pod, pod.node_name)
+        else:
+            # Already added: treat as an update (the watch may replay).
+            self.update_pod(st.pod, pod)
+            return
+        self.generation += 1
+
+    def update_pod(self, old: Pod, new: Pod) -> None:
+        key = new.key
+        st = self.pod_states.get(key)
+        if st is None or st.assumed:
+            return
+        self._unaccount(key, st.pod, st.node_name)
+        self.pod_states[key] = PodState(new, new.node_name)
+        self._account(key, new, new.node_name)
+        self.generation += 1
+
+    def remove_pod(self, pod: Pod) -> None:
+        key = pod.key
+        st = self.pod_states.pop(key, None)
+        if st is None:
+            return
+        self.assumed.discard(key)
+        self._unaccount(key, st.pod, st.node_name)
+        self.generation += 1
+
+    def get_pod(self, key: str) -> Pod | None:
+        st = self.pod_states.get(key)
+        return None if st is None else st.pod
+
+    def pod_node(self, key: str) -> str | None:
+        st = self.pod_states.get(key)
+        return None if st is None else st.node_name
+
+    def pods_on_node(self, node_name: str) -> list[Pod]:
+        return [self.pod_states[k].pod for k in self.node_pods.get(node_name, ())]
+
+    def cleanup_assumed_pods(self) -> list[Pod]:
+        """Expire assumed pods whose binding finished and whose deadline passed."""
+        now = self.clock.now()
+        expired = [
+            self.pod_states[k].pod
+            for k in list(self.assumed)
+            if self.pod_states[k].binding_finished
+            and self.pod_states[k].deadline is not None
+            and self.pod_states[k].deadline < now  # type: ignore[operator]
+        ]
+        for pod in expired:
+            self.remove_pod(pod)
+        return expired
+
+    # ------------------------------------------------------------------ other kinds
+
+    def set_namespace(self, ns: Namespace) -> None:
+        self.namespaces[ns.name] = ns
+
+    def remove_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
+
+    def set_pdb(self, pdb: PodDisruptionBudget) -> None:
+        self.pdbs[f"{pdb.meta.namespace}/{pdb.meta.name}"] = pdb
+
+    def remove_pdb(self, key: str) -> None:
+        self.pdbs.pop(key, None)
+
+    def set_controller(self, ctrl: WorkloadController) -> None:
+        self.controllers[(ctrl.kind, f"{ctrl.meta.namespace}/{ctrl.meta.name}")] = ctrl
+
+    def remove_controller(self, kind: str, key: str) -> None:
+        self.controllers.pop((kind, key), None)
+
+    def load(self, objects: Iterable[object]) -> list[Pod]:
+        """Add manifests' objects; returns the pods that are not bound (pending)."""
+        pending: list[Pod] = []
+        pods: list[Pod] = []
+        for obj in objects:
+            if isinstance(obj, Node):
+                self.add_node(obj)
+            elif isinstance(obj, Pod):
+                pods.append(obj)
+            elif isinstance(obj, Namespace):
+                self.set_namespace(obj)
+            elif isinstance(obj, PodDisruptionBudget):
+                self.set_pdb(obj)
+            elif isinstance(obj, WorkloadController):
+                self.set_controller(obj)
+        for pod in pods:
+            if pod.node_name:
+                self.add_pod(pod)
+            else:
+                pending.append(pod)
+        return pending

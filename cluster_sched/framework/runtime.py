@@ -1,0 +1,391 @@
+"""Framework: one profile's plugins, run extension point by extension point.
+
+Built from a config Profile by ``Framework.from_profile``: every plugin listed at any
+extension point is instantiated once (``new(args, handle)``) and shared across points, as
+upstream does. Filter and Score are vectorised over a NodeSlice; the runtime adds what
+upstream's frameworkImpl adds: Skip bookkeeping, first-failure-wins per node, the
+normalised score range check and weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.config.expand import expand_plugins
+from cluster_sched.config.types import Profile
+from cluster_sched.errors import PluginError, SchedulerError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NodeSlice,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+)
+from cluster_sched.framework.registry import Registry
+from cluster_sched.framework.status import SUCCESS, Code, Status, error
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.framework.waiting_pods import new_waiting_pod
+
+#: Observes (extension point, status label, seconds); the metrics layer plugs in here.
+ExtensionPointObserver = Callable[[str, str, float], None]
+
+
+@dataclass(slots=True)
+class FilterOutcome:
+    """Filter verdicts for ``k`` nodes plus the failing plugin of each failing node."""
+
+    verdicts: NodeVerdicts
+    #: int16[k]: index into ``Framework.filter_names`` of the first failing plugin, -1 if passed
+    plugin_idx: np.ndarray
+
+    @property
+    def passed(self) -> np.ndarray:
+        return self.verdicts.codes == 0
+
+
+class Framework:
+    """The plugins of one profile, ordered per extension point."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: Mapping[str, Sequence[tuple[Any, int]]],
+        handle: Handle,
+        percentage_of_nodes_to_score: int | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self.handle = handle
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        p = {k: list(v) for k, v in plugins.items()}
+        self.pre_enqueue = [pl for pl, _ in p.get("preEnqueue", [])]
+        queue_sort = [pl for pl, _ in p.get("queueSort", [])]
+        self.queue_sort = queue_sort[0] if queue_sort else None
+        self.pre_filter = [pl for pl, _ in p.get("preFilter", [])]
+        self.filter = [pl for pl, _ in p.get("filter", [])]
+        self.filter_names = [pl.name for pl in self.filter]
+        self.post_filter = [pl for pl, _ in p.get("postFilter", [])]
+        self.pre_score = [pl for pl, _ in p.get("preScore", [])]
+        self.score = [pl for pl, _ in p.get("score", [])]
+        self.score_weights = {pl.name: w for pl, w in p.get("score", [])}
+        self.reserve = [pl for pl, _ in p.get("reserve", [])]
+        self.permit = [pl for pl, _ in p.get("permit", [])]
+        self.pre_bind = [pl for pl, _ in p.get("preBind", [])]
+        self.bind = [pl for pl, _ in p.get("bind", [])]
+        self.post_bind = [pl for pl, _ in p.get("postBind", [])]
+        seen: dict[str, Any] = {}
+        for entries in p.values():
+            for pl, _ in entries:
+                seen.setdefault(pl.name, pl)
+        self.plugins: dict[str, Any] = seen
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_profile(
+        cls,
+        profile: Profile,
+        *,
+        registry: Registry | None = None,
+        handle: Handle | None = None,
+        field: str = "profiles[0]",
+    ) -> Framework:
+        registry = registry or Registry()
+        handle = handle or Handle(profile_name=profile.scheduler_name)
+        handle.profile_name = profile.scheduler_name
+        referenced = _referenced_names(profile)
+        expanded = expand_plugins(profile, registry.capabilities(referenced), field=field)
+        instances: dict[str, Any] = {}
+        plugins: dict[str, list[tuple[Any, int]]] = {}
+        for point, entries in expanded.items():
+            for name, weight in entries:
+                if name not in instances:
+                    spec = registry.get(name)
+                    if spec is None:  # expand_plugins already rejects unknown names
+                        raise PluginError(f'{field}: unknown plugin "{name}"')
+                    try:
+                        instances[name] = spec.factory(profile.args_for(name), handle)
+                    except PluginError:
+                        raise
+                    except Exception as exc:  # a plugin rejecting its args
+                        raise PluginError(f'{field}: plugin "{name}" failed to start: {exc}') from exc
+                    if not getattr(instances[name], "name", None):
+                        instances[name].name = name
+                plugins.setdefault(point, []).append((instances[name], weight))
+        return cls(profile.scheduler_name, plugins, handle, profile.percentage_of_nodes_to_score)
+
+    # ------------------------------------------------------------------ queue side
+
+    def run_pre_enqueue(self, pod: Pod) -> Status:
+        for pl in self.pre_enqueue:
+            s = pl.pre_enqueue(pod)
+            if not s.is_success:
+                return s.with_plugin(pl.name)
+        return SUCCESS
+
+    def events_to_register(self) -> dict[str, tuple[ClusterEvent, ...]]:
+        """plugin name → events that may make pods it rejected schedulable.
+
+        A plugin that can reject pods but registers nothing is given the wildcard, as
+        upstream does, so its pods are never stuck.
+        """
+        out: dict[str, tuple[ClusterEvent, ...]] = {}
+        rejecting = {pl.name for pl in (*self.pre_enqueue, *self.pre_filter, *self.filter, *self.reserve, *self.permit)}
+        for name, pl in self.plugins.items():
+            fn = getattr(pl, "events_to_register", None)
+            if fn is not None:
+                out[name] = tuple(fn())
+            elif name in rejecting:
+                out[name] = (EVENT_WILDCARD,)
+        return out
+
+    # ------------------------------------------------------------------ filter
+
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        """Returns (merged result, status, plugins that narrowed the nodes).
+
+        Skip marks the plugin's Filter to be skipped; the first rejection stops the loop
+        and carries the rejecting plugin's name.
+        """
+        result: PreFilterResult | None = None
+        narrowing: set[str] = set()
+        for pl in self.pre_filter:
+            r, s = pl.pre_filter(state, pod, snapshot)
+            if s.is_skip:
+                state.skip_filter_plugins.add(pl.name)
+                continue
+            if not s.is_success:
+                if s.is_rejected:
+                    return None, s.with_plugin(pl.name), narrowing | {pl.name}
+                return None, Status(Code.ERROR, (f'running PreFilter plugin "{pl.name}": {s.message()}',), pl.name), narrowing
+            if r is not None and r.node_names is not None:
+                narrowing.add(pl.name)
+                result = r if result is None else result.merge(r)
+                if not result.node_names:
+                    msg = f"node(s) didn't satisfy plugin(s) {_go_list(sorted(narrowing))} simultaneously"
+                    if len(narrowing) == 1:
+                        msg = f"node(s) didn't satisfy plugin {pl.name}"
+                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), pl.name), narrowing
+        return result, SUCCESS, narrowing
+
+    def run_filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> FilterOutcome:
+        """Run Filter plugins in order; each later plugin sees only nodes still passing."""
+        k = len(nodes)
+        verdicts = NodeVerdicts.passing(k)
+        plugin_idx = np.full(k, -1, dtype=np.int16)
+        alive = np.arange(k)
+        for i, pl in enumerate(self.filter):
+            if pl.name in state.skip_filter_plugins or not len(alive):
+                continue
+            sub = pl.filter(state, pod, NodeSlice(nodes.table, nodes.rows[alive]))
+            failing = sub.codes != 0
+            if not failing.any():
+                continue
+            if (sub.codes == Code.ERROR).any():
+                j = int(np.flatnonzero(sub.codes == Code.ERROR)[0])
+                raise SchedulerError(
+                    f'running "{pl.name}" filter plugin: {", ".join(sub.reasons_of(j))}'
+                )
+            idx = alive[failing]
+            offset = len(verdicts.reasons)
+            verdicts.reasons.extend(sub.reasons)
+            verdicts.codes[idx] = sub.codes[failing]
+            verdicts.reason_ids[idx] = sub.reason_ids[failing] + offset
+            plugin_idx[idx] = i
+            alive = alive[~failing]
+        return FilterOutcome(verdicts, plugin_idx)
+
+    def filter_status(self, outcome: FilterOutcome, i: int) -> Status:
+        """The Status of node ``i`` of a FilterOutcome, with its failing plugin."""
+        code = int(outcome.verdicts.codes[i])
+        if code == 0:
+            return SUCCESS
+        return Status(Code(code), outcome.verdicts.reasons_of(i), self.filter_names[int(outcome.plugin_idx[i])])
+
+    def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str) -> Status:
+        for pl in self.pre_filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            ext = pl.pre_filter_extensions()
+            if ext is None:
+                continue
+            s = ext.add_pod(state, pod, pod_to_add, node_name)
+            if not s.is_success:
+                return error(f'running AddPod on PreFilter plugin "{pl.name}": {s.message()}')
+        return SUCCESS
+
+    def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str) -> Status:
+        for pl in self.pre_filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            ext = pl.pre_filter_extensions()
+            if ext is None:
+                continue
+            s = ext.remove_pod(state, pod, pod_to_remove, node_name)
+            if not s.is_success:
+                return error(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message()}')
+        return SUCCESS
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        """First plugin that succeeds (or errors) wins; otherwise the rejections joined."""
+        if not self.post_filter:
+            return None, Status(Code.UNSCHEDULABLE, (), "")
+        reasons: list[str] = []
+        result: PostFilterResult | None = None
+        rejector = ""
+        for pl in self.post_filter:
+            r, s = pl.post_filter(state, pod, diagnosis)
+            if s.is_success:
+                return r, s.with_plugin(pl.name)
+            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, s.with_plugin(pl.name)
+            if not s.is_rejected:
+                return None, s.with_plugin(pl.name)
+            if r is not None:
+                result = r
+            rejector = rejector or pl.name
+            reasons.extend(s.reasons)
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+
+    # ------------------------------------------------------------------ score
+
+    def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Sequence[str]) -> Status:
+        for pl in self.pre_score:
+            s = pl.pre_score(state, pod, snapshot, feasible)
+            if s.is_skip:
+                state.skip_score_plugins.add(pl.name)
+                continue
+            if not s.is_success:
+                return Status(Code.ERROR, (f'running PreScore plugin "{pl.name}": {s.message()}',), pl.name)
+        return SUCCESS
+
+    def active_score_plugins(self, state: CycleState) -> list[Any]:
+        return [pl for pl in self.score if pl.name not in state.skip_score_plugins]
+
+    def run_score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> dict[str, np.ndarray]:
+        """Raw scores (before NormalizeScore) per active score plugin, int64[k] each."""
+        out: dict[str, np.ndarray] = {}
+        for pl in self.active_score_plugins(state):
+            out[pl.name] = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
+        return out
+
+    def normalize_scores(self, state: CycleState, pod: Pod, raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """NormalizeScore over all feasible nodes, then upstream's range check."""
+        out: dict[str, np.ndarray] = {}
+        for name, scores in raw.items():
+            pl = self.plugins[name]
+            norm = getattr(pl, "normalize_score", None)
+            s = np.asarray(norm(state, pod, scores), dtype=np.int64) if norm is not None else scores
+            if len(s) and (s.max() > MAX_NODE_SCORE or s.min() < MIN_NODE_SCORE):
+                bad = int(s.max()) if s.max() > MAX_NODE_SCORE else int(s.min())
+                raise SchedulerError(
+                    f'plugin "{name}" returns an invalid score {bad}, it should in the range of '
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+            out[name] = s
+        return out
+
+    def weighted_total(self, normalized: Mapping[str, np.ndarray], k: int) -> np.ndarray:
+        total = np.zeros(k, dtype=np.int64)
+        for name, s in normalized.items():
+            total += s * self.score_weights.get(name, 1)
+        return total
+
+    # ------------------------------------------------------------------ reserve / permit / bind
+
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for pl in self.reserve:
+            s = pl.reserve(state, pod, node_name)
+            if not s.is_success:
+                if s.is_rejected:
+                    return s.with_plugin(pl.name)
+                return Status(Code.ERROR, (f'running Reserve plugin "{pl.name}": {s.message()}',), pl.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Every Reserve plugin, in reverse order (upstream), whether or not it reserved."""
+        for pl in reversed(self.reserve):
+            pl.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Allow, reject, or WAIT (the pod enters the waiting-pods map)."""
+        timeouts: dict[str, float] = {}
+        for pl in self.permit:
+            s, timeout = pl.permit(state, pod, node_name)
+            if s.is_success:
+                continue
+            if s.is_rejected:
+                return s.with_plugin(pl.name)
+            if s.code == Code.WAIT:
+                timeouts[pl.name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
+                continue
+            return Status(Code.ERROR, (f'running Permit plugin "{pl.name}": {s.message()}',), pl.name)
+        if timeouts:
+            self.handle.waiting_pods.add(new_waiting_pod(pod.key, node_name, timeouts))
+            return Status(Code.WAIT, ("one or more plugins asked to wait and no plugin rejected pod",))
+        return SUCCESS
+
+    def wait_on_permit(self, pod: Pod) -> Status:
+        wp = self.handle.waiting_pods.get(pod.key)
+        if wp is None:
+            return SUCCESS
+        try:
+            return wp.wait()
+        finally:
+            self.handle.waiting_pods.remove(pod.key)
+
+    def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        for pl in self.pre_bind:
+            s = pl.pre_bind(state, pod, node_name)
+            if not s.is_success:
+                return s.with_plugin(pl.name) if s.is_rejected else Status(
+                    Code.ERROR, (f'running PreBind plugin "{pl.name}": {s.message()}',), pl.name
+                )
+        return SUCCESS
+
+    def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """First bind plugin that does not Skip decides."""
+        for pl in self.bind:
+            s = pl.bind(state, pod, node_name)
+            if s.is_skip:
+                continue
+            if not s.is_success:
+                return s.with_plugin(pl.name) if s.is_rejected else Status(
+                    Code.ERROR, (f'running Bind plugin "{pl.name}": {s.message()}',), pl.name
+                )
+            return SUCCESS
+        return Status(Code.SKIP, ("no bind plugin bound the pod",))
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        for pl in self.post_bind:
+            pl.post_bind(state, pod, node_name)
+
+
+#: Upstream maxTimeout for Permit waits (15 minutes).
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+
+def _go_list(items: Sequence[str]) -> str:
+    """Go's %v of a []string: ``[a b c]``."""
+    return "[" + " ".join(items) + "]"
+
+
+def _referenced_names(profile: Profile) -> set[str]:
+    """Every plugin name the profile enables at any point (out-of-tree ones get imported)."""
+    return {
+        ref.name
+        for f in fields(profile.plugins)
+        for ref in getattr(getattr(profile.plugins, f.name), "enabled", ())
+    }

@@ -1,0 +1,49 @@
+"""Upstream's nodeTree order: nodes interleaved round-robin across zones.
+
+kube-scheduler lists nodes zone by zone in turn (first node of zone A, first of zone B,
+..., second of zone A, ...), zones in the order they first appeared and nodes within a
+zone in the order they were added. That order decides which nodes a cycle evaluates when
+``numFeasibleNodesToFind`` stops early, so placements depend on it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
+LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
+
+
+def zone_key(labels: dict[str, str] | object) -> str:
+    """Upstream GetZoneKey: region and zone joined by ``:\\x00:``; "" when neither is set."""
+    get = labels.get  # type: ignore[attr-defined]
+    region = get(REGION_LABEL) or get(LEGACY_REGION_LABEL) or ""
+    zone = get(ZONE_LABEL) or get(LEGACY_ZONE_LABEL) or ""
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+def zone_interleaved_order(rows: np.ndarray, zone_codes: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """Order ``rows`` (int64[n]) as the nodeTree lists them.
+
+    ``zone_codes``/``seqs`` are full columns indexed by row: the interned zone key and the
+    insertion sequence number. Zones are ranked by their earliest surviving node.
+    """
+    if len(rows) == 0:
+        return rows.astype(np.int64)
+    z = zone_codes[rows]
+    s = seqs[rows]
+    by_zone = np.lexsort((s, z))
+    rows_z = rows[by_zone]
+    z_sorted = z[by_zone]
+    starts = np.r_[0, np.flatnonzero(np.diff(z_sorted)) + 1]
+    counts = np.diff(np.r_[starts, len(z_sorted)])
+    rank_in_zone = np.arange(len(z_sorted)) - np.repeat(starts, counts)
+    first_seq = s[by_zone][starts]
+    zone_rank = np.empty(len(starts), dtype=np.int64)
+    zone_rank[np.argsort(first_seq, kind="stable")] = np.arange(len(starts))
+    final = np.lexsort((np.repeat(zone_rank, counts), rank_in_zone))
+    return rows_z[final].astype(np.int64)

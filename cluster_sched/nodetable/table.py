@@ -1,0 +1,419 @@
+"""Columnar node state: the scheduler's NodeInfo list, as numpy columns.
+
+One ``NodeTable`` holds one shard of the cluster (the whole cluster with the in-process
+executor). Rows are stable slots: a removed node frees its slot for reuse, so row ids held
+by callers stay meaningful until the node is removed. Pod accounting is incremental:
+``add_pod``/``remove_pod`` touch one row, never rebuild anything.
+
+Shapes (``cap`` = allocated rows, ``R`` = interned resources, ``T`` = distinct taints,
+``P`` = distinct host-port triples):
+
+- ``allocatable``, ``requested``: int64[cap, R] — cpu in millis, others in units
+- ``nonzero``: int64[cap, 2] — cpu/memory requested with scoring defaults (100m, 200Mi)
+- ``pod_count``, ``allowed_pods``: int64[cap]
+- ``unschedulable``, ``alive``: bool[cap]
+- ``labels[key]``: int32[cap] — interned value code, -1 where the label is absent
+- ``taint_pos``: int16[cap, T] — 1 + position of taint t in the node's taint list, 0 if absent
+- ``port_count``: int32[cap, P] — pods on the node using (hostIP, protocol, hostPort)
+
+``node_version`` changes whenever node-derived columns (labels, taints, allocatable, images,
+membership) change; ``pod_version`` whenever pod accounting changes. Plugins key caches on
+them, which is how identical pods share work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod, Taint
+from cluster_sched.nodetable.interner import Interner
+from cluster_sched.nodetable.order import zone_interleaved_order, zone_key
+from cluster_sched.nodetable.podindex import PodIndex
+
+R_CPU = 0
+R_MEMORY = 1
+R_EPHEMERAL = 2
+#: Resources every table has, in this column order.
+BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
+
+PortKey = tuple[str, str, int]
+_MEMO_LIMIT = 4096  # (hostIP, protocol, hostPort)
+
+
+def pod_host_ports(pod: Pod) -> list[PortKey]:
+    """The (hostIP, protocol, hostPort) triples a pod claims; hostIP "" means 0.0.0.0."""
+    out: list[PortKey] = []
+    for c in pod.containers:
+        for p in c.ports:
+            if p.host_port > 0:
+                ip = "" if p.host_ip in ("", "0.0.0.0") else p.host_ip
+                out.append((ip, p.protocol or "TCP", p.host_port))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ImageIndex:
+    """Sparse image presence: for image id ``i``, ``rows[i]`` are the nodes holding it
+    and ``sizes[i]`` the image size on each of them."""
+
+    rows: dict[int, np.ndarray]
+    sizes: dict[int, np.ndarray]
+
+
+class NodeTable:
+    """The node columns of one shard. See the module docstring for shapes."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.resources: Interner[str] = Interner(BASE_RESOURCES)
+        self.taints: Interner[Taint] = Interner()
+        self.ports: Interner[PortKey] = Interner()
+        self.images: Interner[str] = Interner()
+        self.label_values: dict[str, Interner[str]] = {}
+        self.labels: dict[str, np.ndarray] = {}
+
+        self._cap = max(capacity, 8)
+        self.size = 0
+        self.names: list[str | None] = []
+        self.nodes: list[Node | None] = []
+        self.index: dict[str, int] = {}
+        self._free: list[int] = []
+
+        cap = self._cap
+        self.alive = np.zeros(cap, dtype=bool)
+        self.allocatable = np.zeros((cap, len(self.resources)), dtype=np.int64)
+        self.requested = np.zeros((cap, len(self.resources)), dtype=np.int64)
+        self.nonzero = np.zeros((cap, 2), dtype=np.int64)
+        self.pod_count = np.zeros(cap, dtype=np.int64)
+        self.allowed_pods = np.zeros(cap, dtype=np.int64)
+        self.unschedulable = np.zeros(cap, dtype=bool)
+        self.zone_code = np.zeros(cap, dtype=np.int64)
+        self.seq = np.zeros(cap, dtype=np.int64)
+        self._next_seq = 0
+        self.zones: Interner[str] = Interner()
+        self.taint_pos = np.zeros((cap, 0), dtype=np.int16)
+        self.port_count = np.zeros((cap, 0), dtype=np.int32)
+        # image id -> {row: size}; flattened lazily into ImageIndex
+        self._image_rows: dict[int, dict[int, int]] = {}
+        self._image_index: ImageIndex | None = None
+
+        #: pods accounted on each row, by key (preemption and simulations read them)
+        self.row_pods: list[dict[str, Pod]] = []
+        self.pod_index = PodIndex(self)
+        self.node_version = 0
+        self.pod_version = 0
+        self._memo: dict[object, np.ndarray] = {}
+        self._memo_version: tuple[int, int] = (-1, -1)
+        self._order: np.ndarray | None = None
+        self._name_array: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ shape management
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.index)
+
+    def _grow_rows(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        new = self._cap
+        while new < need:
+            new *= 2
+        extra = new - self._cap
+
+        def pad(a: np.ndarray, fill: int | bool = 0) -> np.ndarray:
+            shape = (extra, *a.shape[1:])
+            return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)])
+
+        self.alive = pad(self.alive, False)
+        self.allocatable = pad(self.allocatable)
+        self.requested = pad(self.requested)
+        self.nonzero = pad(self.nonzero)
+        self.pod_count = pad(self.pod_count)
+        self.allowed_pods = pad(self.allowed_pods)
+        self.unschedulable = pad(self.unschedulable, False)
+        self.zone_code = pad(self.zone_code)
+        self.seq = pad(self.seq)
+        self.taint_pos = pad(self.taint_pos)
+        self.port_count = pad(self.port_count)
+        for key, col in self.labels.items():
+            self.labels[key] = pad(col, -1)
+        self._cap = new
+        self.pod_index.grow(new)
+
+    def _sync_columns(self) -> None:
+        """Widen matrices whose interner gained values (resources, taints, ports)."""
+        r = len(self.resources)
+        if self.allocatable.shape[1] < r:
+            extra = r - self.allocatable.shape[1]
+            z = np.zeros((self._cap, extra), dtype=np.int64)
+            self.allocatable = np.concatenate([self.allocatable, z], axis=1)
+            self.requested = np.concatenate([self.requested, z.copy()], axis=1)
+        t = len(self.taints)
+        if self.taint_pos.shape[1] < t:
+            z16 = np.zeros((self._cap, t - self.taint_pos.shape[1]), dtype=np.int16)
+            self.taint_pos = np.concatenate([self.taint_pos, z16], axis=1)
+        p = len(self.ports)
+        if self.port_count.shape[1] < p:
+            z32 = np.zeros((self._cap, p - self.port_count.shape[1]), dtype=np.int32)
+            self.port_count = np.concatenate([self.port_count, z32], axis=1)
+
+    def resource_col(self, name: str) -> int:
+        """Column of resource ``name``, creating it (zero everywhere) if new."""
+        i = self.resources.get(name)
+        if i < 0:
+            i = self.resources.intern(name)
+            self._sync_columns()
+        return i
+
+    def resource_vector(self, amounts: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """Sparse (columns, values) of a resource map, skipping ``pods`` (counted apart)."""
+        cols: list[int] = []
+        vals: list[int] = []
+        for name, v in amounts.items():
+            if name == PODS or v == 0:
+                continue
+            cols.append(self.resource_col(name))
+            vals.append(v)
+        return np.asarray(cols, dtype=np.intp), np.asarray(vals, dtype=np.int64)
+
+    # ------------------------------------------------------------------ nodes
+
+    def upsert_node(self, node: Node) -> int:
+        """Add a node, or update its node-derived columns keeping its pod accounting."""
+        row = self.index.get(node.name)
+        if row is None:
+            if self._free:
+                row = self._free.pop()
+            else:
+                row = self.size
+                self.size += 1
+                self._grow_rows(self.size)
+                self.names.append(None)
+                self.nodes.append(None)
+                self.row_pods.append({})
+            self.index[node.name] = row
+            self.names[row] = node.name
+            self.alive[row] = True
+            self.requested[row] = 0
+            self.nonzero[row] = 0
+            self.pod_count[row] = 0
+            self.port_count[row] = 0
+            self.row_pods[row] = {}
+            self.pod_index.clear_row(row)
+            self.seq[row] = self._next_seq
+            self._next_seq += 1
+        else:
+            self._clear_node_columns(row)
+        self.nodes[row] = node
+        self._write_node_columns(row, node)
+        self._node_changed()
+        return row
+
+    def remove_node(self, name: str) -> int | None:
+        """Drop a node's row. Pod accounting goes with it; the cache keeps the pods."""
+        row = self.index.pop(name, None)
+        if row is None:
+            return None
+        self._clear_node_columns(row)
+        self.alive[row] = False
+        self.names[row] = None
+        self.nodes[row] = None
+        self.requested[row] = 0
+        self.nonzero[row] = 0
+        self.pod_count[row] = 0
+        self.port_count[row] = 0
+        self.row_pods[row] = {}
+        self.pod_index.clear_row(row)
+        self._free.append(row)
+        self._node_changed()
+        return row
+
+    def _node_changed(self) -> None:
+        self.node_version += 1
+        self._order = None
+        self._name_array = None
+        self._image_index = None
+
+    def _clear_node_columns(self, row: int) -> None:
+        self.allocatable[row] = 0
+        self.allowed_pods[row] = 0
+        self.unschedulable[row] = False
+        self.taint_pos[row] = 0
+        for col in self.labels.values():
+            col[row] = -1
+        for rows in self._image_rows.values():
+            rows.pop(row, None)
+
+    def _write_node_columns(self, row: int, node: Node) -> None:
+        for name, v in node.allocatable.items():
+            if name == PODS:
+                self.allowed_pods[row] = v
+            else:
+                self.allocatable[row, self.resource_col(name)] = v
+        self.unschedulable[row] = node.unschedulable
+        self.zone_code[row] = self.zones.intern(zone_key(node.labels))
+        for key, value in node.labels.items():
+            col = self.labels.get(key)
+            if col is None:
+                col = np.full(self._cap, -1, dtype=np.int32)
+                self.labels[key] = col
+                self.label_values[key] = Interner()
+            col[row] = self.label_values[key].intern(value)
+        for pos, taint in enumerate(node.taints):
+            t = self.taints.intern(taint)
+            self._sync_columns()
+            if self.taint_pos[row, t] == 0:
+                self.taint_pos[row, t] = pos + 1
+        for image in node.images:
+            for name in image.names:
+                i = self.images.intern(name)
+                self._image_rows.setdefault(i, {})[row] = image.size_bytes
+
+    # ------------------------------------------------------------------ pods
+
+    def add_pod(self, row: int, pod: Pod, sign: int = 1) -> None:
+        """Account ``pod`` on ``row`` (``sign=-1`` removes it). Callers keep adds and
+        removes paired (the cache does); accounting a pod twice double-counts it."""
+        if sign > 0:
+            self.row_pods[row][pod.key] = pod
+        else:
+            self.row_pods[row].pop(pod.key, None)
+        cols, vals = self.resource_vector(pod.requests)
+        if len(cols):
+            self.requested[row, cols] += sign * vals
+        self.nonzero[row, 0] += sign * pod.nonzero_cpu
+        self.nonzero[row, 1] += sign * pod.nonzero_memory
+        self.pod_count[row] += sign
+        for key in pod_host_ports(pod):
+            p = self.ports.intern(key)
+            self._sync_columns()
+            self.port_count[row, p] += sign
+        self.pod_index.add(row, pod, sign)
+        self.pod_version += 1
+
+    def remove_pod(self, row: int, pod: Pod) -> None:
+        self.add_pod(row, pod, sign=-1)
+
+    # ------------------------------------------------------------------ views
+
+    def memo(self, key: object, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """Cache a node-derived array (shape [cap, ...]) until node columns change.
+
+        This is how the pods of one Deployment share selector and taint work: the key is
+        the pod-side input (a selector, a toleration tuple), the value a full column.
+        """
+        version = (self.node_version, self._cap)
+        if self._memo_version != version:
+            self._memo = {}
+            self._memo_version = version
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= _MEMO_LIMIT:
+                self._memo.clear()
+            hit = compute()
+            hit.setflags(write=False)
+            self._memo[key] = hit
+        return hit
+
+    def order(self) -> np.ndarray:
+        """Alive rows in upstream's nodeTree order (zones interleaved), int64[n_nodes]."""
+        if self._order is None:
+            rows = np.fromiter(self.index.values(), dtype=np.int64, count=len(self.index))
+            rows.sort()
+            self._order = zone_interleaved_order(rows, self.zone_code, self.seq)
+        return self._order
+
+    def name_array(self) -> np.ndarray:
+        """Node names by row (object array, None for free rows)."""
+        if self._name_array is None:
+            self._name_array = np.array(self.names, dtype=object)
+        return self._name_array
+
+    def label_column(self, key: str) -> np.ndarray | None:
+        return self.labels.get(key)
+
+    def label_code(self, key: str, value: str) -> int:
+        """Interned code of ``value`` for label ``key``, or -1 if no node has it."""
+        interner = self.label_values.get(key)
+        return -1 if interner is None else interner.get(value)
+
+    def label_numeric(self, key: str) -> np.ndarray | None:
+        """Per code of label ``key``: its integer value, or None-marker via a mask.
+
+        Returns float64[n_codes] with NaN where the value is not an integer (Gt/Lt then
+        never match, as upstream).
+        """
+        interner = self.label_values.get(key)
+        if interner is None:
+            return None
+        out = np.full(len(interner), np.nan)
+        for i, v in enumerate(interner.values):
+            try:
+                out[i] = int(v)
+            except ValueError:
+                pass
+        return out
+
+    def image_index(self) -> ImageIndex:
+        if self._image_index is None:
+            rows: dict[int, np.ndarray] = {}
+            sizes: dict[int, np.ndarray] = {}
+            for i, present in self._image_rows.items():
+                if present:
+                    rows[i] = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
+                    sizes[i] = np.fromiter(present.values(), dtype=np.int64, count=len(present))
+            self._image_index = ImageIndex(rows, sizes)
+        return self._image_index
+
+    def subset(self, rows: np.ndarray) -> NodeTable:
+        """A new table holding copies of ``rows`` (as rows 0..k-1), for simulations that
+        add or remove pods without touching this one: nominated pods in Filter and
+        preemption dry-runs. Interners are shared (append-only), columns copied."""
+        rows = np.asarray(rows, dtype=np.int64)
+        t = NodeTable.__new__(NodeTable)
+        t.__dict__.update(self.__dict__)
+        k = len(rows)
+        t._cap = max(k, 1)
+        t.size = k
+        idx = rows if k else np.zeros(1, dtype=np.int64)
+        for attr in (
+            "alive", "allocatable", "requested", "nonzero", "pod_count", "allowed_pods",
+            "unschedulable", "zone_code", "seq", "taint_pos", "port_count",
+        ):
+            col = getattr(self, attr)[idx].copy()
+            if not k:
+                col = col[:0]
+            setattr(t, attr, col)
+        t.labels = {key: col[rows].copy() for key, col in self.labels.items()}
+        t.names = [self.names[r] for r in rows.tolist()]
+        t.nodes = [self.nodes[r] for r in rows.tolist()]
+        t.index = {n: i for i, n in enumerate(t.names) if n is not None}
+        t._free = []
+        t.row_pods = [dict(self.row_pods[r]) for r in rows.tolist()]
+        remap = {int(r): i for i, r in enumerate(rows.tolist())}
+        t._image_rows = {
+            img: {remap[r]: size for r, size in present.items() if r in remap}
+            for img, present in self._image_rows.items()
+        }
+        t._image_index = None
+        t._order = None
+        t._name_array = None
+        t._memo = {}
+        t._memo_version = (-1, -1)
+        t.node_version = self.node_version + 1_000_000_000
+        t.pod_index = self.pod_index.copy_rows(rows, t)
+        return t
+
+    def rows_of(self, names: Iterable[str]) -> np.ndarray:
+        return np.asarray([self.index[n] for n in names if n in self.index], dtype=np.int64)
+
+
+def normalized_image_name(name: str) -> str:
+    """Upstream ImageLocality: a pod's image with no tag after the last ``/`` is ``:latest``.
+    Node image names are used as the node reports them."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name

@@ -1,0 +1,78 @@
+"""NodePorts: a pod's hostPorts must be free on the node (same protocol and port, with
+0.0.0.0 conflicting with every address)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
+from cluster_sched.framework.status import SUCCESS, Code, Status, skip
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.nodetable.table import NodeTable, PortKey, pod_host_ports
+from cluster_sched.plugins.names import NODE_PORTS
+
+NAME = NODE_PORTS
+STATE_KEY = "PreFilter" + NAME
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    ports: tuple[PortKey, ...]
+
+
+def conflicts(wanted: PortKey, used: PortKey) -> bool:
+    """Upstream HostPortInfo.CheckConflict for one pair ("" stands for 0.0.0.0)."""
+    w_ip, w_proto, w_port = wanted
+    u_ip, u_proto, u_port = used
+    if w_proto != u_proto or w_port != u_port:
+        return False
+    return w_ip == "" or u_ip == "" or w_ip == u_ip
+
+
+def conflicting_columns(table: NodeTable, wanted: tuple[PortKey, ...]) -> np.ndarray:
+    """Port columns any wanted port conflicts with (loop over distinct ports in use)."""
+    return np.asarray(
+        [p for p, used in enumerate(table.ports.values) if any(conflicts(w, used) for w in wanted)],
+        dtype=np.intp,
+    )
+
+
+class NodePorts:
+    name = NAME
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+        ports = tuple(pod_host_ports(pod))
+        if not ports:
+            return None, skip()
+        state.write(STATE_KEY, _PreFilterState(ports))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        s: _PreFilterState | None = state.get(STATE_KEY)
+        ports = s.ports if s is not None else tuple(pod_host_ports(pod))
+        cols = conflicting_columns(nodes.table, ports) if ports else np.zeros(0, dtype=np.intp)
+        if not len(cols):
+            return NodeVerdicts.passing(len(nodes))
+        fails = (nodes.table.port_count[np.ix_(nodes.rows, cols)] > 0).any(axis=1)
+        return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, ERR_REASON)
+
+    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+        return (
+            ClusterEvent(EventResource.POD, ActionType.DELETE),
+            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL),
+        )
+
+
+def new(args: Any, handle: Handle) -> NodePorts:
+    return NodePorts()

@@ -1,0 +1,154 @@
+"""NodeResourcesFit: the node must have room for the pod's requests and one more pod;
+the score follows the configured strategy (LeastAllocated by default)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from cluster_sched.config.plugin_args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+)
+from cluster_sched.errors import PluginError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
+from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.plugins.names import NODE_RESOURCES_FIT
+from cluster_sched.plugins.noderesources import scorers
+from cluster_sched.plugins.noderesources.resources import (
+    allocatable_and_requested,
+    is_extended_resource,
+    pod_request_list,
+)
+
+NAME = NODE_RESOURCES_FIT
+STATE_KEY = "PreFilter" + NAME
+SCORE_STATE_KEY = "PreScore" + NAME
+TOO_MANY_PODS = "Too many pods"
+
+
+@dataclass(frozen=True, slots=True)
+class _PreFilterState:
+    #: (resource name, amount) in check order: cpu, memory, ephemeral-storage, then scalars by name
+    requests: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: np.ndarray
+
+
+class Fit:
+    name = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self.args = args
+        strategy = args.scoring_strategy
+        self.resources = strategy.resources
+        if strategy.type == LEAST_ALLOCATED:
+            self._scorer = scorers.least_allocated(self.resources)
+        elif strategy.type == MOST_ALLOCATED:
+            self._scorer = scorers.most_allocated(self.resources)
+        elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+            assert strategy.requested_to_capacity_ratio is not None
+            self._scorer = scorers.requested_to_capacity_ratio(
+                self.resources, strategy.requested_to_capacity_ratio.shape
+            )
+        else:  # the config layer validates this; a plugin built by hand may not
+            raise PluginError(f"{NAME}: scoring strategy {strategy.type!r} is not supported")
+        self._ignored = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+
+    # -- filter
+
+    def _checked_requests(self, pod: Pod) -> tuple[tuple[str, int], ...]:
+        base = [(r, pod.requests.get(r, 0)) for r in (CPU, MEMORY, EPHEMERAL_STORAGE)]
+        scalars = []
+        for name in sorted(pod.requests):
+            if name in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS) or pod.requests[name] == 0:
+                continue
+            if is_extended_resource(name) and (
+                name in self._ignored or name.split("/", 1)[0] in self._ignored_groups
+            ):
+                continue
+            scalars.append((name, pod.requests[name]))
+        return tuple(base + scalars)
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+        state.write(STATE_KEY, _PreFilterState(self._checked_requests(pod)))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        s: _PreFilterState | None = state.get(STATE_KEY)
+        requests = s.requests if s is not None else self._checked_requests(pod)
+        table, rows = nodes.table, nodes.rows
+        k = len(rows)
+        reasons = [TOO_MANY_PODS]
+        insufficient = [table.pod_count[rows] + 1 > table.allowed_pods[rows]]
+        unresolvable = [np.zeros(k, dtype=bool)]
+        if any(v for _, v in requests):
+            for name, amount in requests:
+                if amount <= 0:
+                    continue
+                col = table.resources.get(name)
+                if col < 0:
+                    alloc = np.zeros(k, dtype=np.int64)
+                    used = alloc
+                else:
+                    alloc = table.allocatable[rows, col]
+                    used = table.requested[rows, col]
+                reasons.append(f"Insufficient {name}")
+                insufficient.append(amount > alloc - used)
+                unresolvable.append(amount > alloc)
+        bits = np.stack(insufficient, axis=1)
+        failing = bits.any(axis=1)
+        if not failing.any():
+            return NodeVerdicts.passing(k)
+        # One reason tuple per distinct combination of insufficient resources.
+        weights = (1 << np.arange(bits.shape[1], dtype=np.int64))
+        combo = (bits.astype(np.int64) * weights).sum(axis=1)
+        uniq, inverse = np.unique(combo[failing], return_inverse=True)
+        reason_list = [tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()]
+        unres = (np.stack(unresolvable, axis=1) & bits).any(axis=1)
+        codes = np.zeros(k, dtype=np.int8)
+        codes[failing] = np.where(unres[failing], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE)
+        reason_ids = np.zeros(k, dtype=np.int32)
+        reason_ids[failing] = inverse
+        return NodeVerdicts(codes, reason_ids, reason_list)
+
+    # -- score
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Any) -> Status:
+        state.write(SCORE_STATE_KEY, _PreScoreState(pod_request_list(pod, self.resources, nonzero=True)))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
+        s: _PreScoreState | None = state.get(SCORE_STATE_KEY)
+        pod_requests = s.pod_requests if s is not None else pod_request_list(pod, self.resources, nonzero=True)
+        alloc, req = allocatable_and_requested(nodes, self.resources, pod_requests, use_requested=False)
+        return self._scorer(alloc, req)
+
+    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+        return (
+            ClusterEvent(EventResource.POD, ActionType.DELETE),
+            ClusterEvent(
+                EventResource.NODE,
+                ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL,
+            ),
+        )
+
+
+def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:
+    return Fit(args or NodeResourcesFitArgs())

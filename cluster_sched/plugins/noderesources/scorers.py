@@ -1,0 +1,110 @@
+"""The three NodeResourcesFit scoring strategies and BalancedAllocation's scorer, over
+(allocatable, requested) int64[k, m] matrices, with upstream's integer arithmetic."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from cluster_sched.config.plugin_args import MAX_CUSTOM_PRIORITY_SCORE, ResourceSpec, UtilizationShapePoint
+from cluster_sched.framework.interfaces import MAX_NODE_SCORE
+from cluster_sched.plugins._helpers import div_trunc
+
+Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]
+MAX_UTILIZATION = 100
+
+
+def _weighted_mean(per_resource: np.ndarray, counted: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    w = np.where(counted, weights, 0)
+    total = (per_resource * w).sum(axis=1)
+    wsum = w.sum(axis=1)
+    return np.where(wsum > 0, total // np.maximum(wsum, 1), 0)
+
+
+def least_allocated(resources: Sequence[ResourceSpec]) -> Scorer:
+    weights = np.asarray([r.weight for r in resources], dtype=np.int64)
+
+    def score(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+        safe = np.maximum(alloc, 1)
+        per = np.where((alloc > 0) & (req <= alloc), (alloc - req) * MAX_NODE_SCORE // safe, 0)
+        return _weighted_mean(per, alloc > 0, weights)
+
+    return score
+
+
+def most_allocated(resources: Sequence[ResourceSpec]) -> Scorer:
+    weights = np.asarray([r.weight for r in resources], dtype=np.int64)
+
+    def score(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+        safe = np.maximum(alloc, 1)
+        per = np.where(alloc > 0, np.minimum(req, alloc) * MAX_NODE_SCORE // safe, 0)
+        return _weighted_mean(per, alloc > 0, weights)
+
+    return score
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], p: np.ndarray) -> np.ndarray:
+    """Upstream BuildBrokenLinearFunction over int64 utilisations ``p`` (Go truncation)."""
+    out = np.full(p.shape, shape[-1][1], dtype=np.int64)
+    done = np.zeros(p.shape, dtype=bool)
+    for i, (u, s) in enumerate(shape):
+        hit = ~done & (p <= u)
+        if i == 0:
+            val = np.full(p.shape, s, dtype=np.int64)
+        else:
+            pu, ps = shape[i - 1]
+            val = ps + div_trunc((s - ps) * (p - pu), u - pu)
+        out = np.where(hit, val, out)
+        done |= hit
+    return out
+
+
+def requested_to_capacity_ratio(resources: Sequence[ResourceSpec], shape: Sequence[UtilizationShapePoint]) -> Scorer:
+    weights = np.asarray([r.weight for r in resources], dtype=np.int64)
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    points = [(pt.utilization, pt.score * scale) for pt in shape]
+
+    def score(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+        safe = np.maximum(alloc, 1)
+        over = (alloc == 0) | (req > alloc)
+        util = np.where(over, MAX_UTILIZATION, req * MAX_UTILIZATION // safe)
+        per = broken_linear(points, util)
+        counted = (alloc > 0) & (per > 0)
+        w = np.where(counted, weights, 0)
+        total = (per * w).sum(axis=1)
+        wsum = w.sum(axis=1)
+        # math.Round of a non-negative ratio: half away from zero.
+        return np.where(wsum > 0, (2 * total + wsum) // np.maximum(2 * wsum, 1), 0)
+
+    return score
+
+
+def balanced_allocation(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
+    """int64[k]: (1 - std of the used fractions) * 100, float64 in upstream's order."""
+    k, m = alloc.shape
+    valid = alloc > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(valid, np.minimum(req / np.where(valid, alloc, 1).astype(np.float64), 1.0), 0.0)
+    count = valid.sum(axis=1)
+    std = np.zeros(k, dtype=np.float64)
+    two = count == 2
+    if two.any():
+        # the two valid fractions in resource order: first and last valid column
+        first = np.argmax(valid, axis=1)
+        last = m - 1 - np.argmax(valid[:, ::-1], axis=1)
+        f0 = frac[np.arange(k), first]
+        f1 = frac[np.arange(k), last]
+        std = np.where(two, np.abs((f0 - f1) / 2), std)
+    many = count > 2
+    if many.any():
+        total = np.zeros(k, dtype=np.float64)
+        for j in range(m):  # sequential sums over resources, as Go's loop adds them
+            total = total + np.where(valid[:, j], frac[:, j], 0.0)
+        mean = total / np.maximum(count, 1)
+        acc = np.zeros(k, dtype=np.float64)
+        for j in range(m):
+            d = frac[:, j] - mean
+            acc = acc + np.where(valid[:, j], d * d, 0.0)
+        std = np.where(many, np.sqrt(acc / np.maximum(count, 1)), std)
+    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)

@@ -1,0 +1,301 @@
+"""One scheduling attempt (upstream schedulePod): filter, score, select a host.
+
+Everything here is the coordinator's view. Node evaluation goes through a ``NodeSource``
+(the in-process table, or Ray shards), which answers Filter and Score for node rows in
+the cluster's nodeTree order; this module owns the upstream rules on top:
+``numFeasibleNodesToFind`` and the next-start-node rotation, the nominated node tried
+first, nominated pods in Filter (two passes), the diagnosis, NormalizeScore over every
+feasible node, weights, and reservoir sampling among the best.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
+from cluster_sched.framework.runtime import FilterOutcome, Framework
+from cluster_sched.framework.status import Code, Status
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.diagnosis import Diagnosis, FitError
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+#: numberOfHighestScoredNodesToReport
+HIGHEST_SCORED_NODES_TO_REPORT = 3
+
+#: node name -> pods nominated to it, only for nodes that have any (the nominator's view
+#: for this cycle). A mapping, so Filter touches only those few nodes individually.
+NominatedPods = Mapping[str, Sequence[Pod]]
+
+
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
+    """Adaptive percentageOfNodesToScore: max(5, 50 - n/125) %, never fewer than 100."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = 50 - num_all_nodes // 125
+        pct = max(pct, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    n = num_all_nodes * pct // 100
+    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class AttemptResult:
+    """Everything one attempt computed; ``explain`` prints it, ``schedule_one`` uses the host."""
+
+    suggested_host: str | None
+    evaluated_nodes: int
+    feasible_nodes: list[str]
+    #: node -> Status for every evaluated node that failed
+    diagnosis: Diagnosis
+    #: plugin -> int64[len(feasible)] before NormalizeScore (empty when not scored)
+    raw_scores: dict[str, np.ndarray] = field(default_factory=dict)
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+    total_scores: np.ndarray | None = None
+    #: top nodes (up to 3) by total score, selected first
+    top_nodes: list[tuple[str, int]] = field(default_factory=list)
+    num_all_nodes: int = 0
+
+
+class Scheduler:
+    """Holds the cross-cycle state of schedulePod: the next start node index and RNG."""
+
+    def __init__(self, percentage_of_nodes_to_score: int | None = 0, rng: random.Random | None = None) -> None:
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.next_start_node_index = 0
+        self.rng = rng or random.Random()
+
+    # ------------------------------------------------------------------ the attempt
+
+    def schedule_pod(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        nominated: NominatedPods | None = None,
+    ) -> AttemptResult:
+        """Raises FitError when no node fits (after which PostFilter may run)."""
+        num_all = table.n_nodes
+        if num_all == 0:
+            raise FitError(pod.key, 0, Diagnosis())
+        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fwk, state, pod, table, snapshot, nominated)
+        if len(feasible) == 0:
+            raise FitError(pod.key, num_all, diagnosis)
+        result = AttemptResult(None, evaluated, [table.names[r] for r in feasible.tolist()], diagnosis, num_all_nodes=num_all)  # type: ignore[misc]
+        if len(feasible) == 1:
+            result.suggested_host = result.feasible_nodes[0]
+            result.top_nodes = [(result.suggested_host, 0)]
+            return result
+        self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result)
+        return result
+
+    def find_nodes_that_fit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        nominated: NominatedPods | None,
+    ) -> tuple[np.ndarray, Diagnosis, int]:
+        """Feasible rows (in evaluation order), the diagnosis, and how many were evaluated."""
+        diagnosis = Diagnosis()
+        all_rows = table.order()
+        pre_res, s, narrowing = fwk.run_pre_filter(state, pod, snapshot)
+        if not s.is_success:
+            if not s.is_rejected:
+                raise PreFilterError(s)
+            # Every node gets PreFilter's status, for PostFilter to see.
+            diagnosis.node_to_status.absent_status = s
+            diagnosis.pre_filter_msg = s.message()
+            if s.plugin:
+                diagnosis.unschedulable_plugins.add(s.plugin)
+            return np.zeros(0, dtype=np.int64), diagnosis, 0
+
+        if pod.nominated_node_name:
+            row = table.index.get(pod.nominated_node_name)
+            if row is not None:
+                rows = np.asarray([row], dtype=np.int64)
+                passed, statuses = self._filter_rows(fwk, state, pod, table, rows, nominated)
+                if passed[0]:
+                    return rows, diagnosis, 1
+
+        nodes = all_rows
+        if pre_res is not None and pre_res.node_names is not None:
+            keep = np.isin(all_rows, table.rows_of(pre_res.node_names))
+            nodes = all_rows[keep]
+            plugins = "[" + " ".join(sorted(narrowing)) + "]"
+            diagnosis.node_to_status.absent_status = Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) {plugins}",)
+            )
+            diagnosis.unschedulable_plugins |= narrowing
+
+        feasible, evaluated = self._find_nodes_that_pass_filters(fwk, state, pod, table, nodes, diagnosis, nominated)
+        processed = len(feasible) + len(diagnosis.node_to_status.statuses)
+        if len(all_rows):
+            self.next_start_node_index = (self.next_start_node_index + processed) % len(all_rows)
+        return feasible, diagnosis, evaluated
+
+    def _find_nodes_that_pass_filters(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        nodes: np.ndarray,
+        diagnosis: Diagnosis,
+        nominated: NominatedPods | None,
+    ) -> tuple[np.ndarray, int]:
+        n = len(nodes)
+        if n == 0:
+            return nodes, 0
+        to_find = num_feasible_nodes_to_find(
+            fwk.percentage_of_nodes_to_score
+            if fwk.percentage_of_nodes_to_score is not None
+            else self.percentage_of_nodes_to_score,
+            n,
+        )
+        start = self.next_start_node_index % n
+        rotated = np.roll(nodes, -start)
+        if not fwk.filter:
+            return rotated[:to_find], min(to_find, n)
+        # Evaluate in windows so a big cluster stops early, as upstream's parallel
+        # search cancels once enough nodes were found (deterministically here).
+        window = min(n, max(to_find * 2, 256))
+        feasible_parts: list[np.ndarray] = []
+        found = 0
+        pos = 0
+        while pos < n and found < to_find:
+            chunk = rotated[pos : pos + window]
+            passed, statuses = self._filter_rows(fwk, state, pod, table, chunk, nominated)
+            cum = np.cumsum(passed)
+            if found + (int(cum[-1]) if len(cum) else 0) >= to_find:
+                cut = int(np.searchsorted(cum, to_find - found)) + 1
+            else:
+                cut = len(chunk)
+            take = passed[:cut]
+            feasible_parts.append(chunk[:cut][take])
+            found += int(take.sum())
+            for i in np.flatnonzero(~take).tolist():
+                diagnosis.add_status(table.names[int(chunk[i])], statuses(i))  # type: ignore[arg-type]
+            pos += cut
+            window = min(n - pos, window * 2)
+        feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
+        return feasible, pos
+
+    def _filter_rows(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: np.ndarray,
+        nominated: NominatedPods | None,
+    ) -> tuple[np.ndarray, Callable[[int], Status]]:
+        """Filter ``rows``; nodes with nominated pods of priority >= the pod's get the
+        two-pass treatment (RunFilterPluginsWithNominatedPods). Returns the pass mask and
+        a lookup of each failing node's Status."""
+        special: dict[int, Status] = {}
+        if nominated:
+            hits = np.flatnonzero(np.isin(rows, table.rows_of(nominated.keys())))
+            for i in hits.tolist():
+                r = int(rows[i])
+                name = table.names[r]
+                assert name is not None
+                ge = [p for p in nominated[name] if p.priority >= pod.priority and p.uid != pod.uid]
+                if ge:
+                    special[i] = self._filter_with_nominated(fwk, state, pod, table, r, ge)
+        outcome = fwk.run_filter(state, pod, NodeSlice(table, rows))
+        passed = outcome.passed.copy()
+        for i, st in special.items():
+            passed[i] = st.is_success
+
+        def status_of(i: int) -> Status:
+            if i in special:
+                return special[i]
+            return fwk.filter_status(outcome, i)
+
+        return passed, status_of
+
+    def _filter_with_nominated(
+        self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int, ge: list[Pod]
+    ) -> Status:
+        """Pass 1 with the nominated pods added (state and node), pass 2 without them."""
+        sub = table.subset(np.asarray([row], dtype=np.int64))
+        state1 = state.clone()
+        node_name = table.names[row]
+        assert node_name is not None
+        for p in ge:
+            sub.add_pod(0, p)
+            s = fwk.run_pre_filter_add_pod(state1, pod, p, node_name)
+            if not s.is_success:
+                return s
+        first = _single_status(fwk, fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64))))
+        if not first.is_success:
+            return first
+        return _single_status(fwk, fwk.run_filter(state, pod, NodeSlice(table, np.asarray([row], dtype=np.int64))))
+
+    # ------------------------------------------------------------------ scoring
+
+    def prioritize_nodes(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        feasible: np.ndarray,
+        result: AttemptResult,
+    ) -> None:
+        k = len(feasible)
+        if not fwk.score:
+            totals = np.ones(k, dtype=np.int64)
+        else:
+            s = fwk.run_pre_score(state, pod, snapshot, result.feasible_nodes)
+            if not s.is_success:
+                raise PreFilterError(s)
+            raw = fwk.run_score(state, pod, NodeSlice(table, feasible))
+            normalized = fwk.normalize_scores(state, pod, raw)
+            totals = fwk.weighted_total(normalized, k)
+            result.raw_scores = raw
+            result.scores = normalized
+        result.total_scores = totals
+        host_idx, top = select_host(totals, self.rng)
+        result.suggested_host = result.feasible_nodes[host_idx]
+        result.top_nodes = [(result.feasible_nodes[i], int(totals[i])) for i in top]
+
+
+def select_host(totals: np.ndarray, rng: random.Random, count: int = HIGHEST_SCORED_NODES_TO_REPORT) -> tuple[int, list[int]]:
+    """Uniform choice among the top-scoring nodes (upstream's reservoir sampling has the
+    same distribution), plus the ``count`` best indices with the chosen one first."""
+    best = int(totals.max())
+    ties = np.flatnonzero(totals == best)
+    chosen = int(ties[rng.randrange(len(ties))]) if len(ties) > 1 else int(ties[0])
+    order = np.argsort(-totals, kind="stable")[: count + 1].tolist()
+    top = [chosen] + [i for i in order if i != chosen]
+    return chosen, top[:count]
+
+
+def _single_status(fwk: Framework, outcome: FilterOutcome) -> Status:
+    return fwk.filter_status(outcome, 0)
+
+
+class PreFilterError(Exception):
+    """A plugin returned Error (not a rejection) at PreFilter/PreScore: the attempt fails."""
+
+    def __init__(self, status: Status) -> None:
+        self.status = status
+        super().__init__(status.message())
+
+
+def node_to_status_of(diagnosis: Diagnosis) -> NodeToStatus:
+    return diagnosis.node_to_status

@@ -1,0 +1,107 @@
+"""``cluster-sched explain``: one scheduling attempt, shown in full.
+
+The JSON keys are a contract scripts rely on: selectedNode, feasibleNodes,
+evaluatedNodes, filter, rawScores, scores, finalScores, message, and preemption when
+PostFilter ran. Explain is a dry run: PostFilter computes preemption's outcome but no
+victim is deleted and no nomination written.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.cache.cache import Cache
+from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.errors import ConfigError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.status import Code
+from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
+from cluster_sched.scheduler.diagnosis import FitError, fit_error_message
+
+
+@dataclass(slots=True)
+class Explanation:
+    result: AttemptResult | None
+    fit_error: FitError | None
+    preemption: dict[str, Any] | None
+    json: dict[str, Any]
+
+
+def build_framework(config: SchedulerConfiguration, pod: Pod, cache: Cache, seed: int | None) -> Framework:
+    """The framework of the profile the pod names, with a handle that sees the cache."""
+    for i, profile in enumerate(config.profiles):
+        if profile.scheduler_name == pod.scheduler_name:
+            handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(seed))
+            handle.services["snapshot"] = cache
+            handle.services["cache"] = cache
+            return Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
+    raise ConfigError(
+        f'pod {pod.key}: spec.schedulerName "{pod.scheduler_name}" matches no profile in the configuration'
+    )
+
+
+def explain(cache: Cache, pod: Pod, config: SchedulerConfiguration, seed: int | None = None) -> Explanation:
+    fwk = build_framework(config, pod, cache, seed)
+    table = cache.sink.table  # type: ignore[attr-defined]
+    sched = Scheduler(config.percentage_of_nodes_to_score, random.Random(seed))
+    state = CycleState()
+    out: dict[str, Any] = {
+        "selectedNode": None,
+        "feasibleNodes": 0,
+        "evaluatedNodes": 0,
+        "filter": {},
+        "rawScores": {},
+        "scores": {},
+        "finalScores": {},
+        "message": None,
+    }
+    pre_enqueue = fwk.run_pre_enqueue(pod)
+    if not pre_enqueue.is_success:
+        out["message"] = pre_enqueue.message()
+        return Explanation(None, None, None, out)
+    try:
+        result = sched.schedule_pod(fwk, state, pod, table, cache)
+    except FitError as err:
+        diagnosis = err.diagnosis
+        out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)
+        out["filter"] = {name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()}
+        preemption = None
+        if fwk.post_filter:
+            post, status = fwk.run_post_filter(state, pod, diagnosis.node_to_status)
+            if status.reasons:
+                diagnosis.post_filter_msg = status.message()
+            preemption = {
+                "nominatedNode": (post.nominated_node_name or None) if post else None,
+                "victims": list(post.victims) if post else [],
+            }
+            out["preemption"] = preemption
+            if status.is_success and post is not None and post.nominated_node_name:
+                diagnosis.post_filter_msg = ""
+        out["message"] = fit_error_message(err.num_all_nodes, diagnosis)
+        return Explanation(None, err, preemption, out)
+
+    out["selectedNode"] = result.suggested_host
+    out["feasibleNodes"] = len(result.feasible_nodes)
+    out["evaluatedNodes"] = result.evaluated_nodes
+    filt = {name: _status_json(st) for name, st in result.diagnosis.node_to_status.statuses.items()}
+    for name in result.feasible_nodes:
+        filt[name] = {"code": "Success"}
+    out["filter"] = filt
+    for i, name in enumerate(result.feasible_nodes):
+        if result.raw_scores:
+            out["rawScores"][name] = {p: int(v[i]) for p, v in result.raw_scores.items()}
+            out["scores"][name] = {p: int(v[i]) for p, v in result.scores.items()}
+        if result.total_scores is not None:
+            out["finalScores"][name] = int(result.total_scores[i])
+    return Explanation(result, None, None, out)
+
+
+def _status_json(status: Any) -> dict[str, Any]:
+    if status.code == Code.SUCCESS:
+        return {"code": "Success"}
+    return {"code": status.code.label, "plugin": status.plugin, "reasons": list(status.reasons)}

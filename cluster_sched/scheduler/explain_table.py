@@ -1,0 +1,59 @@
+"""The human view of ``explain``: nodes × plugins, best nodes first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.scheduler.explain import Explanation
+
+
+def _rows(data: dict[str, Any]) -> list[str]:
+    """Selected node first, then feasible by final score, then failing nodes by name."""
+    final = data["finalScores"]
+    feasible = [n for n, f in data["filter"].items() if f["code"] == "Success"]
+    feasible.sort(key=lambda n: (n != data["selectedNode"], -final.get(n, 0), n))
+    failing = sorted(n for n, f in data["filter"].items() if f["code"] != "Success")
+    return feasible + failing
+
+
+def render_table(result: Explanation, pod: Pod, *, show_all: bool = False, top: int = 20, console: Console | None = None) -> None:
+    console = console or Console()
+    data = result.json
+    plugins = sorted({p for scores in data["scores"].values() for p in scores})
+    table = Table(title=f"pod {pod.key}: selected node {data['selectedNode'] or '-'}")
+    table.add_column("node")
+    table.add_column("filter")
+    for p in plugins:
+        table.add_column(p, justify="right")
+    table.add_column("final", justify="right")
+    names = _rows(data)
+    shown = names if show_all else names[:top]
+    for name in shown:
+        f = data["filter"][name]
+        verdict = "✓" if f["code"] == "Success" else f"{f['plugin']}: {', '.join(f['reasons'])} ({f['code']})"
+        cells = [name + (" *" if name == data["selectedNode"] else ""), verdict]
+        for p in plugins:
+            raw = data["rawScores"].get(name, {}).get(p)
+            norm = data["scores"].get(name, {}).get(p)
+            cells.append("" if norm is None else (f"{norm}" if raw == norm else f"{norm} ({raw})"))
+        final = data["finalScores"].get(name)
+        cells.append("" if final is None else str(final))
+        table.add_row(*cells)
+    console.print(table)
+    hidden = len(names) - len(shown)
+    if hidden:
+        console.print(f"... {hidden} more nodes (use --all)")
+    console.print(
+        f"feasible {data['feasibleNodes']} of {data['evaluatedNodes']} evaluated nodes; scores shown as normalised (raw)"
+    )
+    if data.get("message"):
+        console.print(f"[bold red]{data['message']}[/]")
+    if "preemption" in data:
+        pre = data["preemption"]
+        console.print(
+            f"preemption: nominated node {pre['nominatedNode'] or '-'}; victims: {', '.join(pre['victims']) or '-'}"
+        )
