@@ -154,7 +154,9 @@ class PostFilterPlugin(Protocol):
 class PreScorePlugin(Protocol):
     name: str
 
-    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Sequence[str]) -> Status: ...
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice) -> Status:
+        """``feasible``: the feasible nodes (rows of the shard table); names via ``.names()``."""
+        ...
 
 
 @runtime_checkable

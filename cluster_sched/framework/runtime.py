@@ -261,7 +261,7 @@ class Framework:
 
     # ------------------------------------------------------------------ score
 
-    def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Sequence[str]) -> Status:
+    def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice) -> Status:
         for pl in self.pre_score:
             s = pl.pre_score(state, pod, snapshot, feasible)
             if s.is_skip:

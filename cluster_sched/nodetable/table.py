@@ -8,13 +8,18 @@ by callers stay meaningful until the node is removed. Pod accounting is incremen
 Shapes (``cap`` = allocated rows, ``R`` = interned resources, ``T`` = distinct taints,
 ``P`` = distinct host-port triples):
 
-- ``allocatable``, ``requested``: int64[cap, R] — cpu in millis, others in units
-- ``nonzero``: int64[cap, 2] — cpu/memory requested with scoring defaults (100m, 200Mi)
+Matrices are resource-major (one contiguous row per resource, taint or port) because
+plugins gather a few resources for many nodes: ``free[c][rows]`` is a fast 1-D gather,
+and reductions run across a handful of rows instead of along a narrow axis.
+
+- ``allocatable``, ``requested``, ``free``: int64[R, cap] — cpu in millis, others in
+  units; ``free`` is allocatable - requested, kept in step
+- ``nonzero``: int64[2, cap] — cpu/memory requested with scoring defaults (100m, 200Mi)
 - ``pod_count``, ``allowed_pods``: int64[cap]
 - ``unschedulable``, ``alive``: bool[cap]
 - ``labels[key]``: int32[cap] — interned value code, -1 where the label is absent
-- ``taint_pos``: int16[cap, T] — 1 + position of taint t in the node's taint list, 0 if absent
-- ``port_count``: int32[cap, P] — pods on the node using (hostIP, protocol, hostPort)
+- ``taint_pos``: int16[T, cap] — 1 + position of taint t in the node's taint list, 0 if absent
+- ``port_count``: int32[P, cap] — pods on the node using (hostIP, protocol, hostPort)
 
 ``node_version`` changes whenever node-derived columns (labels, taints, allocatable, images,
 membership) change; ``pod_version`` whenever pod accounting changes. Plugins key caches on
@@ -79,13 +84,15 @@ class NodeTable:
         self.names: list[str | None] = []
         self.nodes: list[Node | None] = []
         self.index: dict[str, int] = {}
-        self._free: list[int] = []
+        self._free_rows: list[int] = []
 
         cap = self._cap
         self.alive = np.zeros(cap, dtype=bool)
-        self.allocatable = np.zeros((cap, len(self.resources)), dtype=np.int64)
-        self.requested = np.zeros((cap, len(self.resources)), dtype=np.int64)
-        self.nonzero = np.zeros((cap, 2), dtype=np.int64)
+        self.allocatable = np.zeros((len(self.resources), cap), dtype=np.int64)
+        self.requested = np.zeros((len(self.resources), cap), dtype=np.int64)
+        self.nonzero = np.zeros((2, cap), dtype=np.int64)
+        #: allocatable - requested, kept in step so Fit reads one column per resource
+        self.free = np.zeros((len(self.resources), cap), dtype=np.int64)
         self.pod_count = np.zeros(cap, dtype=np.int64)
         self.allowed_pods = np.zeros(cap, dtype=np.int64)
         self.unschedulable = np.zeros(cap, dtype=bool)
@@ -93,8 +100,8 @@ class NodeTable:
         self.seq = np.zeros(cap, dtype=np.int64)
         self._next_seq = 0
         self.zones: Interner[str] = Interner()
-        self.taint_pos = np.zeros((cap, 0), dtype=np.int16)
-        self.port_count = np.zeros((cap, 0), dtype=np.int32)
+        self.taint_pos = np.zeros((0, cap), dtype=np.int16)
+        self.port_count = np.zeros((0, cap), dtype=np.int32)
         # image id -> {row: size}; flattened lazily into ImageIndex
         self._image_rows: dict[int, dict[int, int]] = {}
         self._image_index: ImageIndex | None = None
@@ -124,12 +131,13 @@ class NodeTable:
         extra = new - self._cap
 
         def pad(a: np.ndarray, fill: int | bool = 0) -> np.ndarray:
-            shape = (extra, *a.shape[1:])
-            return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)])
+            shape = (*a.shape[:-1], extra)
+            return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)], axis=-1)
 
         self.alive = pad(self.alive, False)
         self.allocatable = pad(self.allocatable)
         self.requested = pad(self.requested)
+        self.free = pad(self.free)
         self.nonzero = pad(self.nonzero)
         self.pod_count = pad(self.pod_count)
         self.allowed_pods = pad(self.allowed_pods)
@@ -146,19 +154,19 @@ class NodeTable:
     def _sync_columns(self) -> None:
         """Widen matrices whose interner gained values (resources, taints, ports)."""
         r = len(self.resources)
-        if self.allocatable.shape[1] < r:
-            extra = r - self.allocatable.shape[1]
-            z = np.zeros((self._cap, extra), dtype=np.int64)
-            self.allocatable = np.concatenate([self.allocatable, z], axis=1)
-            self.requested = np.concatenate([self.requested, z.copy()], axis=1)
+        if self.allocatable.shape[0] < r:
+            z = np.zeros((r - self.allocatable.shape[0], self._cap), dtype=np.int64)
+            self.allocatable = np.concatenate([self.allocatable, z])
+            self.requested = np.concatenate([self.requested, z.copy()])
+            self.free = np.concatenate([self.free, z.copy()])
         t = len(self.taints)
-        if self.taint_pos.shape[1] < t:
-            z16 = np.zeros((self._cap, t - self.taint_pos.shape[1]), dtype=np.int16)
-            self.taint_pos = np.concatenate([self.taint_pos, z16], axis=1)
+        if self.taint_pos.shape[0] < t:
+            z16 = np.zeros((t - self.taint_pos.shape[0], self._cap), dtype=np.int16)
+            self.taint_pos = np.concatenate([self.taint_pos, z16])
         p = len(self.ports)
-        if self.port_count.shape[1] < p:
-            z32 = np.zeros((self._cap, p - self.port_count.shape[1]), dtype=np.int32)
-            self.port_count = np.concatenate([self.port_count, z32], axis=1)
+        if self.port_count.shape[0] < p:
+            z32 = np.zeros((p - self.port_count.shape[0], self._cap), dtype=np.int32)
+            self.port_count = np.concatenate([self.port_count, z32])
 
     def resource_col(self, name: str) -> int:
         """Column of resource ``name``, creating it (zero everywhere) if new."""
@@ -185,8 +193,8 @@ class NodeTable:
         """Add a node, or update its node-derived columns keeping its pod accounting."""
         row = self.index.get(node.name)
         if row is None:
-            if self._free:
-                row = self._free.pop()
+            if self._free_rows:
+                row = self._free_rows.pop()
             else:
                 row = self.size
                 self.size += 1
@@ -197,10 +205,10 @@ class NodeTable:
             self.index[node.name] = row
             self.names[row] = node.name
             self.alive[row] = True
-            self.requested[row] = 0
-            self.nonzero[row] = 0
+            self.requested[:, row] = 0
+            self.nonzero[:, row] = 0
             self.pod_count[row] = 0
-            self.port_count[row] = 0
+            self.port_count[:, row] = 0
             self.row_pods[row] = {}
             self.pod_index.clear_row(row)
             self.seq[row] = self._next_seq
@@ -209,6 +217,7 @@ class NodeTable:
             self._clear_node_columns(row)
         self.nodes[row] = node
         self._write_node_columns(row, node)
+        self.free[:, row] = self.allocatable[:, row] - self.requested[:, row]
         self._node_changed()
         return row
 
@@ -221,13 +230,14 @@ class NodeTable:
         self.alive[row] = False
         self.names[row] = None
         self.nodes[row] = None
-        self.requested[row] = 0
-        self.nonzero[row] = 0
+        self.requested[:, row] = 0
+        self.free[:, row] = 0
+        self.nonzero[:, row] = 0
         self.pod_count[row] = 0
-        self.port_count[row] = 0
+        self.port_count[:, row] = 0
         self.row_pods[row] = {}
         self.pod_index.clear_row(row)
-        self._free.append(row)
+        self._free_rows.append(row)
         self._node_changed()
         return row
 
@@ -238,10 +248,10 @@ class NodeTable:
         self._image_index = None
 
     def _clear_node_columns(self, row: int) -> None:
-        self.allocatable[row] = 0
+        self.allocatable[:, row] = 0
         self.allowed_pods[row] = 0
         self.unschedulable[row] = False
-        self.taint_pos[row] = 0
+        self.taint_pos[:, row] = 0
         for col in self.labels.values():
             col[row] = -1
         for rows in self._image_rows.values():
@@ -252,7 +262,7 @@ class NodeTable:
             if name == PODS:
                 self.allowed_pods[row] = v
             else:
-                self.allocatable[row, self.resource_col(name)] = v
+                self.allocatable[self.resource_col(name), row] = v
         self.unschedulable[row] = node.unschedulable
         self.zone_code[row] = self.zones.intern(zone_key(node.labels))
         for key, value in node.labels.items():
@@ -265,8 +275,8 @@ class NodeTable:
         for pos, taint in enumerate(node.taints):
             t = self.taints.intern(taint)
             self._sync_columns()
-            if self.taint_pos[row, t] == 0:
-                self.taint_pos[row, t] = pos + 1
+            if self.taint_pos[t, row] == 0:
+                self.taint_pos[t, row] = pos + 1
         for image in node.images:
             for name in image.names:
                 i = self.images.intern(name)
@@ -283,14 +293,15 @@ class NodeTable:
             self.row_pods[row].pop(pod.key, None)
         cols, vals = self.resource_vector(pod.requests)
         if len(cols):
-            self.requested[row, cols] += sign * vals
-        self.nonzero[row, 0] += sign * pod.nonzero_cpu
-        self.nonzero[row, 1] += sign * pod.nonzero_memory
+            self.requested[cols, row] += sign * vals
+            self.free[cols, row] -= sign * vals
+        self.nonzero[0, row] += sign * pod.nonzero_cpu
+        self.nonzero[1, row] += sign * pod.nonzero_memory
         self.pod_count[row] += sign
         for key in pod_host_ports(pod):
             p = self.ports.intern(key)
             self._sync_columns()
-            self.port_count[row, p] += sign
+            self.port_count[p, row] += sign
         self.pod_index.add(row, pod, sign)
         self.pod_version += 1
 
@@ -380,18 +391,18 @@ class NodeTable:
         t.size = k
         idx = rows if k else np.zeros(1, dtype=np.int64)
         for attr in (
-            "alive", "allocatable", "requested", "nonzero", "pod_count", "allowed_pods",
+            "alive", "allocatable", "requested", "free", "nonzero", "pod_count", "allowed_pods",
             "unschedulable", "zone_code", "seq", "taint_pos", "port_count",
         ):
-            col = getattr(self, attr)[idx].copy()
+            col = getattr(self, attr)[..., idx].copy()
             if not k:
-                col = col[:0]
+                col = col[..., :0]
             setattr(t, attr, col)
         t.labels = {key: col[rows].copy() for key, col in self.labels.items()}
         t.names = [self.names[r] for r in rows.tolist()]
         t.nodes = [self.nodes[r] for r in rows.tolist()]
         t.index = {n: i for i, n in enumerate(t.names) if n is not None}
-        t._free = []
+        t._free_rows = []
         t.row_pods = [dict(self.row_pods[r]) for r in rows.tolist()]
         remap = {int(r): i for i, r in enumerate(rows.tolist())}
         t._image_rows = {

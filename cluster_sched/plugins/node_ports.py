@@ -64,7 +64,9 @@ class NodePorts:
         cols = conflicting_columns(nodes.table, ports) if ports else np.zeros(0, dtype=np.intp)
         if not len(cols):
             return NodeVerdicts.passing(len(nodes))
-        fails = (nodes.table.port_count[np.ix_(nodes.rows, cols)] > 0).any(axis=1)
+        fails = np.zeros(len(nodes), dtype=bool)
+        for p in cols.tolist():  # distinct conflicting ports, not nodes
+            fails |= nodes.table.port_count[p][nodes.rows] > 0
         return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, ERR_REASON)
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:

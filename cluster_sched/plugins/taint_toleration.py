@@ -48,12 +48,12 @@ def _first_untolerated(table: NodeTable, tolerations: tuple[Toleration, ...]) ->
 def _compute_first_untolerated(table: NodeTable, tolerations: tuple[Toleration, ...]) -> np.ndarray:
     cols = untolerated_taint_columns(table, tolerations, DO_NOT_SCHEDULE)
     first = np.full(table._cap, -1, dtype=np.int64)
-    if len(cols):
-        pos = table.taint_pos[:, cols].astype(np.int32)
-        pos[pos == 0] = _NO_TAINT
-        best = pos.argmin(axis=1)
-        has = pos[np.arange(table._cap), best] != _NO_TAINT
-        first[has] = cols[best[has]]
+    best_pos = np.full(table._cap, _NO_TAINT, dtype=np.int32)
+    for t in cols.tolist():  # distinct taints, not nodes
+        pos = table.taint_pos[t].astype(np.int32)
+        better = (pos > 0) & (pos < best_pos)
+        best_pos[better] = pos[better]
+        first[better] = t
     return first
 
 
@@ -82,7 +82,10 @@ class TaintToleration:
         cols = untolerated_taint_columns(table, relevant, frozenset({PREFER_NO_SCHEDULE}))
         if not len(cols):
             return np.zeros(len(nodes), dtype=np.int64)
-        return (table.taint_pos[np.ix_(nodes.rows, cols)] > 0).sum(axis=1).astype(np.int64)
+        count = np.zeros(len(nodes), dtype=np.int64)
+        for t in cols.tolist():
+            count += table.taint_pos[t][nodes.rows] > 0
+        return count
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=True)

@@ -52,7 +52,9 @@ class AttemptResult:
 
     suggested_host: str | None
     evaluated_nodes: int
-    feasible_nodes: list[str]
+    #: feasible rows of ``table``, in evaluation order
+    feasible_rows: np.ndarray
+    table: NodeTable
     #: node -> Status for every evaluated node that failed
     diagnosis: Diagnosis
     #: plugin -> int64[len(feasible)] before NormalizeScore (empty when not scored)
@@ -62,6 +64,10 @@ class AttemptResult:
     #: top nodes (up to 3) by total score, selected first
     top_nodes: list[tuple[str, int]] = field(default_factory=list)
     num_all_nodes: int = 0
+
+    @property
+    def feasible_nodes(self) -> list[str]:
+        return self.table.name_array()[self.feasible_rows].tolist()  # type: ignore[no-any-return]
 
 
 class Scheduler:
@@ -90,9 +96,9 @@ class Scheduler:
         feasible, diagnosis, evaluated = self.find_nodes_that_fit(fwk, state, pod, table, snapshot, nominated)
         if len(feasible) == 0:
             raise FitError(pod.key, num_all, diagnosis)
-        result = AttemptResult(None, evaluated, [table.names[r] for r in feasible.tolist()], diagnosis, num_all_nodes=num_all)  # type: ignore[misc]
+        result = AttemptResult(None, evaluated, feasible, table, diagnosis, num_all_nodes=num_all)
         if len(feasible) == 1:
-            result.suggested_host = result.feasible_nodes[0]
+            result.suggested_host = table.names[int(feasible[0])]
             result.top_nodes = [(result.suggested_host, 0)]
             return result
         self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result)
@@ -260,18 +266,19 @@ class Scheduler:
         if not fwk.score:
             totals = np.ones(k, dtype=np.int64)
         else:
-            s = fwk.run_pre_score(state, pod, snapshot, result.feasible_nodes)
+            nodes = NodeSlice(table, feasible)
+            s = fwk.run_pre_score(state, pod, snapshot, nodes)
             if not s.is_success:
                 raise PreFilterError(s)
-            raw = fwk.run_score(state, pod, NodeSlice(table, feasible))
+            raw = fwk.run_score(state, pod, nodes)
             normalized = fwk.normalize_scores(state, pod, raw)
             totals = fwk.weighted_total(normalized, k)
             result.raw_scores = raw
             result.scores = normalized
         result.total_scores = totals
         host_idx, top = select_host(totals, self.rng)
-        result.suggested_host = result.feasible_nodes[host_idx]
-        result.top_nodes = [(result.feasible_nodes[i], int(totals[i])) for i in top]
+        result.suggested_host = table.names[int(feasible[host_idx])]
+        result.top_nodes = [(table.names[int(feasible[i])], int(totals[i])) for i in top]  # type: ignore[misc]
 
 
 def select_host(totals: np.ndarray, rng: random.Random, count: int = HIGHEST_SCORED_NODES_TO_REPORT) -> tuple[int, list[int]]:
@@ -280,7 +287,9 @@ def select_host(totals: np.ndarray, rng: random.Random, count: int = HIGHEST_SCO
     best = int(totals.max())
     ties = np.flatnonzero(totals == best)
     chosen = int(ties[rng.randrange(len(ties))]) if len(ties) > 1 else int(ties[0])
-    order = np.argsort(-totals, kind="stable")[: count + 1].tolist()
+    k = min(count + 1, len(totals))
+    best_k = np.argpartition(-totals, k - 1)[:k] if k < len(totals) else np.arange(len(totals))
+    order = best_k[np.lexsort((best_k, -totals[best_k]))].tolist()
     top = [chosen] + [i for i in order if i != chosen]
     return chosen, top[:count]
 

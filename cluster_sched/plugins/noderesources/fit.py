@@ -22,6 +22,7 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.names import NODE_RESOURCES_FIT
 from cluster_sched.plugins.noderesources import scorers
 from cluster_sched.plugins.noderesources.resources import (
@@ -94,30 +95,39 @@ class Fit:
         s: _PreFilterState | None = state.get(STATE_KEY)
         requests = s.requests if s is not None else self._checked_requests(pod)
         table, rows = nodes.table, nodes.rows
+        checked = [(name, amount) for name, amount in requests if amount > 0]
+        room = table.allowed_pods[rows] - table.pod_count[rows]
+        cols = [table.resources.get(name) for name, _ in checked]
+        if all(c >= 0 for c in cols):
+            # Fast path: one gathered block of free capacity against the request vector.
+            ok = room >= 1
+            for (_, amount), col in zip(checked, cols, strict=True):
+                ok &= table.free[col][rows] >= amount
+            if ok.all():
+                return NodeVerdicts.passing(len(rows))
+        return self._failures(table, rows, room, checked)
+
+    def _failures(
+        self, table: NodeTable, rows: np.ndarray, room: np.ndarray, checked: list[tuple[str, int]]
+    ) -> NodeVerdicts:
+        """Per-node reasons, in upstream's order: pods, cpu, memory, ephemeral, scalars."""
         k = len(rows)
         reasons = [TOO_MANY_PODS]
-        insufficient = [table.pod_count[rows] + 1 > table.allowed_pods[rows]]
+        insufficient = [room < 1]
         unresolvable = [np.zeros(k, dtype=bool)]
-        if any(v for _, v in requests):
-            for name, amount in requests:
-                if amount <= 0:
-                    continue
-                col = table.resources.get(name)
-                if col < 0:
-                    alloc = np.zeros(k, dtype=np.int64)
-                    used = alloc
-                else:
-                    alloc = table.allocatable[rows, col]
-                    used = table.requested[rows, col]
-                reasons.append(f"Insufficient {name}")
-                insufficient.append(amount > alloc - used)
-                unresolvable.append(amount > alloc)
+        for name, amount in checked:
+            col = table.resources.get(name)
+            alloc = table.allocatable[col][rows] if col >= 0 else np.zeros(k, dtype=np.int64)
+            free = table.free[col][rows] if col >= 0 else alloc
+            reasons.append(f"Insufficient {name}")
+            insufficient.append(amount > free)
+            unresolvable.append(amount > alloc)
         bits = np.stack(insufficient, axis=1)
         failing = bits.any(axis=1)
         if not failing.any():
             return NodeVerdicts.passing(k)
         # One reason tuple per distinct combination of insufficient resources.
-        weights = (1 << np.arange(bits.shape[1], dtype=np.int64))
+        weights = 1 << np.arange(bits.shape[1], dtype=np.int64)
         combo = (bits.astype(np.int64) * weights).sum(axis=1)
         uniq, inverse = np.unique(combo[failing], return_inverse=True)
         reason_list = [tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()]

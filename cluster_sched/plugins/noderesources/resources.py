@@ -44,7 +44,7 @@ def pod_request_list(pod: Pod, resources: Sequence[ResourceSpec], *, nonzero: bo
 def allocatable_and_requested(
     nodes: NodeSlice, resources: Sequence[ResourceSpec], pod_requests: np.ndarray, *, use_requested: bool
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(allocatable, requested) int64[k, m] per configured resource, including the pod.
+    """(allocatable, requested) int64[m, k] per configured resource, including the pod.
 
     Upstream calculateResourceAllocatableRequest: cpu/memory use the non-zero
     accounting unless ``use_requested``; a scalar resource the pod does not request, or
@@ -52,8 +52,8 @@ def allocatable_and_requested(
     """
     table, rows = nodes.table, nodes.rows
     k, m = len(rows), len(resources)
-    alloc = np.zeros((k, m), dtype=np.int64)
-    req = np.zeros((k, m), dtype=np.int64)
+    alloc = np.zeros((m, k), dtype=np.int64)
+    req = np.zeros((m, k), dtype=np.int64)
     for i, spec in enumerate(resources):
         name = spec.name
         if is_scalar_resource(name) and pod_requests[i] == 0:
@@ -61,12 +61,12 @@ def allocatable_and_requested(
         col = table.resources.get(name)
         if col < 0 or name == PODS:
             continue
-        alloc[:, i] = table.allocatable[rows, col]
+        alloc[i] = table.allocatable[col][rows]
         if not use_requested and name == CPU:
-            used = table.nonzero[rows, R_CPU]
+            used = table.nonzero[R_CPU][rows]
         elif not use_requested and name == MEMORY:
-            used = table.nonzero[rows, R_MEMORY]
+            used = table.nonzero[R_MEMORY][rows]
         else:
-            used = table.requested[rows, col]
-        req[:, i] = used + pod_requests[i]
+            used = table.requested[col][rows]
+        req[i] = used + pod_requests[i]
     return alloc, req
