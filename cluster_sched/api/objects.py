@@ -34,6 +34,8 @@ class OwnerReference:
     name: str
     uid: str = ""
     controller: bool = False
+    #: ``apps/v1``, ``v1``...: PodTopologySpread's system defaults match owners by group/kind.
+    api_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +280,7 @@ class Node:
 @dataclass(frozen=True, slots=True)
 class Namespace:
     meta: ObjectMeta
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -296,6 +299,15 @@ class PodDisruptionBudget:
     max_unavailable: int | str | None = None
     disruptions_allowed: int = 0
     disrupted_pods: Mapping[str, float] = field(default_factory=dict)
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +320,34 @@ class WorkloadController:
     #: Service and ReplicationController selectors are plain maps; the others are
     #: full label selectors. Both are stored as LabelSelector.
     selector: LabelSelector | None = None
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    """scheduling.k8s.io/v1 PriorityClass. The scheduler itself only reads pod priority;
+    the class is kept so a workload can resolve ``priorityClassName`` the way the API
+    server's Priority admission plugin does."""
+
+    meta: ObjectMeta
+    value: int
+    global_default: bool = False
+    #: PreemptLowerPriority (default) or Never
+    preemption_policy: str = "PreemptLowerPriority"
+    raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
 
 
 #: Everything ``api.manifest`` can return.
-KubeObject = Pod | Node | Namespace | PodDisruptionBudget | WorkloadController
+KubeObject = Pod | Node | Namespace | PodDisruptionBudget | WorkloadController | PriorityClass

@@ -1,0 +1,277 @@
+"""Typed readers for manifest dicts: each checks one JSON type and names the field.
+
+Every reader takes the raw value and its JSON path and raises InvalidObjectError with
+only ``field`` set; ``manifest`` adds the object and the file on the way out. Readers
+treat an absent key and an explicit ``null`` alike, as Go's JSON decoding does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from cluster_sched.api import selectors
+from cluster_sched.api.objects import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    ObjectMeta,
+    OwnerReference,
+)
+from cluster_sched.errors import InvalidObjectError
+
+_EMPTY: Mapping[str, Any] = {}
+
+_JSON_TYPES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+}
+
+
+def describe(value: object) -> str:
+    """JSON-flavoured type name of a decoded value: 'a string', 'a list'..."""
+    for kind, name in _JSON_TYPES.items():
+        if type(value) is kind:
+            return name
+    if isinstance(value, dt.date):
+        return "a timestamp"
+    return type(value).__name__
+
+
+def wrong_type(value: object, want: str, field: str) -> InvalidObjectError:
+    return InvalidObjectError(f"must be {want}, got {describe(value)}", field=field)
+
+
+def mapping(value: object, field: str) -> Mapping[str, Any]:
+    if value is None:
+        return _EMPTY
+    if not isinstance(value, dict):
+        raise wrong_type(value, "an object", field)
+    return value
+
+
+def seq(value: object, field: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise wrong_type(value, "a list", field)
+    return value
+
+
+def string(value: object, field: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise wrong_type(value, "a string", field)
+    return value
+
+
+def required_string(value: object, field: str) -> str:
+    text = string(value, field)
+    if not text:
+        raise InvalidObjectError("required value is missing or empty", field=field)
+    return text
+
+
+def integer(value: object, field: str, default: int | None = None) -> int | None:
+    """Go decodes int32/int64 fields from integral JSON numbers only."""
+    if value is None:
+        return default
+    if type(value) is int:
+        return value
+    if type(value) is float and value.is_integer():
+        return int(value)
+    raise wrong_type(value, "an integer", field)
+
+
+def boolean(value: object, field: str, default: bool = False) -> bool:
+    if value is None:
+        return default
+    if type(value) is not bool:
+        raise wrong_type(value, "a boolean (true or false)", field)
+    return value
+
+
+def string_list(value: object, field: str) -> tuple[str, ...]:
+    items = seq(value, field)
+    for i, item in enumerate(items):
+        if type(item) is not str:
+            raise wrong_type(item, "a string", f"{field}[{i}]")
+    return tuple(items)
+
+
+def string_map(value: object, field: str) -> dict[str, str]:
+    """A map[string]string (labels, annotations, nodeSelector). Keys and values must be
+    strings: the API server rejects ``version: 1`` as a number."""
+    items = mapping(value, field)
+    for key, item in items.items():
+        if type(item) is not str:
+            raise wrong_type(item, "a string", f"{field}.{key}")
+        if type(key) is not str:
+            raise wrong_type(key, "a string key", field)
+    return dict(items)
+
+
+def label_map(value: object, field: str) -> dict[str, str]:
+    """A map whose keys are label keys and values label values (labels, selectors)."""
+    labels = string_map(value, field)
+    for key, item in labels.items():
+        selectors.validate_label_key(key, field)
+        selectors.validate_label_value(item, f"{field}.{key}")
+    return labels
+
+
+def timestamp(value: object, field: str) -> float | None:
+    """RFC 3339 (``2024-05-01T10:00:00Z``) to seconds since the epoch.
+
+    YAML loaders turn unquoted timestamps into datetime objects; those are accepted too,
+    naive ones read as UTC.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            parsed = dt.datetime.fromisoformat(value)
+        except ValueError:
+            raise InvalidObjectError(
+                f"{value!r} is not an RFC 3339 timestamp (like 2024-05-01T10:00:00Z)",
+                field=field,
+            ) from None
+    elif isinstance(value, dt.datetime):
+        parsed = value
+    elif isinstance(value, dt.date):
+        parsed = dt.datetime(value.year, value.month, value.day)
+    else:
+        raise wrong_type(value, "an RFC 3339 timestamp string", field)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
+
+
+# --- metadata ------------------------------------------------------------------------------
+
+
+def object_meta(doc: Mapping[str, Any], *, namespaced: bool, dns_label: bool = False) -> ObjectMeta:
+    """metadata: name required; namespace defaults to ``default`` for namespaced kinds
+    and is dropped for cluster-scoped ones, as the API server does."""
+    meta = mapping(doc.get("metadata"), "metadata")
+    name = string(meta.get("name"), "metadata.name")
+    if not name:
+        hint = " (generateName is not supported)" if meta.get("generateName") else ""
+        raise InvalidObjectError(f"required value is missing{hint}", field="metadata.name")
+    if dns_label:
+        selectors.validate_dns_label(name, "metadata.name")
+    else:
+        selectors.validate_dns_subdomain(name, "metadata.name")
+    namespace = ""
+    if namespaced:
+        namespace = string(meta.get("namespace"), "metadata.namespace") or "default"
+        selectors.validate_dns_label(namespace, "metadata.namespace")
+    created = timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp")
+    owners = tuple(
+        _owner_reference(item, f"metadata.ownerReferences[{i}]")
+        for i, item in enumerate(seq(meta.get("ownerReferences"), "metadata.ownerReferences"))
+    )
+    labels = meta.get("labels")
+    annotations = meta.get("annotations")
+    return ObjectMeta(
+        name=name,
+        namespace=namespace,
+        uid=string(meta.get("uid"), "metadata.uid"),
+        labels=label_map(labels, "metadata.labels") if labels else {},
+        annotations=string_map(annotations, "metadata.annotations") if annotations else {},
+        creation_timestamp=created or 0.0,
+        deletion_timestamp=timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
+        owner_references=owners,
+        resource_version=string(meta.get("resourceVersion"), "metadata.resourceVersion"),
+    )
+
+
+def _owner_reference(value: object, field: str) -> OwnerReference:
+    ref = mapping(value, field)
+    return OwnerReference(
+        kind=required_string(ref.get("kind"), f"{field}.kind"),
+        name=required_string(ref.get("name"), f"{field}.name"),
+        uid=string(ref.get("uid"), f"{field}.uid"),
+        controller=boolean(ref.get("controller"), f"{field}.controller"),
+        api_version=string(ref.get("apiVersion"), f"{field}.apiVersion"),
+    )
+
+
+# --- selectors -----------------------------------------------------------------------------
+
+
+def label_selector(value: object, field: str) -> LabelSelector | None:
+    """metav1.LabelSelector; absent/null is None (matches nothing), ``{}`` matches all."""
+    if value is None:
+        return None
+    sel = mapping(value, field)
+    match_labels = label_map(sel.get("matchLabels"), f"{field}.matchLabels")
+    expressions = []
+    path = f"{field}.matchExpressions"
+    for i, item in enumerate(seq(sel.get("matchExpressions"), path)):
+        expr = mapping(item, f"{path}[{i}]")
+        req = LabelSelectorRequirement(
+            key=string(expr.get("key"), f"{path}[{i}].key"),
+            operator=string(expr.get("operator"), f"{path}[{i}].operator"),
+            values=string_list(expr.get("values"), f"{path}[{i}].values"),
+        )
+        selectors.validate_label_requirement(req, f"{path}[{i}]")
+        expressions.append(req)
+    return LabelSelector(
+        match_labels=tuple(sorted(match_labels.items())), match_expressions=tuple(expressions)
+    )
+
+
+def _node_requirements(
+    value: object, field: str, *, fields: bool
+) -> tuple[NodeSelectorRequirement, ...]:
+    out = []
+    for i, item in enumerate(seq(value, field)):
+        path = f"{field}[{i}]"
+        expr = mapping(item, path)
+        req = NodeSelectorRequirement(
+            key=string(expr.get("key"), f"{path}.key"),
+            operator=string(expr.get("operator"), f"{path}.operator"),
+            values=string_list(expr.get("values"), f"{path}.values"),
+        )
+        if fields:
+            selectors.validate_node_field_requirement(req, path)
+        else:
+            selectors.validate_node_requirement(req, path)
+        out.append(req)
+    return tuple(out)
+
+
+def node_selector_term(value: object, field: str) -> NodeSelectorTerm:
+    term = mapping(value, field)
+    return NodeSelectorTerm(
+        match_expressions=_node_requirements(
+            term.get("matchExpressions"), f"{field}.matchExpressions", fields=False
+        ),
+        match_fields=_node_requirements(
+            term.get("matchFields"), f"{field}.matchFields", fields=True
+        ),
+    )
+
+
+def node_selector(value: object, field: str) -> NodeSelector | None:
+    """v1.NodeSelector (required node affinity): at least one term, as the API requires."""
+    if value is None:
+        return None
+    sel = mapping(value, field)
+    path = f"{field}.nodeSelectorTerms"
+    terms = seq(sel.get("nodeSelectorTerms"), path)
+    if not terms:
+        raise InvalidObjectError("must have at least one node selector term", field=path)
+    return NodeSelector(
+        terms=tuple(node_selector_term(term, f"{path}[{i}]") for i, term in enumerate(terms))
+    )

@@ -1,0 +1,302 @@
+"""The machinery under :class:`~cluster_sched.queue.SchedulingQueue`.
+
+Every operation that moves pods follows one pattern: read the pods' records (and their
+revisions), decide in Python (requeueing rules, PreEnqueue, QueueSort key, backoff), and
+hand the decisions to ``requeue.lua``, which applies each one only if the pod's revision
+is still the one read. A stale decision is dropped: whoever changed the pod meanwhile
+decided its place. This module holds that pattern; ``scheduling_queue`` the operations.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TypeVar
+
+import redis
+
+from cluster_sched.clock import Clock, SystemClock
+from cluster_sched.framework.events import ClusterEvent
+from cluster_sched.queue import requeueing as rq
+from cluster_sched.queue.keys import DEFAULT_PREFIX, QueueKeys
+from cluster_sched.queue.nominator import Nominator
+from cluster_sched.queue.scripts import Placement, as_text, scripts_for
+from cluster_sched.queue.store_errors import translate_redis_errors
+from cluster_sched.queue.types import (
+    DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
+    DEFAULT_POD_MAX_BACKOFF_SECONDS,
+    DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS,
+    Location,
+    PreEnqueue,
+    QueuedPodInfo,
+    SortKey,
+    backoff_duration,
+    priority_sort_key,
+)
+
+__all__ = [
+    "BATCH",
+    "DEFAULT_BACKOFF_FLUSH_INTERVAL",
+    "DEFAULT_LEFTOVER_FLUSH_INTERVAL",
+    "IncomingHook",
+    "QueueBase",
+]
+
+log = logging.getLogger(__name__)
+
+#: How often run() moves pods whose backoff expired to activeQ (seconds).
+DEFAULT_BACKOFF_FLUSH_INTERVAL = 1.0
+#: How often run() retries pods left in the unschedulable pool too long (seconds).
+DEFAULT_LEFTOVER_FLUSH_INTERVAL = 30.0
+#: Pods per script call: keeps each script short (Redis runs one script at a time).
+BATCH = 1000
+
+#: Called once per pod entering a sub-queue: (queue label, event label), for
+#: scheduler_queue_incoming_pods_total{queue,event}.
+IncomingHook = Callable[[str, str], None]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    """One pod as read from Redis: the decision input, and the revision it was read at."""
+
+    info: QueuedPodInfo
+    where: Location
+    rev: str
+
+
+def pod_of_member(member: bytes) -> str:
+    return member.rsplit(b"\x00", 1)[-1].decode()
+
+
+def chunks(items: Sequence[T], size: int = BATCH) -> Iterable[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class QueueBase:
+    """Configuration, rules, reads and guarded writes shared by the queue's operations.
+
+    ``plugin_events`` maps each enabled plugin to its EventsToRegister. ``pre_enqueue``
+    runs the PreEnqueue plugins (None: the ``gated`` flag callers set is trusted).
+    ``sort_key`` is the QueueSort plugin's ordering.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        clock: Clock | None = None,
+        sort_key: SortKey = priority_sort_key,
+        plugin_events: Mapping[str, Iterable[ClusterEvent]] | None = None,
+        pre_enqueue: PreEnqueue | None = None,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
+        pod_max_in_unschedulable_pods_duration: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS,
+        on_incoming: IncomingHook | None = None,
+        nominator: Nominator | None = None,
+        backoff_flush_interval: float = DEFAULT_BACKOFF_FLUSH_INTERVAL,
+        leftover_flush_interval: float = DEFAULT_LEFTOVER_FLUSH_INTERVAL,
+    ) -> None:
+        self._client = client
+        self._keys = QueueKeys.for_prefix(prefix)
+        self._scripts = scripts_for(client)
+        self._clock: Clock = clock or SystemClock()
+        self._sort_key = sort_key
+        self._plugin_events = rq.freeze_plugin_events(plugin_events)
+        self._pre_enqueue = pre_enqueue
+        self._initial_backoff = pod_initial_backoff
+        self._max_backoff = pod_max_backoff
+        self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
+        self._on_incoming = on_incoming
+        self.nominator = nominator or Nominator(client, prefix=prefix)
+        self._backoff_interval = backoff_flush_interval
+        self._leftover_interval = leftover_flush_interval
+        self._closed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._closing_key = self._keys.closing(uuid.uuid4().hex)
+        self._waiters = 0
+        self._waiters_lock = threading.Lock()
+        self.last_pop_cycle = 0
+        """Scheduling cycle of this instance's latest pop (race-free, unlike
+        scheduling_cycle() when several processes pop)."""
+
+    @property
+    def keys(self) -> QueueKeys:
+        return self._keys
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    # --- rules ---------------------------------------------------------------------
+
+    def backoff_expiry(self, info: QueuedPodInfo) -> float:
+        """When ``info`` finishes backing off (upstream calculateBackoffTime)."""
+        return info.timestamp + backoff_duration(
+            info.attempts, self._initial_backoff, self._max_backoff
+        )
+
+    def _backing_off(self, info: QueuedPodInfo, now: float) -> bool:
+        return self.backoff_expiry(info) > now
+
+    def _admit(self, info: QueuedPodInfo) -> QueuedPodInfo:
+        """Run PreEnqueue (if configured): the result decides ``gated``."""
+        if self._pre_enqueue is None:
+            return info
+        return info.with_gate(self._pre_enqueue(info))
+
+    def _placement(
+        self, info: QueuedPodInfo, dest: Location, now: float, expected_rev: str = ""
+    ) -> Placement:
+        if dest is Location.ACTIVE and info.initial_attempt_timestamp is None:
+            info = replace(info, initial_attempt_timestamp=now)
+        score, tiebreak = self._sort_key(info)
+        dest_score = self.backoff_expiry(info) if dest is Location.BACKOFF else info.timestamp
+        return Placement(
+            pod_key=info.pod_key,
+            dest=dest.value,
+            score=None if dest is Location.IN_FLIGHT else dest_score,
+            sort_score=float(score),
+            sort_member=f"{tiebreak}\x00{info.pod_key}",
+            info=info.pack(),
+            attempts=info.attempts,
+            expected_rev=expected_rev,
+        )
+
+    def _requeue_placement(
+        self, queued: Queued, info: QueuedPodInfo, strategy: rq.Strategy, now: float
+    ) -> Placement:
+        """Upstream requeuePodWithQueueingStrategy for a pod leaving the pool."""
+        info = self._admit(info)
+        if info.gated:
+            dest = Location.UNSCHEDULABLE
+        elif strategy is rq.Strategy.AFTER_BACKOFF and self._backing_off(info, now):
+            dest = Location.BACKOFF
+        else:
+            dest = Location.ACTIVE
+        return self._placement(info, dest, now, queued.rev)
+
+    def _emit(self, queue: str, event_label: str) -> None:
+        if self._on_incoming is None:
+            return
+        try:
+            self._on_incoming(queue, event_label)
+        except Exception:  # a metrics bug must not lose a pod
+            log.exception("on_incoming hook failed for queue=%s event=%s", queue, event_label)
+
+    # --- reading -------------------------------------------------------------------
+
+    def _read(self, pod_keys: Sequence[str]) -> dict[str, Queued]:
+        found: dict[str, Queued] = {}
+        for chunk in chunks(list(dict.fromkeys(pod_keys)), 5 * BATCH):
+            pipe = self._client.pipeline(transaction=False)
+            pipe.hmget(self._keys.info, chunk)
+            pipe.hmget(self._keys.attempts, chunk)
+            pipe.hmget(self._keys.where, chunk)
+            pipe.hmget(self._keys.rev, chunk)
+            infos, attempts, wheres, revs = pipe.execute()
+            for key, blob, att, where, rev in zip(
+                chunk, infos, attempts, wheres, revs, strict=True
+            ):
+                if blob is None or where is None or rev is None:
+                    continue  # not queued (or removed between reads)
+                info = replace(QueuedPodInfo.unpack(blob), attempts=int(att or 0))
+                found[key] = Queued(info, Location(where.decode()), rev.decode())
+        return found
+
+    def _unschedulable(self, entered_before: float | None = None) -> list[Queued]:
+        upper: float | str = "+inf" if entered_before is None else f"({entered_before!r}"
+        pods = [
+            as_text(m) for m in self._client.zrangebyscore(self._keys.unschedulable, "-inf", upper)
+        ]
+        queued = self._read(pods)
+        return [q for q in queued.values() if q.where is Location.UNSCHEDULABLE]
+
+    # --- introspection (debugging, tests, the cache dumper) ------------------------
+
+    @translate_redis_errors("list pending pods")
+    def pending_pods(self) -> tuple[list[QueuedPodInfo], str]:
+        """Every waiting pod (activeQ in pop order, then backoffQ by expiry, then the
+        pool) and upstream's summary ``activeQ:N; backoffQ:N; unschedulablePods:N``."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zrange(self._keys.active, 0, -1)
+        pipe.zrange(self._keys.backoff, 0, -1)
+        pipe.zrange(self._keys.unschedulable, 0, -1)
+        active, backoff, unschedulable = pipe.execute()
+        groups = (
+            [pod_of_member(m) for m in active],
+            [m.decode() for m in backoff],
+            [m.decode() for m in unschedulable],
+        )
+        queued = self._read([key for group in groups for key in group])
+        infos = [queued[key].info for group in groups for key in group if key in queued]
+        summary = f"activeQ:{len(groups[0])}; backoffQ:{len(groups[1])}; unschedulablePods:{len(groups[2])}"
+        return infos, summary
+
+    @translate_redis_errors("count unschedulable pods")
+    def num_unschedulable_pods(self) -> int:
+        """Pods in the unschedulable pool, gated ones included."""
+        return int(self._client.zcard(self._keys.unschedulable))
+
+    @translate_redis_errors("read a queued pod")
+    def get(self, pod_key: str) -> QueuedPodInfo | None:
+        """The pod's queue record (attempts current), or None if it is not queued."""
+        queued = self._read([pod_key]).get(pod_key)
+        return queued.info if queued else None
+
+    @translate_redis_errors("read a queued pod")
+    def location(self, pod_key: str) -> Location | None:
+        """Which sub-queue holds the pod (IN_FLIGHT while it is being scheduled)."""
+        where = self._client.hget(self._keys.where, pod_key)
+        return Location(as_text(where)) if where else None
+
+    @translate_redis_errors("list in-flight pods")
+    def in_flight_pods(self) -> list[str]:
+        """Pods popped and not yet done or requeued, oldest pop first."""
+        return [as_text(m) for m in self._client.zrange(self._keys.in_flight, 0, -1)]
+
+    # --- applying ------------------------------------------------------------------
+
+    def _apply(
+        self,
+        placements: Sequence[Placement],
+        sources: Sequence[Location | None],
+        *,
+        event_label: str,
+        move_request: bool = False,
+    ) -> list[str]:
+        """Run requeue.lua in batches; emit metrics for pods that changed sub-queue."""
+        results: list[str] = []
+        if not placements and move_request:
+            self._scripts.requeue(self._keys, [], move_request=True)
+        for chunk in chunks(placements):
+            results += self._scripts.requeue(self._keys, chunk, move_request=move_request)
+        for result, source in zip(results, sources, strict=True):
+            if result and result != Location.IN_FLIGHT and result != source:
+                self._emit(result, event_label)
+        return results
+
+    def _move_pods(self, candidates: Iterable[Queued], event: ClusterEvent) -> int:
+        """Upstream movePodsToActiveOrBackoffQueue; returns how many pods left the pool."""
+        if not rq.is_event_of_interest(event, self._plugin_events):
+            return 0
+        now = self._clock.now()
+        placements: list[Placement] = []
+        for queued in candidates:
+            info = queued.info
+            if not rq.gate_admits(info, event, self._plugin_events):
+                continue
+            strategy = rq.strategy_for(info, event, self._plugin_events)
+            if strategy is rq.Strategy.SKIP:
+                continue
+            placements.append(self._requeue_placement(queued, info, strategy, now))
+        sources = [Location.UNSCHEDULABLE] * len(placements)
+        results = self._apply(placements, sources, event_label=event.label, move_request=True)
+        return sum(1 for r in results if r and r != Location.UNSCHEDULABLE)

@@ -1,0 +1,125 @@
+"""The nominator: which pods preemption nominated to which node (upstream PodNominator).
+
+A nominated pod is not bound yet, but the node it preempted for must keep room for it:
+filters add nominated pods of equal or higher priority to a node before checking it.
+Nominations live in Redis next to the queue (same hash-tagged prefix) so every process
+sees them: ``node_of`` maps pod -> node, one ZSET per node lists its pods in insertion
+order (upstream returns them in the order they were nominated), and ``priority`` keeps
+each pod's priority so callers can filter without loading pods.
+
+Every change is one ``nominate.lua`` call guarded by the node the caller read as current;
+a concurrent change makes the call retry, so two processes never leave a pod listed
+under two nodes.
+"""
+
+from __future__ import annotations
+
+import redis
+
+from cluster_sched.errors import StoreError
+from cluster_sched.queue.keys import DEFAULT_PREFIX, NominatorKeys
+from cluster_sched.queue.scripts import as_text, scripts_for
+from cluster_sched.queue.store_errors import translate_redis_errors
+
+__all__ = ["Nominator"]
+
+# Optimistic retries before declaring the nomination contended beyond reason.
+_MAX_RETRIES = 16
+
+
+class Nominator:
+    """Nominated pods per node, shared through Redis."""
+
+    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+        self._client = client
+        self._keys = NominatorKeys.for_prefix(prefix)
+        self._scripts = scripts_for(client)
+
+    @property
+    def keys(self) -> NominatorKeys:
+        return self._keys
+
+    def _current(self, pod_key: str) -> tuple[str, int]:
+        pipe = self._client.pipeline(transaction=False)
+        pipe.hget(self._keys.node_of, pod_key)
+        pipe.hget(self._keys.priority, pod_key)
+        node, priority = pipe.execute()
+        return (as_text(node) if node else "", int(priority) if priority else 0)
+
+    def _set(self, pod_key: str, node_name: str, priority: int | None) -> None:
+        for _ in range(_MAX_RETRIES):
+            current, current_priority = self._current(pod_key)
+            applied = self._scripts.nominate(
+                self._keys,
+                pod_key,
+                current_node=current,
+                node=node_name,
+                priority=current_priority if priority is None else priority,
+            )
+            if applied:
+                return
+        raise StoreError(f"nomination of pod {pod_key} kept changing under concurrent writers")
+
+    @translate_redis_errors("add a nominated pod")
+    def add_nominated_pod(self, pod_key: str, node_name: str, priority: int = 0) -> None:
+        """Nominate ``pod_key`` to ``node_name``, replacing any earlier nomination.
+
+        An empty ``node_name`` only removes the old nomination (upstream: a pod with no
+        nominated node is not kept).
+        """
+        self._set(pod_key, node_name, priority)
+
+    @translate_redis_errors("delete a nominated pod")
+    def delete_nominated_pod_if_exists(self, pod_key: str) -> None:
+        """Forget ``pod_key``'s nomination; a no-op if it has none."""
+        if self._client.hexists(self._keys.node_of, pod_key):
+            self._set(pod_key, "", 0)
+
+    @translate_redis_errors("update a nominated pod")
+    def update_nominated_pod(
+        self,
+        old_key: str,
+        new_key: str,
+        node_name: str,
+        *,
+        old_node_name: str = "",
+        priority: int | None = None,
+    ) -> None:
+        """Carry a nomination over a pod update (upstream UpdateNominatedPod).
+
+        ``node_name`` / ``old_node_name`` are the new / old pod's
+        ``status.nominatedNodeName``. When both are empty the node reserved in memory is
+        kept: an update without the field often arrives just after preemption nominated
+        the pod, before the status write. Otherwise the new pod's value wins (set,
+        changed or removed). ``priority`` None keeps the recorded one.
+        """
+        current, current_priority = self._current(old_key)
+        node = current if not node_name and not old_node_name else node_name
+        if priority is None:
+            priority = current_priority
+        if old_key != new_key:
+            self._set(old_key, "", 0)
+        self._set(new_key, node, priority)
+
+    @translate_redis_errors("read nominated pods")
+    def nominated_pods_for_node(self, node_name: str) -> list[str]:
+        """Pod keys nominated to ``node_name``, in the order they were nominated."""
+        return [as_text(m) for m in self._client.zrange(self._keys.node(node_name), 0, -1)]
+
+    @translate_redis_errors("read nominated pods")
+    def nominated_pods_with_priority(self, node_name: str) -> list[tuple[str, int]]:
+        """``(pod key, priority)`` of the pods nominated to ``node_name``, in nomination
+        order; filters use the priority to skip lower-priority nominees."""
+        pods = self.nominated_pods_for_node(node_name)
+        if not pods:
+            return []
+        priorities = self._client.hmget(self._keys.priority, pods)
+        return [
+            (pod, int(p) if p is not None else 0) for pod, p in zip(pods, priorities, strict=True)
+        ]
+
+    @translate_redis_errors("read a nominated node")
+    def nominated_node_for_pod(self, pod_key: str) -> str | None:
+        """The node ``pod_key`` is nominated to, or None."""
+        node = self._client.hget(self._keys.node_of, pod_key)
+        return as_text(node) if node else None

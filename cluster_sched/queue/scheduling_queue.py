@@ -1,0 +1,468 @@
+"""The scheduling queue, kept in Redis (upstream ``PriorityQueue``).
+
+A queued pod is in exactly one of:
+
+- **activeQ**: ready; popped in QueueSort order (a ZSET: score and member come from the
+  QueueSort plugin's ``sort_key``, so Redis' order *is* the plugin's order);
+- **backoffQ**: failed recently; waits until ``timestamp + backoff(attempts)`` (a ZSET
+  scored by that expiry), then moves to activeQ;
+- **unschedulable pool**: rejected; waits for a cluster event one of its rejecting
+  plugins registered, or for podMaxInUnschedulablePodsDuration (gated pods wait here
+  too, and are never popped);
+- **in flight**: popped, its scheduling cycle running; ``done`` or
+  ``add_unschedulable_if_not_present`` ends that.
+
+Every move is one Lua script, so any number of processes may share a queue: pops are
+ZPOPMIN (never the same pod twice), adds never overwrite a concurrent move, and a
+decision taken in Python on a read of a pod (event requeueing, activate, update) is
+applied only if the pod's revision is unchanged. Time comes from the injected clock and
+reaches the scripts as ARGV. Blocked pops wait on a Redis list that every script that
+fills activeQ pushes to, so a pod added by another process wakes them.
+
+This is upstream's queue with QueueingHints disabled (the moveRequestCycle rule) and
+SchedulerPopFromBackoffQ's placement of PreEnqueue (run when a pod enters backoffQ,
+not when it leaves). Deviation: an update to an in-flight pod records a move request
+instead of queueing a second copy of the pod.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.errors import StoreError
+from cluster_sched.framework import events as ev
+from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.queue import requeueing as rq
+from cluster_sched.queue.base import (
+    DEFAULT_BACKOFF_FLUSH_INTERVAL,
+    DEFAULT_LEFTOVER_FLUSH_INTERVAL,
+    IncomingHook,
+    QueueBase,
+    Queued,
+    chunks,
+    log,
+)
+from cluster_sched.queue.scripts import Placement, as_text
+from cluster_sched.queue.store_errors import translate_redis_errors
+from cluster_sched.queue.types import Location, QueuedPodInfo
+
+__all__ = [
+    "DEFAULT_BACKOFF_FLUSH_INTERVAL",
+    "DEFAULT_LEFTOVER_FLUSH_INTERVAL",
+    "POP_WAIT_SLICE",
+    "IncomingHook",
+    "SchedulingQueue",
+]
+
+#: Longest single blocking wait inside pop(); close() and other processes' adds wake
+#: it sooner, the slice only bounds how long a lost wake-up can delay a pop.
+POP_WAIT_SLICE = 1.0
+#: Pods moved per flush_backoff.lua call.
+FLUSH_LIMIT = 1000
+
+_POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+_SCALE_DOWN = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN)
+
+
+class SchedulingQueue(QueueBase):
+    """Pods waiting to be scheduled, shared through Redis (see the module docstring).
+
+    Lifecycle: ``run()`` starts the background flushes, ``close()`` stops them and
+    wakes blocked pops; a ``with`` block does both. The nominator sharing the queue's
+    prefix is ``queue.nominator``.
+    """
+
+    # --- adding and popping --------------------------------------------------------
+
+    @translate_redis_errors("add pods to the scheduling queue")
+    def add(self, info: QueuedPodInfo) -> Location | None:
+        """Add a new pod (upstream Add): to activeQ, or the pool if PreEnqueue gates it.
+
+        ``info.timestamp`` orders it among equals: stamp it with ``queue.clock.now()``
+        (or the pod's creation time when replaying a workload). Returns where it went;
+        None if it is in flight (being scheduled) or gated while already queued.
+        """
+        return self.add_many([info])[0]
+
+    @translate_redis_errors("add pods to the scheduling queue")
+    def add_many(self, infos: Sequence[QueuedPodInfo]) -> list[Location | None]:
+        """:meth:`add` for many pods, a thousand per script call."""
+        now = self._clock.now()
+        admitted = [self._admit(info) for info in infos]
+        placements = [
+            self._placement(i, Location.UNSCHEDULABLE if i.gated else Location.ACTIVE, now)
+            for i in admitted
+        ]
+        results: list[Location | None] = []
+        label = ev.EVENT_UNSCHEDULED_POD_ADD.label
+        for chunk in chunks(placements):
+            for reply in self._scripts.add(self._keys, chunk):
+                results.append(Location(reply) if reply else None)
+                if reply:
+                    self._emit(reply, label)
+        for info, where in zip(admitted, results, strict=True):
+            if where is Location.ACTIVE and info.nominated_node_name:
+                self.nominator.add_nominated_pod(
+                    info.pod_key, info.nominated_node_name, info.priority
+                )
+        return results
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Take the head of activeQ into flight, waiting up to ``timeout`` seconds
+        (None: until a pod arrives or the queue is closed).
+
+        The pod's attempts and the scheduling cycle go up by one; its rejecting plugins
+        are cleared for the new attempt. Returns None on timeout or close. The wait is
+        real time (a blocking Redis call), not the injected clock.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._closed.is_set():
+            info = self._pop_once()
+            if info is not None:
+                return info
+            remaining = POP_WAIT_SLICE if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self._wait_for_pods(min(remaining, POP_WAIT_SLICE))
+        return None
+
+    @translate_redis_errors("pop from the scheduling queue")
+    def _pop_once(self) -> QueuedPodInfo | None:
+        reply = self._scripts.pop(self._keys, self._clock.now())
+        if reply is None:
+            return None
+        self.last_pop_cycle = reply.cycle
+        info = QueuedPodInfo.unpack(reply.info)
+        return replace(
+            info,
+            attempts=reply.attempts,
+            unschedulable_plugins=frozenset(),
+            pending_plugins=frozenset(),
+        )
+
+    @translate_redis_errors("wait for pods")
+    def _wait_for_pods(self, seconds: float) -> None:
+        with self._waiters_lock:
+            # Checked under the lock close() reads the waiter count with: either close
+            # sees this waiter and pushes it a token, or this waiter sees close.
+            if self._closed.is_set():
+                return
+            self._waiters += 1
+        try:
+            # BLPOP 0 would block forever; Redis >= 6 takes fractional seconds.
+            self._client.blpop([self._keys.wake, self._closing_key], timeout=max(seconds, 0.01))
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+
+    @translate_redis_errors("finish a scheduling cycle")
+    def done(self, pod_key: str) -> bool:
+        """The pod's scheduling cycle ended and it is not coming back to the queue
+        (assumed/bound): forget it. False if it was not in flight."""
+        return self._scripts.done(self._keys, pod_key)
+
+    @translate_redis_errors("requeue an unschedulable pod")
+    def add_unschedulable_if_not_present(
+        self, info: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> Location | None:
+        """Return a pod whose attempt failed (upstream AddUnschedulableIfNotPresent).
+
+        ``info`` carries the rejecting plugins of this attempt and the attempts from
+        pop. The timestamp is refreshed to now. If a move request arrived during or
+        after ``pod_scheduling_cycle``, or no plugin rejected the pod (an error), it
+        goes to backoffQ; else to the unschedulable pool (also when PreEnqueue now gates
+        it). Returns where it went, or None if the pod was already waiting in a
+        sub-queue (upstream's error; nothing changes).
+        """
+        now = self._clock.now()
+        info = self._admit(replace(info, timestamp=now))
+        placement = self._placement(info, Location.UNSCHEDULABLE, now)
+        status, where = self._scripts.add_unschedulable(
+            self._keys,
+            placement,
+            pod_cycle=pod_scheduling_cycle,
+            backoff_expiry=self.backoff_expiry(info),
+            has_rejectors=bool(info.rejector_plugins),
+            gated=info.gated,
+        )
+        if status == "present":
+            log.warning("pod %s is already present in the %s queue", info.pod_key, where)
+            return None
+        self._emit(where, ev.SCHEDULE_ATTEMPT_FAILURE)
+        return Location(where)
+
+    @translate_redis_errors("read the scheduling cycle")
+    def scheduling_cycle(self) -> int:
+        """Pops so far, across every process sharing the queue."""
+        return int(self._client.get(self._keys.cycle) or 0)
+
+    # --- moving on events ----------------------------------------------------------
+
+    @translate_redis_errors("activate pods")
+    def activate(self, pod_keys: Iterable[str]) -> int:
+        """Move the given pods from backoffQ / the pool to activeQ (upstream Activate).
+
+        Pods that are neither (in flight, already active, unknown) record a move
+        request instead, so an in-flight pod goes to backoffQ, not the pool, when its
+        attempt fails. Returns how many pods were activated.
+        """
+        keys = list(pod_keys)
+        now = self._clock.now()
+        queued = self._read(keys)
+        placements: list[Placement] = []
+        sources: list[Location | None] = []
+        missed = False
+        for key in keys:
+            q = queued.get(key)
+            if q is None or q.where not in (Location.UNSCHEDULABLE, Location.BACKOFF):
+                missed = True
+                continue
+            # Leaving backoffQ skips PreEnqueue: it ran when the pod entered backoffQ.
+            info = self._admit(q.info) if q.where is Location.UNSCHEDULABLE else q.info
+            dest = Location.UNSCHEDULABLE if info.gated else Location.ACTIVE
+            placements.append(self._placement(info, dest, now, q.rev))
+            sources.append(q.where)
+        results = self._apply(placements, sources, event_label=ev.FORCE_ACTIVATE)
+        missed = missed or "" in results
+        if missed:
+            self._apply([], [], event_label=ev.FORCE_ACTIVATE, move_request=True)
+        return sum(1 for r in results if r == Location.ACTIVE)
+
+    @translate_redis_errors("move pods on a cluster event")
+    def move_all_to_active_or_backoff_queue(
+        self,
+        event: ClusterEvent,
+        pre_check: Callable[[QueuedPodInfo], bool] | None = None,
+    ) -> int:
+        """Requeue unschedulable pods ``event`` may help (upstream
+        MoveAllToActiveOrBackoffQueue): those rejected by a plugin that registered a
+        matching event, and those no plugin rejected. ``pre_check`` narrows the
+        candidates. Records a move request (move_cycle := current cycle) when some
+        plugin cares about the event. Returns how many pods left the pool."""
+        if not rq.is_event_of_interest(event, self._plugin_events):
+            return 0
+        candidates = self._unschedulable()
+        if pre_check is not None:
+            candidates = [q for q in candidates if pre_check(q.info)]
+        return self._move_pods(candidates, event)
+
+    def _cross_topology_candidates(
+        self, pod: Pod, matches: Callable[[QueuedPodInfo], bool]
+    ) -> list[Queued]:
+        """Upstream getUnschedulablePodsWithCrossTopologyTerm: pods whose required
+        affinity terms match ``pod`` (``matches`` decides: the caller holds the pod
+        objects), and pods PodTopologySpread rejected in ``pod``'s namespace."""
+        found = []
+        for q in self._unschedulable():
+            namespace = q.info.pod_key.split("/", 1)[0]
+            spread = _POD_TOPOLOGY_SPREAD in q.info.unschedulable_plugins
+            if (spread and namespace == pod.namespace) or matches(q.info):
+                found.append(q)
+        return found
+
+    @translate_redis_errors("move pods on an assigned pod")
+    def assigned_pod_added(self, pod: Pod, matches: Callable[[QueuedPodInfo], bool]) -> int:
+        """A bound pod appeared: requeue pods it may help (affinity / spread)."""
+        return self._move_pods(
+            self._cross_topology_candidates(pod, matches), ev.EVENT_ASSIGNED_POD_ADD
+        )
+
+    @translate_redis_errors("move pods on an assigned pod")
+    def assigned_pod_updated(
+        self,
+        pod: Pod,
+        matches: Callable[[QueuedPodInfo], bool],
+        event: ClusterEvent = ev.EVENT_ASSIGNED_POD_UPDATE,
+    ) -> int:
+        """A bound pod changed. A scale-down may free resources for any pod, so it
+        requeues like any event; other changes only help affinity / spread pods."""
+        if _SCALE_DOWN.matches(event):
+            return self.move_all_to_active_or_backoff_queue(event)
+        return self._move_pods(self._cross_topology_candidates(pod, matches), event)
+
+    # --- update and delete ---------------------------------------------------------
+
+    def _merge(self, stored: QueuedPodInfo, new: QueuedPodInfo) -> QueuedPodInfo:
+        """The pod changed, its queue bookkeeping did not (upstream updatePod)."""
+        merged = replace(stored, priority=new.priority, nominated_node_name=new.nominated_node_name)
+        if self._pre_enqueue is None:  # the caller's gating is all we know
+            merged = replace(merged, gated=new.gated, gating_plugin=new.gating_plugin)
+        return merged
+
+    @translate_redis_errors("update a queued pod")
+    def update(
+        self,
+        old_info: QueuedPodInfo | None,
+        new_info: QueuedPodInfo,
+        *,
+        pod_updated: bool = True,
+    ) -> Location:
+        """The pod object changed (upstream Update); returns where it is now.
+
+        In activeQ / backoffQ it is updated in place (re-sorted). In the pool it moves
+        to backoffQ / activeQ if ``pod_updated`` (the caller's isPodUpdated: something
+        besides status changed, which may make it schedulable), else stays. Not queued:
+        it is added to activeQ. In flight: its record is updated and, if
+        ``pod_updated``, a move request is recorded so a failed attempt retries soon.
+        """
+        key = new_info.pod_key
+        for _ in range(16):
+            now = self._clock.now()
+            q = self._read([key]).get(key)
+            move_request = False
+            if q is None:
+                info = self._admit(new_info)
+                dest = Location.UNSCHEDULABLE if info.gated else Location.ACTIVE
+                placement, source = self._placement(info, dest, now), None
+            else:
+                info, source = self._merge(q.info, new_info), q.where
+                if q.where is Location.UNSCHEDULABLE and pod_updated:
+                    strategy = rq.Strategy.AFTER_BACKOFF
+                    placement = self._requeue_placement(q, info, strategy, now)
+                else:
+                    move_request = q.where is Location.IN_FLIGHT and pod_updated
+                    placement = self._placement(info, q.where, now, q.rev)
+            label = ev.EVENT_UNSCHEDULED_POD_UPDATE.label
+            (result,) = self._apply(
+                [placement], [source], event_label=label, move_request=move_request
+            )
+            if result:
+                self._update_nomination(old_info, new_info, queued=q is not None)
+                return Location(result)
+        raise StoreError(f"pod {key} kept changing under concurrent writers; update not applied")
+
+    def _update_nomination(
+        self, old: QueuedPodInfo | None, new: QueuedPodInfo, *, queued: bool
+    ) -> None:
+        if not queued:  # newly added: restore the pod's own nomination
+            if new.nominated_node_name:
+                self.nominator.add_nominated_pod(new.pod_key, new.nominated_node_name, new.priority)
+            return
+        old_node = old.nominated_node_name if old else ""
+        if (
+            old_node
+            or new.nominated_node_name
+            or self.nominator.nominated_node_for_pod(new.pod_key)
+        ):
+            self.nominator.update_nominated_pod(
+                old.pod_key if old else new.pod_key,
+                new.pod_key,
+                new.nominated_node_name,
+                old_node_name=old_node,
+                priority=new.priority,
+            )
+
+    @translate_redis_errors("delete a queued pod")
+    def delete(self, pod_key: str) -> Location | None:
+        """Remove the pod from whichever sub-queue holds it (in flight included) and
+        from the nominator; returns where it was."""
+        self.nominator.delete_nominated_pod_if_exists(pod_key)
+        where = self._scripts.delete(self._keys, pod_key)
+        return Location(where) if where else None
+
+    # --- flushing and lifecycle ----------------------------------------------------
+
+    @translate_redis_errors("flush the backoff queue")
+    def flush_backoff_q_completed(self) -> int:
+        """Move every pod whose backoff expired (expiry <= now) to activeQ."""
+        moved = 0
+        while True:
+            pods = self._scripts.flush_backoff(self._keys, self._clock.now(), FLUSH_LIMIT)
+            for _ in pods:
+                self._emit(Location.ACTIVE, ev.BACKOFF_COMPLETE)
+            moved += len(pods)
+            if len(pods) < FLUSH_LIMIT:
+                return moved
+
+    @translate_redis_errors("flush the unschedulable pods")
+    def flush_unschedulable_pods_leftover(self) -> int:
+        """Requeue pods that stayed in the pool longer than
+        podMaxInUnschedulablePodsDuration (strictly longer, as upstream): to backoffQ
+        if they still owe backoff, else activeQ. Gated pods stay."""
+        now = self._clock.now()
+        limit = self._max_in_unschedulable
+        stale = [q for q in self._unschedulable(now - limit) if now - q.info.timestamp > limit]
+        return self._move_pods(stale, ev.EVENT_UNSCHEDULABLE_TIMEOUT) if stale else 0
+
+    def run(self) -> None:
+        """Start the background thread: flush backoffQ every backoff_flush_interval
+        and leftovers every leftover_flush_interval (real seconds; the decisions use
+        the injected clock). Idempotent."""
+        if self._thread is not None or self._closed.is_set():
+            return
+        self._thread = threading.Thread(
+            target=self._flush_loop, name=f"queue-flusher {self._keys.active}", daemon=True
+        )
+        self._thread.start()
+
+    def _flush_loop(self) -> None:
+        next_leftover = time.monotonic() + self._leftover_interval
+        while not self._closed.wait(self._backoff_interval):
+            try:
+                self.flush_backoff_q_completed()
+                if time.monotonic() >= next_leftover:
+                    next_leftover = time.monotonic() + self._leftover_interval
+                    self.flush_unschedulable_pods_leftover()
+            except Exception:  # keep flushing: one failed pass must not strand pods
+                log.exception("scheduling queue flush failed; retrying next interval")
+
+    def close(self) -> None:
+        """Stop the flusher and make blocked and future pops return None. The data in
+        Redis stays (other processes may share it). Idempotent."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        with self._waiters_lock:
+            waiters = self._waiters
+        if waiters:
+            try:
+                self._client.rpush(self._closing_key, *(["1"] * waiters))
+                self._client.expire(self._closing_key, 60)
+            except Exception:  # Redis gone: pops notice on their own within a slice
+                log.debug("could not wake blocked pops on close", exc_info=True)
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def __enter__(self) -> SchedulingQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @translate_redis_errors("requeue abandoned in-flight pods")
+    def requeue_in_flight(self, popped_before: float) -> int:
+        """Maintenance pass: pods popped before ``popped_before`` whose cycle never
+        ended (the process scheduling them died) go back as if the attempt had failed
+        with an error: to backoffQ, from now. A coordinator calls this when it starts,
+        with its start time. Returns how many pods were requeued."""
+        now = self._clock.now()
+        pods = self._client.zrangebyscore(self._keys.in_flight, "-inf", f"({popped_before!r}")
+        stale = [
+            q
+            for q in self._read([as_text(p) for p in pods]).values()
+            if q.where is Location.IN_FLIGHT
+        ]
+        cleared = frozenset[str]()
+        placements = [
+            self._placement(
+                replace(
+                    q.info, timestamp=now, unschedulable_plugins=cleared, pending_plugins=cleared
+                ),
+                Location.BACKOFF,
+                now,
+                q.rev,
+            )
+            for q in stale
+        ]
+        sources = [Location.IN_FLIGHT] * len(placements)
+        results = self._apply(placements, sources, event_label=ev.SCHEDULE_ATTEMPT_FAILURE)
+        return sum(1 for r in results if r == Location.BACKOFF)

@@ -1,0 +1,199 @@
+"""Typed Python wrappers around the queue's Lua scripts, one per script.
+
+The ``.lua`` files under ``lua/`` are read once per process; queue scripts get
+``lua/_lib.lua`` prepended (shared helpers, still one atomic script each). Scripts are
+registered once per client (``register_script`` uses EVALSHA and reloads on NOSCRIPT).
+Wrappers turn Python values into ARGV strings and Redis replies back into Python
+values; the scripts' headers are the contract for both sides.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import redis
+from redis.commands.core import Script
+
+from cluster_sched.queue.keys import NominatorKeys, QueueKeys
+
+__all__ = ["Placement", "PopReply", "QueueScripts", "as_text", "scripts_for"]
+
+_QUEUE_SCRIPTS = (
+    "add",
+    "pop",
+    "done",
+    "add_unschedulable",
+    "requeue",
+    "flush_backoff",
+    "delete",
+)
+_PLAIN_SCRIPTS = ("nominate",)
+
+
+@cache
+def _source(name: str) -> str:
+    text = resources.files("cluster_sched.queue").joinpath("lua", f"{name}.lua").read_text()
+    if name in _QUEUE_SCRIPTS:
+        return _source("_lib") + "\n" + text
+    return text
+
+
+def _num(value: float | int | None) -> str:
+    # repr round-trips a double exactly; Redis and Lua parse it with strtod.
+    return "" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+
+def as_text(value: Any) -> str:
+    """A Redis reply element as str (replies are bytes: clients run without decoding)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+_ADD_CODES = {"a": "active", "u": "unschedulable", "-": ""}
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where one pod goes and what is recorded about it (one ARGV group)."""
+
+    pod_key: str
+    #: Location value: active, backoff, unschedulable (inflight: rewrite the record only)
+    dest: str
+    #: backoff expiry or unschedulable timestamp; unused for active/inflight
+    score: float | None = None
+    #: the pod's activeQ entry; None keeps the recorded one
+    sort_score: float | None = None
+    sort_member: str = ""
+    #: msgpack QueuedPodInfo; None keeps the stored one
+    info: bytes | None = None
+    attempts: int | None = None
+    #: revision the decision was based on ("" = the pod must not be queued)
+    expected_rev: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PopReply:
+    pod_key: str
+    info: bytes
+    attempts: int
+    cycle: int
+
+
+class QueueScripts:
+    """The registered scripts of one client."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self._scripts: dict[str, Script] = {
+            name: client.register_script(_source(name)) for name in _QUEUE_SCRIPTS + _PLAIN_SCRIPTS
+        }
+
+    def _run(self, name: str, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
+        return self._scripts[name](keys=list(keys), args=list(args))
+
+    def add(self, keys: QueueKeys, placements: Sequence[Placement]) -> list[str]:
+        """Per placement, where the pod went, or "" if it was skipped."""
+        args: list[str | bytes] = []
+        for p in placements:
+            args += [p.pod_key, p.dest, _num(p.score), _num(p.sort_score), p.sort_member]
+            args += [p.info or b"", _num(p.attempts or 0)]
+        codes = as_text(self._run("add", keys.core, args))
+        return [_ADD_CODES[c] for c in codes]
+
+    def pop(self, keys: QueueKeys, now: float) -> PopReply | None:
+        reply = self._run("pop", keys.core, [_num(float(now))])
+        if not reply:
+            return None
+        pod, info, attempts, cycle = reply
+        return PopReply(as_text(pod), bytes(info), int(attempts), int(cycle))
+
+    def done(self, keys: QueueKeys, pod_key: str) -> bool:
+        return bool(self._run("done", keys.core, [pod_key]))
+
+    def add_unschedulable(
+        self,
+        keys: QueueKeys,
+        placement: Placement,
+        *,
+        pod_cycle: int,
+        backoff_expiry: float,
+        has_rejectors: bool,
+        gated: bool,
+    ) -> tuple[str, str]:
+        """``('present', location)`` or ``('added', 'backoff' | 'unschedulable')``."""
+        p = placement
+        args: list[str | bytes] = [
+            p.pod_key,
+            str(pod_cycle),
+            _num(float(backoff_expiry)),
+            _num(p.score),
+            _num(p.sort_score),
+            p.sort_member,
+            p.info or b"",
+            _num(p.attempts or 0),
+            "1" if has_rejectors else "0",
+            "1" if gated else "0",
+        ]
+        status, where = self._run("add_unschedulable", keys.core, args)
+        return as_text(status), as_text(where)
+
+    def requeue(
+        self, keys: QueueKeys, placements: Sequence[Placement], *, move_request: bool
+    ) -> list[str]:
+        """Per placement, the location the pod is in now, or "" if its revision moved on."""
+        args: list[str | bytes] = ["1" if move_request else "0"]
+        for p in placements:
+            args += [p.pod_key, p.expected_rev, p.dest, _num(p.score)]
+            args += [_num(p.sort_score), p.sort_member if p.sort_score is not None else ""]
+            args += [p.info or b"", _num(p.attempts)]
+        reply = self._run("requeue", keys.core, args)
+        return [as_text(r) for r in reply]
+
+    def flush_backoff(self, keys: QueueKeys, now: float, limit: int) -> list[str]:
+        reply = self._run("flush_backoff", keys.core, [_num(float(now)), str(limit)])
+        return [as_text(r) for r in reply]
+
+    def delete(self, keys: QueueKeys, pod_key: str) -> str | None:
+        reply = self._run("delete", keys.core, [pod_key])
+        return as_text(reply) if reply else None
+
+    def nominate(
+        self,
+        keys: NominatorKeys,
+        pod_key: str,
+        *,
+        current_node: str,
+        node: str,
+        priority: int,
+    ) -> bool:
+        """Set ``pod_key``'s nomination to ``node`` ('' clears) if it is still
+        ``current_node``; False means it changed meanwhile."""
+        script_keys = [
+            keys.node_of,
+            keys.priority,
+            keys.seq,
+            keys.node(current_node or node),
+            keys.node(node or current_node),
+        ]
+        args = [pod_key, current_node, node, str(priority)]
+        return bool(self._run("nominate", script_keys, args))
+
+
+_registry_lock = threading.Lock()
+# The scripts hang off the client itself: a registry keyed by client would keep every
+# client alive (each Script holds its client), while this reference cycle is collected
+# together with the client.
+_ATTRIBUTE = "_cluster_sched_queue_scripts"
+
+
+def scripts_for(client: redis.Redis) -> QueueScripts:
+    """The scripts registered on ``client``, registering them on first use."""
+    with _registry_lock:
+        scripts = getattr(client, _ATTRIBUTE, None)
+        if scripts is None:
+            scripts = QueueScripts(client)
+            setattr(client, _ATTRIBUTE, scripts)
+        return scripts

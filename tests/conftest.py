@@ -1,0 +1,45 @@
+"""Shared fixtures: one real, private redis-server per test session.
+
+- ``redis_server``: the session's :class:`RedisServer` (started once, stopped at the end).
+- ``redis_url``: the server's URL, with the database flushed before the test, so every
+  test starts from an empty Redis.
+- ``redis_client``: a connected client (bytes replies) for ``redis_url``.
+
+The server is always private, even if ``CLUSTER_SCHED_REDIS_URL`` is set: tests flush
+the database and must never touch a Redis someone else uses. Under pytest-xdist every
+worker process gets its own server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from cluster_sched.redis_server import RedisServer, connect
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    client = connect(redis_server.url)
+    try:
+        client.flushall()
+    finally:
+        client.close()
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    client = connect(redis_url)
+    try:
+        yield client
+    finally:
+        client.close()

@@ -1,0 +1,99 @@
+"""docker-compose.yml is valid Compose and says exactly what infra/services.py renders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from infra import services
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = Path(__file__).with_name("compose-spec.json")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_compose_file_matches_the_compose_specification(compose: dict[str, Any]) -> None:
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.Draft201909Validator(schema)
+    errors = sorted(validator.iter_errors(compose), key=lambda e: list(e.absolute_path))
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+
+
+def test_schema_rejects_a_broken_compose_file(compose: dict[str, Any]) -> None:
+    """The validation above would catch a mistake: a misspelt key fails it."""
+    broken = json.loads(json.dumps(compose))
+    broken["services"]["redis"]["healthchek"] = broken["services"]["redis"].pop("healthcheck")
+    assert not jsonschema.Draft201909Validator(json.loads(SCHEMA.read_text())).is_valid(broken)
+
+
+def test_the_five_services_are_there(compose: dict[str, Any]) -> None:
+    assert set(compose["services"]) == {"redis", "ray-head", "ray-worker", "coordinator", "jaeger"}
+
+
+@pytest.mark.parametrize("name", sorted(services.render_compose()), ids=str)
+def test_service_command_and_environment_come_from_services_py(
+    compose: dict[str, Any], name: str
+) -> None:
+    service = compose["services"][name]
+    for key, expected in services.render_compose()[name].items():
+        got = service.get(key)
+        if key == "environment":
+            got = {k: str(v) for k, v in (got or {}).items()}
+        assert got == expected, f"{name}.{key}"
+
+
+def test_ray_worker_is_scalable(compose: dict[str, Any]) -> None:
+    worker = compose["services"]["ray-worker"]
+    assert "container_name" not in worker
+    assert "ports" not in worker
+
+
+def test_dependencies_wait_for_health(compose: dict[str, Any]) -> None:
+    svc = compose["services"]
+    assert all(
+        "healthcheck" in svc[name] for name in ("redis", "ray-head", "coordinator", "jaeger")
+    )
+    assert svc["ray-worker"]["depends_on"] == {"ray-head": {"condition": "service_healthy"}}
+    assert {dep: spec["condition"] for dep, spec in svc["coordinator"]["depends_on"].items()} == {
+        "redis": "service_healthy",
+        "ray-head": "service_healthy",
+        "jaeger": "service_healthy",
+    }
+
+
+def test_jaeger_receives_otlp_over_http(compose: dict[str, Any]) -> None:
+    jaeger = compose["services"]["jaeger"]
+    assert jaeger["image"].startswith("jaegertracing/all-in-one:")
+    assert {"16686:16686", "4318:4318"} <= set(jaeger["ports"])
+    assert services.COMPOSE.otlp_endpoint == "http://jaeger:4318"
+
+
+def test_images_are_built_from_infra_dockerfile(compose: dict[str, Any]) -> None:
+    for name in ("ray-head", "ray-worker", "coordinator"):
+        build = compose["services"][name]["build"]
+        assert (ROOT / build["context"] / build["dockerfile"]).is_file()
+
+
+def test_local_topology_maps_hosts_to_loopback() -> None:
+    local = services.Topology.local(
+        redis_port=1, ray_port=2, metrics_port=3, dashboard_port=4, dashboard_agent_port=5,
+        ray_temp_dir="/tmp/x",
+    )  # fmt: skip
+    coordinator = services.coordinator_service(local, join_ray=False)
+    assert coordinator.environment == {
+        "CLUSTER_SCHED_REDIS_URL": "redis://127.0.0.1:1/0",
+        "RAY_ADDRESS": "127.0.0.1:2",
+        "RAY_AUTH_MODE": "disabled",
+    }
+    compose_argv = services.coordinator_service(services.COMPOSE).argv
+    assert coordinator.argv == tuple(a.replace("9090", "3") for a in compose_argv)
+    assert coordinator.prelude == ()

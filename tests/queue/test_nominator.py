@@ -1,0 +1,81 @@
+"""The nominator: nominations kept in order, moved, and cleared."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import redis
+from queue_helpers import info
+
+from cluster_sched.queue import Location, Nominator, SchedulingQueue
+
+
+def test_nominated_pods_are_kept_per_node_in_nomination_order(redis_client: redis.Redis) -> None:
+    nominator = Nominator(redis_client)
+    nominator.add_nominated_pod("ns/low", "node-1", 1)
+    nominator.add_nominated_pod("ns/high", "node-1", 100)
+    nominator.add_nominated_pod("ns/other", "node-2", 5)
+    assert nominator.nominated_pods_for_node("node-1") == ["ns/low", "ns/high"]
+    assert nominator.nominated_pods_with_priority("node-1") == [("ns/low", 1), ("ns/high", 100)]
+    assert nominator.nominated_node_for_pod("ns/other") == "node-2"
+    assert nominator.nominated_pods_for_node("node-3") == []
+
+
+def test_renominating_moves_the_pod(redis_client: redis.Redis) -> None:
+    nominator = Nominator(redis_client)
+    nominator.add_nominated_pod("ns/p", "node-1", 1)
+    nominator.add_nominated_pod("ns/p", "node-2", 1)
+    assert nominator.nominated_pods_for_node("node-1") == []
+    assert nominator.nominated_pods_for_node("node-2") == ["ns/p"]
+    nominator.add_nominated_pod("ns/p", "", 1)  # no node: the nomination is dropped
+    assert nominator.nominated_node_for_pod("ns/p") is None
+
+
+def test_delete_clears_and_is_idempotent(redis_client: redis.Redis) -> None:
+    nominator = Nominator(redis_client)
+    nominator.add_nominated_pod("ns/p", "node-1", 1)
+    nominator.delete_nominated_pod_if_exists("ns/p")
+    nominator.delete_nominated_pod_if_exists("ns/p")
+    assert nominator.nominated_node_for_pod("ns/p") is None
+    assert nominator.nominated_pods_for_node("node-1") == []
+
+
+def test_update_keeps_the_reserved_node_when_neither_pod_names_one(
+    redis_client: redis.Redis,
+) -> None:
+    nominator = Nominator(redis_client)
+    nominator.add_nominated_pod("ns/p", "node-1", 1)
+    nominator.update_nominated_pod("ns/p", "ns/p", "")
+    assert nominator.nominated_node_for_pod("ns/p") == "node-1"
+    nominator.update_nominated_pod("ns/p", "ns/p", "node-2", old_node_name="node-1")
+    assert nominator.nominated_node_for_pod("ns/p") == "node-2"
+    nominator.update_nominated_pod("ns/p", "ns/p", "", old_node_name="node-2")
+    assert nominator.nominated_node_for_pod("ns/p") is None
+
+
+def test_prefixes_are_independent(redis_client: redis.Redis) -> None:
+    Nominator(redis_client, prefix="{a}").add_nominated_pod("ns/p", "node-1", 1)
+    assert Nominator(redis_client, prefix="{b}").nominated_node_for_pod("ns/p") is None
+
+
+def test_queue_restores_nominations_on_add_and_clears_them_on_delete(
+    queue: SchedulingQueue,
+) -> None:
+    queue.add(info("a", ts=queue.clock.now(), nominated_node_name="node-1"))
+    assert queue.nominator.nominated_pods_for_node("node-1") == ["default/a"]
+    assert queue.delete("default/a") is Location.ACTIVE
+    assert queue.nominator.nominated_pods_for_node("node-1") == []
+
+
+def test_queue_update_carries_the_nomination(queue: SchedulingQueue) -> None:
+    pod = info("a", ts=queue.clock.now())
+    queue.add(pod)
+    queue.nominator.add_nominated_pod("default/a", "node-1", 0)  # preemption, in memory
+    # An update whose pods do not name a node yet keeps the reservation.
+    queue.update(pod, replace(pod, priority=1), pod_updated=False)
+    assert queue.nominator.nominated_node_for_pod("default/a") == "node-1"
+    # The status now names the node; then it is removed.
+    named = replace(pod, nominated_node_name="node-1")
+    queue.update(pod, named, pod_updated=False)
+    queue.update(named, pod, pod_updated=False)
+    assert queue.nominator.nominated_node_for_pod("default/a") is None
