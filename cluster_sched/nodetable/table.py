@@ -262,7 +262,8 @@ class NodeTable:
             if name == PODS:
                 self.allowed_pods[row] = v
             else:
-                self.allocatable[self.resource_col(name), row] = v
+                col = self.resource_col(name)  # may widen the matrices: index after
+                self.allocatable[col, row] = v
         self.unschedulable[row] = node.unschedulable
         self.zone_code[row] = self.zones.intern(zone_key(node.labels))
         for key, value in node.labels.items():

@@ -20,7 +20,8 @@ from cluster_sched.plugins.names import TAINT_TOLERATION
 
 NAME = TAINT_TOLERATION
 DO_NOT_SCHEDULE = frozenset({NO_SCHEDULE, NO_EXECUTE})
-_NO_TAINT = np.iinfo(np.int16).max
+#: Since v1.35 upstream no longer names the taint (its key/value may be sensitive).
+ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 def untolerated_taint_columns(table: NodeTable, tolerations: tuple[Toleration, ...], effects: frozenset[str]) -> np.ndarray:
@@ -36,45 +37,25 @@ def untolerated_taint_columns(table: NodeTable, tolerations: tuple[Toleration, .
     )
 
 
-def _first_untolerated(table: NodeTable, tolerations: tuple[Toleration, ...]) -> np.ndarray:
-    """int64[cap]: id of the first (by node order) untolerated NoSchedule/NoExecute taint
-    per row, -1 where none; shared by every pod with the same tolerations."""
+def _untolerated_mask(table: NodeTable, tolerations: tuple[Toleration, ...]) -> np.ndarray:
+    """bool[cap]: rows with a NoSchedule/NoExecute taint the tolerations do not tolerate;
+    shared by every pod with the same tolerations."""
+
     def compute() -> np.ndarray:
-        return _compute_first_untolerated(table, tolerations)
+        mask = np.zeros(table._cap, dtype=bool)
+        for t in untolerated_taint_columns(table, tolerations, DO_NOT_SCHEDULE).tolist():
+            mask |= table.taint_pos[t] > 0  # distinct taints, not nodes
+        return mask
 
-    return table.memo(("first-untolerated-taint", tolerations), compute)
-
-
-def _compute_first_untolerated(table: NodeTable, tolerations: tuple[Toleration, ...]) -> np.ndarray:
-    cols = untolerated_taint_columns(table, tolerations, DO_NOT_SCHEDULE)
-    first = np.full(table._cap, -1, dtype=np.int64)
-    best_pos = np.full(table._cap, _NO_TAINT, dtype=np.int32)
-    for t in cols.tolist():  # distinct taints, not nodes
-        pos = table.taint_pos[t].astype(np.int32)
-        better = (pos > 0) & (pos < best_pos)
-        best_pos[better] = pos[better]
-        first[better] = t
-    return first
+    return table.memo(("untolerated-taints", tolerations), compute)
 
 
 class TaintToleration:
     name = NAME
 
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
-        table = nodes.table
-        first = _first_untolerated(table, pod.tolerations)[nodes.rows]
-        fails = first >= 0
-        if not fails.any():
-            return NodeVerdicts.passing(len(nodes))
-        ids, inverse = np.unique(first[fails], return_inverse=True)
-        reasons = [
-            (f"node(s) had untolerated taint {{{table.taints.values[t].key}: {table.taints.values[t].value}}}",)
-            for t in ids.tolist()
-        ]
-        reason_ids = np.zeros(len(nodes), dtype=np.int32)
-        reason_ids[fails] = inverse
-        codes = np.where(fails, np.int8(Code.UNSCHEDULABLE_AND_UNRESOLVABLE), np.int8(0)).astype(np.int8)
-        return NodeVerdicts(codes, reason_ids, reasons)
+        fails = _untolerated_mask(nodes.table, pod.tolerations)[nodes.rows]
+        return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         table = nodes.table

@@ -1,0 +1,1 @@
+"""Fidelity corpus: kube-scheduler plugin unit tests replayed through ``explain``."""
