@@ -55,6 +55,25 @@ class NodeStateSink(Protocol):
 
     def remove_pod(self, node_name: str, pod: Pod) -> None: ...
 
+    def replace_pod(self, node_name: str, pod: Pod) -> None:
+        """Swap the stored object of a pod whose accounting is unchanged."""
+        ...
+
+
+def same_accounting(a: Pod, b: Pod) -> bool:
+    """Do two versions of a pod count the same on a node (resources, ports, labels,
+    affinity)? Then confirming one as the other needs no column update."""
+    return (
+        a.requests == b.requests
+        and a.nonzero_cpu == b.nonzero_cpu
+        and a.nonzero_memory == b.nonzero_memory
+        and a.labels == b.labels
+        and a.containers == b.containers
+        and a.affinity == b.affinity
+        and a.namespace == b.namespace
+        and a.priority == b.priority
+    )
+
 
 class TableSink:
     """The in-process sink: one NodeTable holding every node."""
@@ -73,6 +92,9 @@ class TableSink:
 
     def remove_pod(self, node_name: str, pod: Pod) -> None:
         self.table.remove_pod(self.table.index[node_name], pod)
+
+    def replace_pod(self, node_name: str, pod: Pod) -> None:
+        self.table.row_pods[self.table.index[node_name]][pod.key] = pod
 
 
 @dataclass(slots=True)
@@ -228,9 +250,12 @@ class Cache:
                 self._unaccount(key, st.pod, st.node_name)
                 self._account(key, pod, pod.node_name)
             elif st.pod is not pod and st.node_name in self.nodes:
-                # Same node, newer object (labels may differ): re-account it.
-                self.sink.remove_pod(st.node_name, st.pod)
-                self.sink.add_pod(st.node_name, pod)
+                if same_accounting(st.pod, pod):
+                    self.sink.replace_pod(st.node_name, pod)
+                else:
+                    # Same node, newer object that counts differently: re-account it.
+                    self.sink.remove_pod(st.node_name, st.pod)
+                    self.sink.add_pod(st.node_name, pod)
             self.pod_states[key] = PodState(pod, pod.node_name)
             self.assumed.discard(key)
         elif st is None:

@@ -30,6 +30,10 @@ class _NoVolumes:
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
         return NodeVerdicts.passing(len(nodes))
 
+    def events_to_register(self) -> tuple[()]:
+        """They never reject a pod here, so no event needs to requeue one for them."""
+        return ()
+
 
 class VolumeRestrictions(_NoVolumes):
     name = names.VOLUME_RESTRICTIONS

@@ -240,6 +240,21 @@ class QueueBase:
         summary = f"activeQ:{len(groups[0])}; backoffQ:{len(groups[1])}; unschedulablePods:{len(groups[2])}"
         return infos, summary
 
+    @translate_redis_errors("count queued pods")
+    def counts(self) -> dict[Location, int]:
+        """Pods per sub-queue in one round trip (gated pods count as unschedulable)."""
+        pipe = self._client.pipeline(transaction=False)
+        keys = self._keys
+        for key in (keys.active, keys.backoff, keys.unschedulable, keys.in_flight):
+            pipe.zcard(key)
+        active, backoff, unsched, inflight = pipe.execute()
+        return {
+            Location.ACTIVE: int(active),
+            Location.BACKOFF: int(backoff),
+            Location.UNSCHEDULABLE: int(unsched),
+            Location.IN_FLIGHT: int(inflight),
+        }
+
     @translate_redis_errors("count unschedulable pods")
     def num_unschedulable_pods(self) -> int:
         """Pods in the unschedulable pool, gated ones included."""

@@ -165,6 +165,13 @@ class SchedulingQueue(QueueBase):
         (assumed/bound): forget it. False if it was not in flight."""
         return self._scripts.done(self._keys, pod_key)
 
+    @translate_redis_errors("finish scheduling cycles")
+    def done_many(self, pod_keys: Sequence[str]) -> int:
+        """:meth:`done` for several pods in one round trip; returns how many were in flight."""
+        if not pod_keys:
+            return 0
+        return self._scripts.done_many(self._keys, pod_keys)
+
     @translate_redis_errors("requeue an unschedulable pod")
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, pod_scheduling_cycle: int
@@ -270,6 +277,23 @@ class SchedulingQueue(QueueBase):
         return self._move_pods(
             self._cross_topology_candidates(pod, matches), ev.EVENT_ASSIGNED_POD_ADD
         )
+
+    @translate_redis_errors("move pods on assigned pods")
+    def assigned_pods_added(
+        self, pods: Sequence[Pod], matches: Callable[[QueuedPodInfo, Pod], bool]
+    ) -> int:
+        """:meth:`assigned_pod_added` for a batch of bound pods: one scan of the
+        unschedulable pool instead of one per pod."""
+        if not pods or not rq.is_event_of_interest(ev.EVENT_ASSIGNED_POD_ADD, self._plugin_events):
+            return 0
+        namespaces = {p.namespace for p in pods}
+        found = []
+        for q in self._unschedulable():
+            namespace = q.info.pod_key.split("/", 1)[0]
+            spread = _POD_TOPOLOGY_SPREAD in q.info.unschedulable_plugins
+            if (spread and namespace in namespaces) or any(matches(q.info, p) for p in pods):
+                found.append(q)
+        return self._move_pods(found, ev.EVENT_ASSIGNED_POD_ADD)
 
     @translate_redis_errors("move pods on an assigned pod")
     def assigned_pod_updated(

@@ -87,6 +87,7 @@ class QueueScripts:
     """The registered scripts of one client."""
 
     def __init__(self, client: redis.Redis) -> None:
+        self._client = client
         self._scripts: dict[str, Script] = {
             name: client.register_script(_source(name)) for name in _QUEUE_SCRIPTS + _PLAIN_SCRIPTS
         }
@@ -112,6 +113,19 @@ class QueueScripts:
 
     def done(self, keys: QueueKeys, pod_key: str) -> bool:
         return bool(self._run("done", keys.core, [pod_key]))
+
+    def done_many(self, keys: QueueKeys, pod_keys: Sequence[str]) -> int:
+        """done.lua once per pod, pipelined: one round trip for the batch."""
+        script = self._scripts["done"]
+        core = list(keys.core)
+        try:
+            # evalsha directly: a pipeline of Script calls would first ask SCRIPT EXISTS.
+            pipe = self._client.pipeline(transaction=False)
+            for key in pod_keys:
+                pipe.evalsha(script.sha, len(core), *core, key)
+            return sum(1 for r in pipe.execute() if r)
+        except redis.exceptions.NoScriptError:
+            return sum(1 for key in pod_keys if self.done(keys, key))
 
     def add_unschedulable(
         self,

@@ -176,7 +176,8 @@ class Scheduler:
             return rotated[:to_find], min(to_find, n)
         # Evaluate in windows so a big cluster stops early, as upstream's parallel
         # search cancels once enough nodes were found (deterministically here).
-        window = min(n, max(to_find * 2, 256))
+        # Most nodes usually pass: start with exactly what is needed, double if short.
+        window = min(n, max(to_find, 64))
         feasible_parts: list[np.ndarray] = []
         found = 0
         pos = 0

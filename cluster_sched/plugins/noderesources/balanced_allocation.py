@@ -14,7 +14,10 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Status, skip
 from cluster_sched.plugins.names import NODE_RESOURCES_BALANCED_ALLOCATION
-from cluster_sched.plugins.noderesources.resources import allocatable_and_requested, pod_request_list
+from cluster_sched.plugins.noderesources.resources import (
+    allocatable_and_requested,
+    pod_request_list,
+)
 from cluster_sched.plugins.noderesources.scorers import balanced_allocation
 
 NAME = NODE_RESOURCES_BALANCED_ALLOCATION

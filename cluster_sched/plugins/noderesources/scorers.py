@@ -8,7 +8,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from cluster_sched.config.plugin_args import MAX_CUSTOM_PRIORITY_SCORE, ResourceSpec, UtilizationShapePoint
+from cluster_sched.config.plugin_args import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    ResourceSpec,
+    UtilizationShapePoint,
+)
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE
 from cluster_sched.plugins._helpers import div_trunc
 

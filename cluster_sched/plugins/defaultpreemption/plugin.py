@@ -1,0 +1,183 @@
+"""DefaultPreemption: the PostFilter that finds lower-priority pods to evict.
+
+Flow (upstream Evaluator.Preempt): check the pod may preempt at all; collect the nodes
+whose Filter status was Unschedulable; dry-run SelectVictimsOnNode on them from a
+random offset (``handle.rng``) until enough candidates are found; pick the best
+candidate; hand it to the optional ``PreemptionExecutor`` (absent in ``explain``, which
+makes this a pure dry run); return the nominated node and the victims.
+
+The dry runs need the profile's Framework to run filters on simulated nodes. It is
+read from ``handle.services["framework"]`` at PostFilter time (plugins are built before
+their Framework exists), so whoever builds a Framework must register it there.
+Every status message is prefixed "preemption: ", as upstream's PostFilter does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.config.plugin_args import DefaultPreemptionArgs
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import NodeToStatus, PostFilterResult
+from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.crossnode import tables_of
+from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
+from cluster_sched.plugins.defaultpreemption.executor import (
+    EXECUTOR_SERVICE,
+    FRAMEWORK_SERVICE,
+    NOMINATED_PODS_SERVICE,
+)
+from cluster_sched.plugins.defaultpreemption.victims import nominated_for, select_victims_on_node
+from cluster_sched.plugins.names import DEFAULT_PREEMPTION
+from cluster_sched.scheduler.diagnosis import Diagnosis, fit_error_message
+
+NAME = DEFAULT_PREEMPTION
+ERR_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+ERR_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+ERR_TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
+MESSAGE_PREFIX = "preemption: "
+_DEFAULT_ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+def _status_of(diagnosis: NodeToStatus, name: str) -> Status:
+    st = diagnosis.statuses.get(name)
+    if st is not None:
+        return st
+    return diagnosis.absent_status or _DEFAULT_ABSENT
+
+
+class DefaultPreemption:
+    name = NAME
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
+        self.args = args
+        self._handle = handle
+
+    # ------------------------------------------------------------------ PostFilter
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        result, status = self.preempt(state, pod, diagnosis)
+        if status.reasons and status.message():
+            return result, Status(status.code, (MESSAGE_PREFIX + status.message(),), status.plugin)
+        return result, status
+
+    def preempt(
+        self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        snapshot = self._handle.services.get("snapshot")
+        tables = tables_of(snapshot)
+        ok, why = self.pod_eligible_to_preempt_others(pod, _status_of(diagnosis, pod.nominated_node_name), tables)
+        if not ok:
+            return None, Status(Code.UNSCHEDULABLE, (why,))
+        num_all = sum(t.n_nodes for t in tables)
+        if num_all == 0:
+            return None, Status(Code.ERROR, ("no nodes available",))
+        fwk = self._handle.services.get(FRAMEWORK_SERVICE)
+        if fwk is None:
+            return None, Status(
+                Code.ERROR, (f'the Framework is not registered in handle.services["{FRAMEWORK_SERVICE}"]',)
+            )
+        candidates, statuses, errors = self.find_candidates(fwk, state, pod, diagnosis, tables, snapshot)
+        if not candidates:
+            if errors:
+                return None, Status(Code.ERROR, (errors[0],))
+            fit = Diagnosis(
+                node_to_status=NodeToStatus(statuses, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NOT_HELPFUL,)))
+            )
+            # A result with an empty node clears the pod's stale nomination, if any.
+            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(num_all, fit),))
+        best = pick_one(candidates)
+        if best is None or not best.node_name:
+            return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
+        executor = self._handle.services.get(EXECUTOR_SERVICE)
+        if executor is not None:
+            s = executor.prepare_candidate(pod, best.node_name, list(best.victims.pods))
+            if not s.is_success:
+                return None, s
+        return PostFilterResult(best.node_name, tuple(p.key for p in best.victims.pods)), SUCCESS
+
+    # ------------------------------------------------------------------ steps
+
+    def pod_eligible_to_preempt_others(
+        self, pod: Pod, nominated_status: Status, tables: list[NodeTable]
+    ) -> tuple[bool, str]:
+        """upstream PodEligibleToPreemptOthers: not with preemptionPolicy Never; not while
+        a lower-priority pod is terminating on the node it already nominated (its earlier
+        victims are still leaving), unless that node became unresolvable for it."""
+        if pod.preemption_policy == "Never":
+            return False, ERR_POLICY_NEVER
+        nominated = pod.nominated_node_name
+        if nominated:
+            if nominated_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            for t in tables:
+                row = t.index.get(nominated)
+                if row is None:
+                    continue
+                for p in t.row_pods[row].values():
+                    if p.priority < pod.priority and p.meta.deletion_timestamp is not None:
+                        return False, ERR_TERMINATING_ON_NOMINATED
+        return True, ""
+
+    def potential_nodes(self, diagnosis: NodeToStatus, tables: list[NodeTable]) -> list[tuple[NodeTable, int]]:
+        """Nodes whose status is Unschedulable, in nodeTree order."""
+        out: list[tuple[NodeTable, int]] = []
+        for t in tables:
+            for row in t.order().tolist():
+                name = t.names[row]
+                if name is not None and _status_of(diagnosis, name).code == Code.UNSCHEDULABLE:
+                    out.append((t, row))
+        return out
+
+    def find_candidates(
+        self,
+        fwk: Any,
+        state: CycleState,
+        pod: Pod,
+        diagnosis: NodeToStatus,
+        tables: list[NodeTable],
+        snapshot: Any,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """upstream findCandidates + DryRunPreemption: (candidates, failed nodes'
+        statuses, error messages)."""
+        potential = self.potential_nodes(diagnosis, tables)
+        if not potential:
+            return [], {}, []
+        pdbs = list((getattr(snapshot, "pdbs", None) or {}).values())
+        n = len(potential)
+        offset = self._handle.rng.randrange(n)
+        wanted = num_candidates(n, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute)
+        lookup = self._handle.services.get(NOMINATED_PODS_SERVICE)
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        for i in range(n):
+            table, row = potential[(offset + i) % n]
+            name = table.names[row]
+            assert name is not None
+            victims, status = select_victims_on_node(
+                fwk, state.clone(), pod, table, row, pdbs, nominated_for(lookup, name)
+            )
+            if status.is_success and victims is not None and victims.pods:
+                bucket = violating if victims.num_pdb_violations else non_violating
+                if len(bucket) < wanted:  # upstream's candidate lists hold at most `wanted`
+                    bucket.append(Candidate(name, victims))
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    break
+                continue
+            if status.is_success:
+                status = Status(Code.ERROR, (f'expected at least one victim pod on node "{name}"',))
+            if status.code == Code.ERROR:
+                errors.append(status.message())
+            statuses[name] = status
+        return non_violating + violating, statuses, errors
+
+
+def new(args: DefaultPreemptionArgs | None, handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args or DefaultPreemptionArgs(), handle)

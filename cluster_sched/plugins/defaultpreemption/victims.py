@@ -1,0 +1,180 @@
+"""SelectVictimsOnNode: the fewest lower-priority pods whose removal lets the pod fit.
+
+On a private copy of one node (``NodeTable.subset``) and a clone of the cycle state:
+remove every lower-priority pod (running the PreFilter RemovePod extensions so the
+cross-node plugins' counts follow), check that the pod now passes every filter, then
+reprieve pods one at a time, PDB-violating ones first and the most important first
+within each group, keeping as victims only those whose return breaks the fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod, PodDisruptionBudget
+from cluster_sched.api.selectors import label_selector_matches
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.status import SUCCESS, Code, Status, error, unresolvable
+from cluster_sched.nodetable.table import NodeTable
+
+ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
+
+#: node name -> nominated pods (a mapping or a callable), see executor.NOMINATED_PODS_SERVICE
+NominatedLookup = Mapping[str, Sequence[Pod]] | Callable[[str], Sequence[Pod]] | None
+
+_ROW0 = np.zeros(1, dtype=np.int64)
+
+
+def start_time(pod: Pod) -> float:
+    """upstream GetPodStartTime: status.startTime, or "now" (later than any real start)."""
+    return math.inf if pod.start_time is None else pod.start_time
+
+
+def importance_key(pod: Pod) -> tuple[int, float, str]:
+    """Sort key, most important first: priority desc, then earlier start. Upstream's
+    unstable sort leaves equal pods in any order; they are ordered by key here."""
+    return (-pod.priority, start_time(pod), pod.key)
+
+
+def nominated_for(lookup: NominatedLookup, node_name: str) -> Sequence[Pod]:
+    if lookup is None:
+        return ()
+    if callable(lookup):
+        return lookup(node_name) or ()
+    return lookup.get(node_name, ())
+
+
+def filter_with_nominated(
+    fwk: Any, state: CycleState, pod: Pod, table: NodeTable, node_name: str, nominated: Sequence[Pod]
+) -> Status:
+    """upstream RunFilterPluginsWithNominatedPods on row 0 of ``table``: first with the
+    nominated pods of equal or higher priority added (to copies), then without them."""
+    ge = [p for p in nominated if p.priority >= pod.priority and p.key != pod.key]
+    if ge:
+        sub = table.subset(_ROW0)
+        state1 = state.clone()
+        for p in ge:
+            sub.add_pod(0, p)
+            s = fwk.run_pre_filter_add_pod(state1, pod, p, node_name)
+            if not s.is_success:
+                return s
+        first = fwk.filter_status(fwk.run_filter(state1, pod, NodeSlice(sub, _ROW0)), 0)
+        if not first.is_success:
+            return first
+    return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, _ROW0)), 0)  # type: ignore[no-any-return]
+
+
+def split_by_pdb_violation(
+    pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[Pod], list[Pod]]:
+    """upstream filterPodsWithPDBViolation: (violating, non-violating), order kept.
+
+    Each matching PDB's ``disruptionsAllowed`` is spent as pods are taken in order; a
+    pod listed in the PDB's ``disruptedPods`` was already accounted by the API server.
+    """
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violating: list[Pod] = []
+    ok: list[Pod] = []
+    for pod in pods:
+        violated = False
+        if pod.meta.labels:
+            for i, pdb in enumerate(pdbs):
+                if pdb.meta.namespace != pod.meta.namespace:
+                    continue
+                sel = pdb.selector
+                if sel is None or (not sel.match_labels and not sel.match_expressions):
+                    continue  # a nil or empty PDB selector matches nothing
+                if not label_selector_matches(sel, pod.meta.labels):
+                    continue
+                if pod.meta.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else ok).append(pod)
+    return violating, ok
+
+
+@dataclass(frozen=True, slots=True)
+class Victims:
+    """Victims on one node, in upstream's order (violating group first), and how many of
+    them violate a PDB."""
+
+    pods: tuple[Pod, ...]
+    num_pdb_violations: int
+
+
+def select_victims_on_node(
+    fwk: Any,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    row: int,
+    pdbs: Sequence[PodDisruptionBudget],
+    nominated: Sequence[Pod] = (),
+) -> tuple[Victims | None, Status]:
+    """Dry-run preemption on ``table``'s ``row``; ``state`` is the caller's clone."""
+    node_name = table.names[row]
+    assert node_name is not None
+    sub = table.subset(np.asarray([row], dtype=np.int64))
+
+    def remove(p: Pod) -> Status:
+        sub.remove_pod(0, p)
+        return fwk.run_pre_filter_remove_pod(state, pod, p, node_name)  # type: ignore[no-any-return]
+
+    def add(p: Pod) -> Status:
+        sub.add_pod(0, p)
+        return fwk.run_pre_filter_add_pod(state, pod, p, node_name)  # type: ignore[no-any-return]
+
+    potential = [p for p in sub.row_pods[0].values() if p.priority < pod.priority]
+    for p in potential:
+        s = remove(p)
+        if not s.is_success:
+            return None, error(s.message())
+    if not potential:
+        return None, unresolvable(ERR_NO_VICTIMS)
+    fits = filter_with_nominated(fwk, state, pod, sub, node_name, nominated)
+    if not fits.is_success:
+        return None, fits
+    potential.sort(key=importance_key)
+    violating, non_violating = split_by_pdb_violation(potential, pdbs)
+    victims: list[Pod] = []
+    violations = 0
+
+    def reprieve(p: Pod) -> bool:
+        s = add(p)
+        if not s.is_success:
+            raise _ExtensionError(s)
+        if filter_with_nominated(fwk, state, pod, sub, node_name, nominated).is_success:
+            return True
+        s = remove(p)
+        if not s.is_success:
+            raise _ExtensionError(s)
+        victims.append(p)
+        return False
+
+    try:
+        for p in violating:
+            if not reprieve(p):
+                violations += 1
+        for p in non_violating:
+            reprieve(p)
+    except _ExtensionError as exc:
+        return None, error(exc.status.message())
+    return Victims(tuple(victims), violations), SUCCESS
+
+
+class _ExtensionError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message())
+        self.status = status
+
+
+def is_error(status: Status) -> bool:
+    return status.code == Code.ERROR

@@ -1,0 +1,186 @@
+"""InterPodAffinity: required pod (anti-)affinity filter, preferred terms score.
+
+PreFilter and PreScore are a map over the node tables the snapshot exposes
+(``crossnode.tables_of``) and a reduce; Filter and Score read only the reduced state
+and the shard table's label columns, so they run unchanged on Ray shards. The
+AddPod/RemovePod extensions update the reduced state for nominated pods and preemption
+dry runs (looking the node up in the snapshot, as upstream reads ``nodeInfo.Node()``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.config.plugin_args import InterPodAffinityArgs
+from cluster_sched.errors import PluginError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
+from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.plugins.crossnode import namespace_labels, node_by_name, tables_of
+from cluster_sched.plugins.interpodaffinity import filtering, scoring
+from cluster_sched.plugins.interpodaffinity.filtering import IncomingPod, PreFilterState
+from cluster_sched.plugins.interpodaffinity.scoring import PreScoreState, ScoringPod
+from cluster_sched.plugins.interpodaffinity.terms import (
+    PodTerms,
+    incoming_terms,
+    matches_all,
+    needs_namespace_list,
+)
+from cluster_sched.plugins.names import INTER_POD_AFFINITY
+
+NAME = INTER_POD_AFFINITY
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = filtering.ERR_AFFINITY
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = filtering.ERR_ANTI_AFFINITY
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = filtering.ERR_EXISTING_ANTI_AFFINITY
+_TERMS_CACHE_SIZE = 1024
+
+
+class InterPodAffinity:
+    name = NAME
+
+    def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
+        if not 0 <= args.hard_pod_affinity_weight <= 100:
+            raise PluginError(
+                f"hardPodAffinityWeight: invalid value {args.hard_pod_affinity_weight}: "
+                "not in valid range [0, 100]"
+            )
+        self.args = args
+        self._handle = handle
+        self._terms: OrderedDict[tuple[object, ...], PodTerms] = OrderedDict()
+
+    # ------------------------------------------------------------------ shared
+
+    def incoming(self, pod: Pod, snapshot: Any) -> IncomingPod:
+        """The pod as partials see it. Terms are cached per (namespace, labels, affinity)
+        unless a namespaceSelector must be unrolled against the current namespaces."""
+        ns_labels = tuple(sorted(namespace_labels(snapshot, pod.meta.namespace).items()))
+        labels = tuple(sorted(pod.meta.labels.items()))
+        if needs_namespace_list(pod):
+            namespaces = getattr(snapshot, "namespaces", None) or {}
+            terms = incoming_terms(pod, namespaces.values())
+        else:
+            aff = pod.affinity
+            key = (
+                pod.meta.namespace,
+                labels,
+                None if aff is None else aff.pod_affinity,
+                None if aff is None else aff.pod_anti_affinity,
+            )
+            hit = self._terms.get(key)
+            if hit is None:
+                hit = incoming_terms(pod, ())
+                self._terms[key] = hit
+                if len(self._terms) > _TERMS_CACHE_SIZE:
+                    self._terms.popitem(last=False)
+            terms = hit
+        return IncomingPod(pod.meta.namespace, labels, ns_labels, terms)
+
+    def _snapshot(self) -> Any:
+        return self._handle.services.get("snapshot")
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+        incoming = self.incoming(pod, snapshot)
+        parts = [filtering.pre_filter_partial(incoming, t) for t in tables_of(snapshot)]
+        reduced = filtering.reduce_partials(parts)
+        terms = incoming.terms
+        if not reduced["existing_anti"] and not terms.required_affinity and not terms.required_anti_affinity:
+            return None, skip()
+        state.write(
+            PRE_FILTER_STATE_KEY,
+            PreFilterState(
+                incoming,
+                reduced["affinity"],
+                reduced["anti"],
+                reduced["existing_anti"],
+                matches_all(terms.required_affinity, pod.meta.namespace, pod.meta.labels),
+            ),
+        )
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> InterPodAffinity:
+        return self
+
+    def _update(self, state: CycleState, other: Pod, node_name: str, delta: int) -> Status:
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        node = node_by_name(self._snapshot(), node_name)
+        if node is None:
+            return SUCCESS
+        state.write(PRE_FILTER_STATE_KEY, s.update_with_pod(other, node, delta))
+        return SUCCESS
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str) -> Status:
+        return self._update(state, pod_to_add, node_name, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str) -> Status:
+        return self._update(state, pod_to_remove, node_name, -1)
+
+    def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return NodeVerdicts.from_mask(
+                np.ones(len(nodes), dtype=bool),
+                Code.ERROR,
+                f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found',
+            )
+        return filtering.filter_rows(s, nodes.table, nodes.rows)
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice | Sequence[str]) -> Status:
+        aff = pod.affinity
+        has_preferred = aff is not None and bool(
+            (aff.pod_affinity is not None and aff.pod_affinity.preferred)
+            or (aff.pod_anti_affinity is not None and aff.pod_anti_affinity.preferred)
+        )
+        if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
+            return skip()
+        sp = ScoringPod(self.incoming(pod, snapshot), self.args.hard_pod_affinity_weight)
+        parts = [scoring.pre_score_partial(sp, t) for t in tables_of(snapshot)]
+        reduced = scoring.reduce_partials(parts)
+        if not reduced:
+            return skip()
+        state.write(PRE_SCORE_STATE_KEY, PreScoreState(reduced))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return scoring.score_rows(s, nodes.table, nodes.rows)
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return scores
+        return scoring.normalize(s, scores)
+
+    # ------------------------------------------------------------------ queueing
+
+    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+        """Pod add/label-update/delete (a matching pod appears or an anti-affine one
+        leaves) and node add/label/taint changes (a topology domain appears)."""
+        return (
+            ClusterEvent(EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+            ClusterEvent(
+                EventResource.NODE,
+                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ),
+        )
+
+
+def new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:
+    return InterPodAffinity(args or InterPodAffinityArgs(), handle)

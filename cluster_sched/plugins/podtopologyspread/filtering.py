@@ -1,0 +1,138 @@
+"""PodTopologySpread PreFilter (map/reduce over shard tables) and vectorised Filter.
+
+Per DoNotSchedule constraint, upstream counts matching pods per *eligible* topology
+domain: domains of nodes that carry every constraint's topology key and pass the
+constraint's node inclusion policies. Filter then rejects a node when
+
+    matching pods in the node's domain + (1 if the pod matches itself) - global minimum
+    > maxSkew
+
+where the global minimum is 0 while there are fewer eligible domains than minDomains.
+A node missing a topology key is UnschedulableAndUnresolvable ("missing required label").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster_sched.api.objects import Node, Pod
+from cluster_sched.framework.status import Code
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.crossnode import DomainCounts, counts_by_code, merge_domain_counts
+from cluster_sched.plugins.podtopologyspread.constraints import (
+    Constraint,
+    count_query,
+    inclusion_mask,
+    keys_present,
+    node_included,
+    selector_matches,
+)
+
+ERR_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_NODE_LABEL_NOT_MATCH = ERR_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+#: upstream's minimum when no domain is eligible (math.MaxInt32)
+NO_DOMAIN_MIN = 2**31 - 1
+
+
+def pre_filter_partial(pod: Pod, constraints: tuple[Constraint, ...], table: NodeTable) -> list[DomainCounts]:
+    """MAP: per constraint, matching pods per eligible domain of this table (domains
+    with no matching pod included)."""
+    alive = np.flatnonzero(table.alive[: table.size])
+    base = keys_present(table, constraints)
+    out: list[DomainCounts] = []
+    for c in constraints:
+        interner = table.label_values.get(c.topology_key)
+        if interner is None:
+            out.append(DomainCounts.empty())
+            continue
+        eligible = base & inclusion_mask(table, pod, c)
+        rows = alive[eligible[alive]]
+        per_row = count_query(table, c.selector, pod.meta.namespace)
+        total, present = counts_by_code(table, c.topology_key, rows, per_row)
+        codes = np.flatnonzero(present)
+        out.append(DomainCounts.from_codes(interner, codes, total[codes]))
+    return out
+
+
+def reduce_partials(parts: Sequence[Sequence[DomainCounts]], n: int) -> tuple[DomainCounts, ...]:
+    """REDUCE: per constraint, sum the shards' domain counts."""
+    return tuple(merge_domain_counts([p[i] for p in parts]) for i in range(n))
+
+
+def _minimum(dc: DomainCounts) -> int:
+    return int(dc.counts.min()) if len(dc) else NO_DOMAIN_MIN
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    constraints: tuple[Constraint, ...]
+    #: per constraint: eligible domain -> matching pods
+    domains: tuple[DomainCounts, ...]
+    #: per constraint: the global minimum over ``domains`` (NO_DOMAIN_MIN if none)
+    minimums: tuple[int, ...]
+    #: per constraint: the incoming pod matches the constraint's selector
+    self_match: tuple[bool, ...]
+
+    @classmethod
+    def build(cls, pod: Pod, constraints: tuple[Constraint, ...], domains: tuple[DomainCounts, ...]) -> PreFilterState:
+        return cls(
+            constraints,
+            domains,
+            tuple(_minimum(d) for d in domains),
+            tuple(selector_matches(c.selector, pod.meta.labels) for c in constraints),
+        )
+
+    def min_match(self, i: int) -> int:
+        """upstream minMatchNum: 0 while fewer eligible domains than minDomains."""
+        if len(self.domains[i]) < self.constraints[i].min_domains:
+            return 0
+        return self.minimums[i]
+
+    def update_with_pod(self, pod: Pod, other: Pod, node: Node, delta: int) -> PreFilterState:
+        """upstream updateWithPod: ``other`` added (+1) / removed (-1) on ``node``."""
+        if other.meta.namespace != pod.meta.namespace:
+            return self
+        if any(c.topology_key not in node.labels for c in self.constraints):
+            return self
+        domains = list(self.domains)
+        minimums = list(self.minimums)
+        changed = False
+        for i, c in enumerate(self.constraints):
+            if not selector_matches(c.selector, other.meta.labels) or not node_included(node, pod, c):
+                continue
+            domains[i] = domains[i].with_delta(node.labels[c.topology_key], delta)
+            minimums[i] = _minimum(domains[i])
+            changed = True
+        if not changed:
+            return self
+        return PreFilterState(self.constraints, tuple(domains), tuple(minimums), self.self_match)
+
+
+def filter_rows(s: PreFilterState, table: NodeTable, rows: np.ndarray) -> NodeVerdicts:
+    """Constraints in order; a node's first failing constraint decides its verdict."""
+    k = len(rows)
+    verdicts = NodeVerdicts.passing(k)
+    reasons = [(ERR_NODE_LABEL_NOT_MATCH,), (ERR_CONSTRAINTS_NOT_MATCH,)]
+    for i, c in enumerate(s.constraints):
+        col = table.labels.get(c.topology_key)
+        if col is None:
+            codes = np.full(k, -1, dtype=np.int32)
+            match_num = np.zeros(k, dtype=np.int64)
+        else:
+            codes = col[rows]
+            match_num = s.domains[i].dense(table.label_values.get(c.topology_key))[codes]
+        missing = codes < 0
+        skew = match_num + int(s.self_match[i]) - s.min_match(i)
+        too_skewed = ~missing & (skew > c.max_skew)
+        if not (missing.any() or too_skewed.any()):
+            continue
+        out_codes = np.zeros(k, dtype=np.int8)
+        out_codes[missing] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        out_codes[too_skewed] = Code.UNSCHEDULABLE
+        reason_ids = np.where(too_skewed, 1, 0).astype(np.int32)
+        verdicts.merge_first_failure(NodeVerdicts(out_codes, reason_ids, list(reasons)))
+    return verdicts

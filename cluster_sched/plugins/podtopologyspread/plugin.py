@@ -1,0 +1,161 @@
+"""PodTopologySpread: DoNotSchedule constraints filter, ScheduleAnyway constraints score.
+
+Pods without constraints get the default ones (``defaultingType: System``: hostname
+maxSkew 3 and zone maxSkew 5, ScheduleAnyway; ``List``: the args' defaultConstraints)
+when a Service / ReplicationController / ReplicaSet / StatefulSet in the snapshot
+(``cache.controllers``) selects them. PreFilter and PreScore map over the snapshot's
+tables and reduce; Filter and Score read only the reduced state and the shard's columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod, WorkloadController
+from cluster_sched.config.plugin_args import SYSTEM_DEFAULTING, PodTopologySpreadArgs
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
+from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.plugins.crossnode import feasible_rows, node_by_name, tables_of
+from cluster_sched.plugins.names import POD_TOPOLOGY_SPREAD
+from cluster_sched.plugins.podtopologyspread import filtering, scoring
+from cluster_sched.plugins.podtopologyspread.constraints import (
+    DO_NOT_SCHEDULE,
+    SCHEDULE_ANYWAY,
+    Constraint,
+    pod_constraints,
+)
+from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.scoring import PreScoreState
+
+NAME = POD_TOPOLOGY_SPREAD
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+ERR_REASON_CONSTRAINTS_NOT_MATCH = filtering.ERR_CONSTRAINTS_NOT_MATCH
+ERR_REASON_NODE_LABEL_NOT_MATCH = filtering.ERR_NODE_LABEL_NOT_MATCH
+
+
+def _controllers(snapshot: Any) -> list[WorkloadController]:
+    ctrls = getattr(snapshot, "controllers", None) or {}
+    return list(ctrls.values())
+
+
+class PodTopologySpread:
+    name = NAME
+
+    def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
+        self.args = args
+        self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
+        self.default_constraints = args.constraints
+        self._handle = handle
+
+    def constraints(self, pod: Pod, action: str, snapshot: Any) -> tuple[Constraint, ...]:
+        """The pod's constraints for ``action`` (its own, else the defaults that apply).
+        Controllers are only consulted when defaults with that action exist."""
+        if not pod.topology_spread_constraints and not any(
+            c.when_unsatisfiable == action for c in self.default_constraints
+        ):
+            return ()
+        return pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+
+    # ------------------------------------------------------------------ filter
+
+    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+        cs = self.constraints(pod, DO_NOT_SCHEDULE, snapshot)
+        if not cs:
+            return None, skip()
+        parts = [filtering.pre_filter_partial(pod, cs, t) for t in tables_of(snapshot)]
+        domains = filtering.reduce_partials(parts, len(cs))
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, cs, domains))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PodTopologySpread:
+        return self
+
+    def _update(self, state: CycleState, pod: Pod, other: Pod, node_name: str, delta: int) -> Status:
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        node = node_by_name(self._handle.services.get("snapshot"), node_name)
+        if node is None:
+            return SUCCESS
+        state.write(PRE_FILTER_STATE_KEY, s.update_with_pod(pod, other, node, delta))
+        return SUCCESS
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str) -> Status:
+        return self._update(state, pod, pod_to_add, node_name, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str) -> Status:
+        return self._update(state, pod, pod_to_remove, node_name, -1)
+
+    def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
+        if s is None:
+            return NodeVerdicts.from_mask(
+                np.ones(len(nodes), dtype=bool),
+                Code.ERROR,
+                f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found',
+            )
+        return filtering.filter_rows(s, nodes.table, nodes.rows)
+
+    # ------------------------------------------------------------------ score
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice | Sequence[str]) -> Status:
+        tables = tables_of(snapshot)
+        if not any(t.n_nodes for t in tables):
+            return skip()
+        cs = self.constraints(pod, SCHEDULE_ANYWAY, snapshot)
+        if not cs:
+            return skip()
+        # System defaults do not require every key, so zone-less nodes still spread by host.
+        require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
+        parts = [
+            scoring.pre_score_partial(pod, cs, require_all, t, feasible_rows(feasible, t))
+            for t in tables
+        ]
+        state.write(PRE_SCORE_STATE_KEY, scoring.reduce_partials(cs, require_all, parts))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return scoring.score_rows(s, pod, nodes.table, nodes.rows)
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        s: PreScoreState | None = state.get(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return scores
+        return scoring.normalize(s, scores)
+
+    # ------------------------------------------------------------------ queueing
+
+    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+        """Pods added/relabelled/deleted (counts change), the pod gaining a toleration
+        (nodeTaintsPolicy: Honor), and nodes added/deleted/relabelled/retainted."""
+        return (
+            ClusterEvent(
+                EventResource.POD,
+                ActionType.ADD
+                | ActionType.UPDATE_POD_LABEL
+                | ActionType.UPDATE_POD_TOLERATION
+                | ActionType.DELETE,
+            ),
+            ClusterEvent(
+                EventResource.NODE,
+                ActionType.ADD
+                | ActionType.DELETE
+                | ActionType.UPDATE_NODE_LABEL
+                | ActionType.UPDATE_NODE_TAINT,
+            ),
+        )
+
+
+def new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:
+    return PodTopologySpread(args or PodTopologySpreadArgs(), handle)

@@ -1,0 +1,348 @@
+"""The scheduling-cycle coordinator: the one process that runs cycles serially.
+
+It owns the cache (so assume/forget are its alone), pops pods from the shared Redis
+queue, runs ``schedule_one`` and hands binding cycles to a BindingExecutor without
+waiting. Cluster changes arrive through the informer (the store's event stream) and go
+to the cache and the queue via the event handlers. Binding outcomes come back at the top
+of the loop, on this thread, before the next cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.cache.cache import Cache
+from cluster_sched.clock import Clock, SystemClock
+from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.errors import ClusterSchedError, InvalidObjectError, SchedulerError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import ClusterEvent
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.status import Code, Status
+from cluster_sched.queue.scheduling_queue import SchedulingQueue
+from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
+from cluster_sched.scheduler.binding import (
+    BindingExecutor,
+    BindingJob,
+    BindingOutcome,
+    LocalBindingExecutor,
+    store_binder,
+)
+from cluster_sched.scheduler.diagnosis import FitError
+from cluster_sched.scheduler.event_handlers import EventHandlers, queued_info_for
+from cluster_sched.scheduler.informer import Informer, InformerHandlers
+from cluster_sched.scheduler.preemption_executor import StorePreemptionExecutor
+from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.store.store import Store
+
+log = logging.getLogger(__name__)
+
+#: How often (seconds) the loop reads the event stream while pods keep coming.
+INFORMER_POLL_INTERVAL = 0.005
+#: queue.done calls are sent together: in-flight bookkeeping may lag by this much.
+DONE_BATCH = 32
+DONE_INTERVAL = 0.01
+#: How often (seconds) assumed pods whose binding never arrived are expired.
+CLEANUP_INTERVAL = 1.0
+
+
+class Coordinator:
+    def __init__(
+        self,
+        store: Store,
+        queue_client: Any,
+        config: SchedulerConfiguration,
+        *,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        cache: Cache | None = None,
+        binding_executor: Callable[[Store, dict[str, Framework]], BindingExecutor] | None = None,
+        prefix: str = "{cs}",
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.rng = random.Random(seed)
+        self.cache = cache or Cache(clock=self.clock)
+        self.stats = RunStats()
+        self.frameworks: dict[str, Framework] = {}
+        self.preemption = StorePreemptionExecutor(self)
+        for i, profile in enumerate(config.profiles):
+            handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(self.rng.random()))
+            handle.binder = store_binder(store)
+            handle.services.update(snapshot=self.cache, cache=self.cache, preemption_executor=self.preemption)
+            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
+            handle.services["framework"] = fwk
+            self.frameworks[profile.scheduler_name] = fwk
+        first = next(iter(self.frameworks.values()))
+        sort_plugin = first.queue_sort
+        plugin_events: dict[str, tuple[ClusterEvent, ...]] = {}
+        for fwk in self.frameworks.values():
+            plugin_events.update(fwk.events_to_register())
+        self.queue = SchedulingQueue(
+            queue_client,
+            prefix=prefix,
+            clock=self.clock,
+            sort_key=(lambda info: sort_plugin.sort_key(info.priority, info.timestamp)) if sort_plugin else None,  # type: ignore[arg-type]
+            plugin_events=plugin_events,
+            pre_enqueue=self._pre_enqueue,
+            pod_initial_backoff=float(config.pod_initial_backoff_seconds),
+            pod_max_backoff=float(config.pod_max_backoff_seconds),
+        )
+        self.algorithm = Scheduler(config.percentage_of_nodes_to_score, random.Random(self.rng.random()))
+        self.handlers = EventHandlers(self)
+        self.informer = Informer(
+            store,
+            InformerHandlers(
+                on_pod=self.handlers.on_pod,
+                on_node=self.handlers.on_node,
+                on_other=self.handlers.on_other,
+                on_invalid=self._on_invalid,
+            ),
+        )
+        factory = binding_executor or (lambda s, f: LocalBindingExecutor(s, f))
+        self.binder: BindingExecutor = factory(store, self.frameworks)
+        #: node -> {pod key: pod} nominated there (mirror of the Redis nominator)
+        self.nominated: dict[str, dict[str, Pod]] = {}
+        self._last_poll = 0.0
+        self._last_cleanup = 0.0
+        self._pending_done: list[str] = []
+        self._last_done = 0.0
+        self.invalid_objects: list[str] = []
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """List and watch (the initial listing queues every pending pod)."""
+        self.informer.list_and_watch()
+        self.handlers.flush()
+
+    def close(self) -> None:
+        self.binder.close()
+        self.queue.close()
+
+    # ------------------------------------------------------------------ helpers
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        ns = self.cache.namespaces.get(namespace)
+        return ns.meta.labels if ns is not None else {}
+
+    def _pre_enqueue(self, info: QueuedPodInfo) -> str | None:
+        pod = self.informer.pods.get(info.pod_key)
+        if pod is None:
+            return None
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            return None
+        s = fwk.run_pre_enqueue(pod)
+        return None if s.is_success else (s.plugin or "PreEnqueue")
+
+    def queue_add_many(self, pods: list[Pod]) -> None:
+        now = self.clock.now()
+        self.queue.add_many([queued_info_for(pod, now) for pod in pods])
+        for pod in pods:
+            if pod.nominated_node_name:
+                self._set_nominated(pod, pod.nominated_node_name)
+
+    def poll_informer(self, block_ms: int | None = None) -> int:
+        """Read new watch events, dispatch them, then apply the batched queue writes."""
+        n = self.informer.poll(block_ms=block_ms)
+        self.handlers.flush()
+        self._last_poll = time.monotonic()
+        return n
+
+    def _done(self, pod_key: str) -> None:
+        """Queue.done, batched: sent with the next loop turn (in-flight bookkeeping only)."""
+        self._pending_done.append(pod_key)
+
+    def flush_done(self, force: bool = True) -> None:
+        if not force and len(self._pending_done) < DONE_BATCH and time.monotonic() - self._last_done < DONE_INTERVAL:
+            return
+        self._last_done = time.monotonic()
+        if self._pending_done:
+            keys, self._pending_done = self._pending_done, []
+            self.queue.done_many(keys)
+
+    def _on_invalid(self, kind: str, key: str, err: InvalidObjectError) -> None:
+        line = str(err) if err.obj else f"{kind} {key}: {err}"
+        self.invalid_objects.append(line)
+        try:
+            self.store.record_event(kind, key, "FailedParsing", line, type="Warning")
+        except ClusterSchedError:
+            pass
+
+    def _set_nominated(self, pod: Pod, node: str) -> None:
+        self._clear_nominated(pod.key)
+        self.nominated.setdefault(node, {})[pod.key] = pod
+
+    def _clear_nominated(self, key: str) -> None:
+        for node, pods in list(self.nominated.items()):
+            if pods.pop(key, None) is not None and not pods:
+                del self.nominated[node]
+
+    def nominated_pods(self) -> dict[str, list[Pod]]:
+        return {node: list(pods.values()) for node, pods in self.nominated.items()}
+
+    # ------------------------------------------------------------------ the loop
+
+    def step(self, pop_timeout: float = 0.05) -> bool:
+        """One loop turn: events, binding outcomes, at most one cycle. True if a pod was
+        scheduled (or attempted) in this turn."""
+        now = time.monotonic()
+        self.flush_done(force=False)
+        if now - self._last_poll >= INFORMER_POLL_INTERVAL:
+            self.poll_informer()
+        self.process_binding_outcomes()
+        if now - self._last_cleanup >= CLEANUP_INTERVAL:
+            self._last_cleanup = now
+            for pod in self.cache.cleanup_assumed_pods():
+                log.warning("assumed pod %s expired: its binding never arrived", pod.key)
+        info = self.queue.pop(timeout=pop_timeout)
+        if info is None:
+            self.flush_done()
+            self.poll_informer()
+            return False
+        cycle = self.queue.last_pop_cycle
+        self.schedule_one(info, cycle)
+        return True
+
+    def process_binding_outcomes(self) -> int:
+        outcomes = self.binder.poll()
+        for outcome in outcomes:
+            self._finish_binding(outcome)
+        return len(outcomes)
+
+    # ------------------------------------------------------------------ scheduleOne
+
+    def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
+        pod = self.informer.pods.get(info.pod_key)
+        if pod is None:
+            # Added to the queue by another process before our watch saw it.
+            self.poll_informer()
+            pod = self.informer.pods.get(info.pod_key)
+        if pod is None or pod.meta.deletion_timestamp is not None or pod.node_name:
+            # Deleted, being deleted, or already bound: skip (upstream skipPodSchedule).
+            self.queue.done(info.pod_key)
+            return
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            self.queue.done(info.pod_key)
+            return
+        start = time.perf_counter()
+        self.stats.on_pop(pod.key, self.clock.now())
+        state = CycleState()
+        try:
+            result = self.algorithm.schedule_pod(
+                fwk, state, pod, self.cache.sink.table, self.cache, self.nominated_pods()  # type: ignore[attr-defined]
+            )
+        except FitError as fit:
+            self._on_fit_error(fwk, state, pod, info, cycle, fit)
+            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            return
+        except (PreFilterError, SchedulerError) as exc:
+            status = exc.status if isinstance(exc, PreFilterError) else Status(Code.ERROR, (str(exc),))
+            self.handle_scheduling_failure(fwk, pod, info, cycle, status, "")
+            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            return
+        host = result.suggested_host
+        assert host is not None
+        assumed = replace(pod, node_name=host)
+        self.cache.assume_pod(assumed, host)
+        s = fwk.run_reserve(state, assumed, host)
+        if not s.is_success:
+            self._undo(fwk, state, assumed, host)
+            self.handle_scheduling_failure(fwk, pod, info, cycle, s, "")
+            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            return
+        s = fwk.run_permit(state, assumed, host)
+        waiting = s.code == Code.WAIT
+        if not s.is_success and not waiting:
+            self._undo(fwk, state, assumed, host)
+            self.handle_scheduling_failure(fwk, pod, info, cycle, s, "")
+            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            return
+        self._done(pod.key)
+        if self.nominated and any(pod.key in pods for pods in self.nominated.values()):
+            self._clear_nominated(pod.key)
+            self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
+        if state.pods_to_activate:
+            self.queue.activate(state.pods_to_activate)
+        self.stats.attempt_seconds.append(time.perf_counter() - start)
+        self.binder.submit(BindingJob(assumed, host, fwk.profile_name, state, info, cycle, waiting=waiting))
+
+    def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:
+        fwk.run_unreserve(state, assumed, host)
+        self.cache.forget_pod(assumed)
+
+    def _finish_binding(self, outcome: BindingOutcome) -> None:
+        job = outcome.job
+        fwk = self.frameworks[job.profile]
+        if outcome.status.is_success:
+            self.cache.finish_binding(job.pod)
+            return
+        self._undo(fwk, job.state, job.pod, job.node_name)
+        original = self.informer.pods.get(job.pod.key) or replace(job.pod, node_name="")
+        self.handle_scheduling_failure(fwk, original, job.info, job.scheduling_cycle, outcome.status, "")
+
+    def _on_fit_error(
+        self, fwk: Framework, state: CycleState, pod: Pod, info: QueuedPodInfo, cycle: int, fit: FitError
+    ) -> None:
+        diagnosis = fit.diagnosis
+        nominated_node = ""
+        if fwk.post_filter:
+            post, status = fwk.run_post_filter(state, pod, diagnosis.node_to_status)
+            if status.reasons:
+                diagnosis.post_filter_msg = status.message()
+            if post is not None and status.is_success and post.nominated_node_name:
+                nominated_node = post.nominated_node_name
+                self.stats.on_preempted(list(post.victims), pod.key)
+        info = replace(
+            info,
+            unschedulable_plugins=frozenset(diagnosis.unschedulable_plugins),
+            pending_plugins=frozenset(diagnosis.pending_plugins),
+        )
+        self.handle_scheduling_failure(
+            fwk, pod, info, cycle, Status(Code.UNSCHEDULABLE, (str(fit),)), nominated_node
+        )
+
+    def handle_scheduling_failure(
+        self, fwk: Framework, pod: Pod, info: QueuedPodInfo, cycle: int, status: Status, nominated_node: str
+    ) -> None:
+        """upstream handleSchedulingFailure: back to the queue with the pod's cycle, the
+        nomination recorded, a FailedScheduling event and the PodScheduled condition."""
+        self.stats.failed_attempts += 1
+        if status.code == Code.ERROR:
+            self.stats.errors += 1
+            info = replace(info, unschedulable_plugins=frozenset(), pending_plugins=frozenset())
+        current = self.informer.pods.get(pod.key)
+        if current is None or current.node_name:
+            # Deleted meanwhile, or bound by someone else: nothing to requeue.
+            self.queue.done(pod.key)
+        else:
+            self.queue.add_unschedulable_if_not_present(
+                replace(info, priority=current.priority, nominated_node_name=nominated_node or info.nominated_node_name),
+                cycle,
+            )
+        if nominated_node:
+            self._set_nominated(pod, nominated_node)
+            self.queue.nominator.add_nominated_pod(pod.key, nominated_node, pod.priority)
+        message = status.message()
+        reason = "Unschedulable" if status.is_rejected else "SchedulerError"
+        try:
+            self.store.record_event("Pod", pod.key, "FailedScheduling", message, type="Warning")
+            self.store.update_pod_status(
+                pod.key,
+                condition={"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
+                nominated_node_name=nominated_node if nominated_node else None,
+                pod_uid=pod.uid or None,
+            )
+        except ClusterSchedError as exc:
+            log.warning("could not record the failure of %s: %s", pod.key, exc)

@@ -1,0 +1,228 @@
+"""Event handlers (upstream eventhandlers.go): watch events → cache and queue.
+
+Pods split by whether they are assigned:
+- unassigned pods of a profile we serve go through the scheduling queue
+  (addPodToSchedulingQueue / updatePodInSchedulingQueue / deletePodFromSchedulingQueue);
+- assigned pods go to the cache (addPodToCache / updatePodInCache / deletePodFromCache)
+  and wake the queue's pods their arrival or departure may help.
+A pod turning assigned (its binding arrived) is a delete for the first set and an add
+for the second; the add confirms the pod the coordinator assumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from cluster_sched.api.objects import Node, Pod
+from cluster_sched.api.selectors import label_selector_matches
+from cluster_sched.framework.events import (
+    EVENT_ASSIGNED_POD_DELETE,
+    EVENT_NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    EventResource,
+)
+from cluster_sched.queue.types import QueuedPodInfo
+
+if TYPE_CHECKING:
+    from cluster_sched.scheduler.coordinator import Coordinator
+
+
+def queued_info_for(pod: Pod, timestamp: float) -> QueuedPodInfo:
+    return QueuedPodInfo(
+        pod_key=pod.key,
+        priority=pod.priority,
+        timestamp=timestamp,
+        nominated_node_name=pod.nominated_node_name,
+    )
+
+
+def node_change_event(old: Node, new: Node) -> ClusterEvent | None:
+    """upstream nodeSchedulingPropertiesChange: which part of the node changed."""
+    action = ActionType.NONE
+    if old.unschedulable and not new.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.taints != new.taints:
+        action |= ActionType.UPDATE_NODE_TAINT
+    if old.meta.annotations != new.meta.annotations:
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    if action == ActionType.NONE:
+        return None
+    return ClusterEvent(EventResource.NODE, action)
+
+
+def pod_spec_updated(old: Pod, new: Pod) -> bool:
+    """upstream isPodUpdated: anything but status/resourceVersion changed."""
+    strip = {"resource_version"}
+    old_meta = {k: getattr(old.meta, k) for k in old.meta.__slots__ if k not in strip}  # type: ignore[attr-defined]
+    new_meta = {k: getattr(new.meta, k) for k in new.meta.__slots__ if k not in strip}  # type: ignore[attr-defined]
+    if old_meta != new_meta:
+        return True
+    status_free = {"nominated_node_name": "", "phase": "", "start_time": None}
+    return replace(old, **status_free) != replace(new, **status_free)  # type: ignore[arg-type]
+
+
+def affinity_term_matches(owner: Pod, target: Pod, ns_labels: Callable[[str], Mapping[str, str]]) -> bool:
+    """Does any required pod-affinity term of ``owner`` select ``target``?"""
+    aff = owner.affinity
+    if aff is None or aff.pod_affinity is None:
+        return False
+    for term in aff.pod_affinity.required:
+        if term.namespaces or term.namespace_selector is not None:
+            in_ns = target.namespace in term.namespaces or (
+                term.namespace_selector is not None
+                and label_selector_matches(term.namespace_selector, ns_labels(target.namespace))
+            )
+        else:
+            in_ns = target.namespace == owner.namespace
+        if in_ns and label_selector_matches(term.label_selector, target.labels):
+            return True
+    return False
+
+
+class EventHandlers:
+    """Bound to one coordinator: its cache, queue, frameworks and informer."""
+
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.c = coordinator
+        # Queue writes deferred to the end of an informer batch, so a burst of events
+        # costs a few round trips, not a few per pod. Order is kept per pod: a delete
+        # or update cancels or replaces the pending add.
+        self._pending_adds: dict[str, Pod] = {}
+        self._pending_assigned: list[Pod] = []
+
+    def flush(self) -> None:
+        """Apply the queue writes deferred during the last informer batch."""
+        if self._pending_adds:
+            pods = list(self._pending_adds.values())
+            self._pending_adds.clear()
+            self.c.queue_add_many(pods)
+        if self._pending_assigned:
+            assigned = self._pending_assigned
+            self._pending_assigned = []
+            ns = self.c.namespace_labels
+            informer_pods = self.c.informer.pods
+
+            def matches(info: QueuedPodInfo, target: Pod) -> bool:
+                owner = informer_pods.get(info.pod_key)
+                return owner is not None and affinity_term_matches(owner, target, ns)
+
+            self.c.queue.assigned_pods_added(assigned, matches)
+
+    # ------------------------------------------------------------------ pods
+
+    def on_pod(self, old: Pod | None, new: Pod | None) -> None:
+        old_assigned = old is not None and bool(old.node_name)
+        new_assigned = new is not None and bool(new.node_name)
+        if old is not None and not old_assigned and (new is None or new_assigned):
+            self.delete_pod_from_scheduling_queue(old, bound=new is not None)
+        if new is not None and new_assigned and (old is None or not old_assigned):
+            self.add_pod_to_cache(new)
+        elif old_assigned and new_assigned:
+            assert old is not None and new is not None
+            self.update_pod_in_cache(old, new)
+        elif old_assigned and new is None:
+            assert old is not None
+            self.delete_pod_from_cache(old)
+        if new is not None and not new_assigned:
+            if old is None or old_assigned:
+                self.add_pod_to_scheduling_queue(new)
+            else:
+                self.update_pod_in_scheduling_queue(old, new)
+
+    def _responsible(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.c.frameworks
+
+    def add_pod_to_scheduling_queue(self, pod: Pod) -> None:
+        if not self._responsible(pod) or pod.meta.deletion_timestamp is not None:
+            return
+        self.c.stats.on_enqueue(pod.key, self.c.clock.now())
+        self._pending_adds[pod.key] = pod
+
+    def update_pod_in_scheduling_queue(self, old: Pod, new: Pod) -> None:
+        if not self._responsible(new):
+            return
+        if self.c.cache.is_assumed(new.key):
+            return
+        if new.meta.deletion_timestamp is not None:
+            self.delete_pod_from_scheduling_queue(new, bound=False)
+            return
+        if new.key in self._pending_adds:
+            self._pending_adds[new.key] = new
+            return
+        changed = pod_spec_updated(old, new)
+        if not changed and old.nominated_node_name == new.nominated_node_name:
+            return
+        now = self.c.clock.now()
+        self.c.queue.update(None, queued_info_for(new, now), pod_updated=changed)
+
+    def delete_pod_from_scheduling_queue(self, pod: Pod, *, bound: bool) -> None:
+        if self._pending_adds.pop(pod.key, None) is not None:
+            return
+        if bound and self.c.cache.is_assumed(pod.key):
+            # Our own binding arriving: the cycle already took it out of the queue.
+            return
+        self.c.queue.delete(pod.key)
+        fwk = self.c.frameworks.get(pod.scheduler_name)
+        if fwk is not None and not bound:
+            fwk.handle.waiting_pods.reject(pod.key, "", "pod was deleted")
+
+    def add_pod_to_cache(self, pod: Pod) -> None:
+        self.c.cache.add_pod(pod)
+        self.c.stats.on_bound(pod.key, pod.node_name, self.c.clock.now())
+        self._pending_assigned.append(pod)
+
+    def update_pod_in_cache(self, old: Pod, new: Pod) -> None:
+        self.c.cache.update_pod(old, new)
+        ns = self.c.namespace_labels
+        self.c.queue.assigned_pod_updated(new, lambda info: self._affinity_match(info, new, ns))
+
+    def delete_pod_from_cache(self, pod: Pod) -> None:
+        self.c.cache.remove_pod(pod)
+        self.c.stats.on_unbound(pod.key)
+        self.c.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
+
+    def _affinity_match(self, info: QueuedPodInfo, assigned: Pod, ns: Callable[[str], Mapping[str, str]]) -> bool:
+        owner = self.c.informer.pods.get(info.pod_key)
+        return owner is not None and affinity_term_matches(owner, assigned, ns)
+
+    # ------------------------------------------------------------------ nodes
+
+    def on_node(self, old: Node | None, new: Node | None) -> None:
+        if new is None:
+            assert old is not None
+            self.c.cache.remove_node(old.name)
+            return
+        self.c.cache.add_node(new)
+        if old is None:
+            self.c.queue.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD)
+            return
+        event = node_change_event(old, new)
+        if event is not None:
+            self.c.queue.move_all_to_active_or_backoff_queue(event)
+
+    # ------------------------------------------------------------------ other kinds
+
+    def on_other(self, kind: str, old: Any, new: Any) -> None:
+        cache = self.c.cache
+        if kind == "Namespace":
+            if new is None:
+                cache.remove_namespace(old.name)
+            else:
+                cache.set_namespace(new)
+        elif kind == "PodDisruptionBudget":
+            if new is None:
+                cache.remove_pdb(f"{old.meta.namespace}/{old.meta.name}")
+            else:
+                cache.set_pdb(new)
+        else:
+            if new is None:
+                cache.remove_controller(old.kind, f"{old.meta.namespace}/{old.meta.name}")
+            else:
+                cache.set_controller(new)

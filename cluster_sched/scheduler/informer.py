@@ -1,0 +1,147 @@
+"""The informer: the store's event stream turned into typed objects and handler calls.
+
+It keeps the last known object of every kind it watches (the informer's local store), so
+handlers get (old, new) pairs, and the coordinator reads pending pods without a Redis
+round trip. A malformed object is reported (one line naming object and field, and a
+Warning event) and skipped: it never stops the stream or loses another object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
+from cluster_sched.errors import InvalidObjectError
+from cluster_sched.store.results import EventType, WatchEvent
+from cluster_sched.store.store import Store
+
+log = logging.getLogger(__name__)
+
+WATCHED_KINDS = (
+    "Node",
+    "Pod",
+    "Namespace",
+    "PodDisruptionBudget",
+    "Service",
+    "ReplicaSet",
+    "StatefulSet",
+    "ReplicationController",
+)
+
+
+@dataclass(slots=True)
+class InformerHandlers:
+    """Callbacks by kind; each gets (old, new) with None for add (old) / delete (new)."""
+
+    on_pod: Callable[[Pod | None, Pod | None], None]
+    on_node: Callable[[Node | None, Node | None], None]
+    on_other: Callable[[str, Any, Any], None] = lambda kind, old, new: None
+    on_invalid: Callable[[str, str, InvalidObjectError], None] = lambda kind, key, err: None
+
+
+@dataclass(slots=True)
+class Informer:
+    store: Store
+    handlers: InformerHandlers
+    last_id: str = "0-0"
+    pods: dict[str, Pod] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    others: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: objects that failed to parse, by (kind, key): the error line
+    invalid: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def list_and_watch(self) -> None:
+        """Initial listing (nodes first, so pods find their nodes), then the stream id."""
+        snapshot, last_id = self.store.list_and_watch(WATCHED_KINDS)
+        order = ["Node", "Namespace", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod"]
+        for kind in order:
+            for key, doc in snapshot.get(kind, {}).items():
+                self._apply(kind, key, EventType.ADDED, doc)
+        self.last_id = last_id
+
+    def poll(self, count: int = 2000, block_ms: int | None = None) -> int:
+        """Apply up to ``count`` new events; returns how many were read."""
+        events = self.store.read_events(self.last_id, count=count, block_ms=block_ms)
+        for ev in events:
+            self.last_id = ev.id
+            self._apply(ev.kind, ev.key, ev.type, ev.obj)
+        return len(events)
+
+    def apply_events(self, events: list[WatchEvent]) -> None:
+        for ev in events:
+            self.last_id = ev.id
+            self._apply(ev.kind, ev.key, ev.type, ev.obj)
+
+    def _apply(self, kind: str, key: str, etype: EventType | str, doc: Mapping[str, Any]) -> None:
+        if kind not in WATCHED_KINDS:
+            return
+        new: Any = None
+        if etype == EventType.MODIFIED and kind == "Pod":
+            new = _bound_fast_path(self.pods.get(key), doc)
+        if new is None and etype != EventType.DELETED:
+            try:
+                new = parse_object(doc)
+            except InvalidObjectError as err:
+                line = str(err)
+                if self.invalid.get((kind, key)) != line:
+                    self.invalid[(kind, key)] = line
+                    log.warning("skipping invalid %s %s: %s", kind, key, line)
+                    self.handlers.on_invalid(kind, key, err)
+                # A now-invalid object is treated as gone for scheduling purposes.
+                etype = EventType.DELETED
+        if kind == "Pod":
+            old = self.pods.get(key)
+            if new is None:
+                self.pods.pop(key, None)
+            else:
+                self.pods[key] = new
+            if old is not None or new is not None:
+                self.handlers.on_pod(old, new)
+        elif kind == "Node":
+            old_n = self.nodes.get(key)
+            if new is None:
+                self.nodes.pop(key, None)
+            else:
+                self.nodes[key] = new
+            if old_n is not None or new is not None:
+                self.handlers.on_node(old_n, new)
+        else:
+            old_o = self.others.get((kind, key))
+            if new is None:
+                self.others.pop((kind, key), None)
+            else:
+                self.others[(kind, key)] = new
+            if old_o is not None or new is not None:
+                self.handlers.on_other(kind, old_o, new)
+
+
+def _bound_fast_path(old: Pod | None, doc: Mapping[str, Any]) -> Pod | None:
+    """The binding of a pod we already parsed changes only spec.nodeName and
+    metadata.resourceVersion: reuse the parsed pod instead of decoding it again."""
+    if old is None or old.raw is None or old.node_name:
+        return None
+    raw = old.raw
+    spec, old_spec = doc.get("spec"), raw.get("spec")
+    meta, old_meta = doc.get("metadata"), raw.get("metadata")
+    if not isinstance(spec, dict) or not isinstance(meta, dict) or not old_spec or not old_meta:
+        return None
+    node = spec.get("nodeName")
+    if not node or not isinstance(node, str) or doc.get("status") != raw.get("status"):
+        return None
+    if len(spec) != len(old_spec) + ("nodeName" not in old_spec) or len(meta) != len(old_meta):
+        return None
+    for k, v in spec.items():
+        if k != "nodeName" and old_spec.get(k) != v:
+            return None
+    for k, v in meta.items():
+        if k != "resourceVersion" and old_meta.get(k) != v:
+            return None
+    return replace(old, node_name=node, raw=doc, meta=replace(old.meta, resource_version=str(meta.get("resourceVersion", ""))))
+
+
+def is_other_kind(obj: object) -> bool:
+    return isinstance(obj, Namespace | PodDisruptionBudget | WorkloadController)

@@ -1,0 +1,73 @@
+"""What an evaluation run reports: counts, throughput, latency percentiles, attempts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(slots=True)
+class RunStats:
+    """Filled by the coordinator as pods move; read by the workload runner."""
+
+    enqueued_at: dict[str, float] = field(default_factory=dict)
+    bound_at: dict[str, float] = field(default_factory=dict)
+    bound_node: dict[str, str] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    #: seconds each scheduling attempt (pop → assume or failure) took
+    attempt_seconds: list[float] = field(default_factory=list)
+    first_pop: float | None = None
+    last_bind: float | None = None
+    preempted: set[str] = field(default_factory=set)
+    preemptors: set[str] = field(default_factory=set)
+    failed_attempts: int = 0
+    errors: int = 0
+
+    def on_enqueue(self, key: str, now: float) -> None:
+        self.enqueued_at.setdefault(key, now)
+
+    def on_pop(self, key: str, now: float) -> None:
+        if self.first_pop is None:
+            self.first_pop = now
+        self.attempts[key] = self.attempts.get(key, 0) + 1
+
+    def on_bound(self, key: str, node: str, now: float) -> None:
+        self.bound_at[key] = now
+        self.bound_node[key] = node
+        if key in self.attempts:
+            self.last_bind = now
+
+    def on_unbound(self, key: str) -> None:
+        self.bound_node.pop(key, None)
+
+    def on_preempted(self, victims: list[str], preemptor: str) -> None:
+        self.preempted.update(victims)
+        self.preemptors.add(preemptor)
+
+    def summary(self, unschedulable: int) -> dict[str, object]:
+        scheduled = [k for k in self.bound_node if k in self.attempts]
+        latencies = np.asarray(
+            [self.bound_at[k] - self.enqueued_at[k] for k in scheduled if k in self.enqueued_at], dtype=np.float64
+        )
+        span = (self.last_bind - self.first_pop) if self.first_pop is not None and self.last_bind is not None else 0.0
+        attempts = np.asarray(list(self.attempts.values()) or [0], dtype=np.float64)
+        attempt_ms = np.asarray(self.attempt_seconds or [0.0]) * 1e3
+
+        def pct(a: np.ndarray, q: float) -> float:
+            return round(float(np.percentile(a, q)), 3) if len(a) else 0.0
+
+        return {
+            "scheduled": len(scheduled),
+            "unschedulable": unschedulable,
+            "preempted": len(self.preempted),
+            "throughput": round(len(scheduled) / span, 1) if span > 0 else float(len(scheduled)),
+            "latency_ms": {
+                "p50": pct(latencies * 1e3, 50),
+                "p90": pct(latencies * 1e3, 90),
+                "p99": pct(latencies * 1e3, 99),
+            },
+            "attempt_latency_ms": {"p50": pct(attempt_ms, 50), "p90": pct(attempt_ms, 90), "p99": pct(attempt_ms, 99)},
+            "attempts_per_pod": {"mean": round(float(attempts.mean()), 3), "max": int(attempts.max())},
+            "duration_s": round(span, 3),
+        }

@@ -1,0 +1,151 @@
+"""CLI commands beyond ``explain``: run, apply, serve."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from cluster_sched.errors import InvalidObjectError
+
+Register = Callable[[Any], None]
+
+
+def _add_redis(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--redis",
+        default=None,
+        help="Redis URL (default: $CLUSTER_SCHED_REDIS_URL, else a private redis-server for this run)",
+    )
+
+
+def _register_run(sub: Any) -> None:
+    p = sub.add_parser("run", help="run a whole evaluation of a workload")
+    p.add_argument("workload", help="plain Kubernetes YAML, or a cluster-sched Workload file")
+    p.add_argument("--config", help="KubeSchedulerConfiguration v1")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--output", default=None, help="directory for placements.json and summary.json")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--group-timeout", type=float, default=600.0, help="seconds a pod group may take")
+    _add_redis(p)
+    p.set_defaults(func=_cmd_run)
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    lat = summary["latency_ms"]
+    att = summary["attempt_latency_ms"]
+    lines = [
+        f"workload {summary['workload']}: {summary['nodes']} nodes, {summary['pods']} pods",
+        f"scheduled      {summary['scheduled']}",
+        f"unschedulable  {summary['unschedulable']}",
+        f"preempted      {summary['preempted']}",
+        f"throughput     {summary['throughput']} pods/s (first pop to last bind, {summary['duration_s']} s)",
+        f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
+        f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
+        f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
+    ]
+    for line in summary.get("invalid") or []:
+        lines.append(f"skipped invalid object: {line}")
+    print("\n".join(lines))
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from cluster_sched.workload.runner import RunOptions, run_evaluation
+
+    result = run_evaluation(
+        RunOptions(
+            workload=args.workload,
+            config=args.config,
+            seed=args.seed,
+            output=args.output,
+            quiet=args.quiet,
+            redis=args.redis,
+            group_timeout=args.group_timeout,
+        )
+    )
+    print_summary(result.summary)
+    return 0
+
+
+def _register_apply(sub: Any) -> None:
+    p = sub.add_parser("apply", help="create or update objects in the store")
+    p.add_argument("-f", "--filename", action="append", required=True, help="manifest or Workload file")
+    _add_redis(p)
+    p.set_defaults(func=_cmd_apply)
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    from cluster_sched.redis_server import connect, resolve_url
+    from cluster_sched.store.store import Store
+    from cluster_sched.workload.spec import load_workload
+
+    url = resolve_url(args.redis)
+    if url is None:
+        raise InvalidObjectError("apply needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL")
+    store = Store(connect(url))
+    invalid: list[str] = []
+    total = 0
+    for path in args.filename:
+        w = load_workload(path)
+        invalid.extend(w.invalid)
+        docs = [*w.objects, *w.node_docs]
+        for group in w.pod_groups:
+            docs.extend(group.manifests())
+        for start in range(0, len(docs), 2000):
+            results = store.apply_many(docs[start : start + 2000])
+            total += len(results)
+    for line in invalid:
+        print(f"error: {line}", file=sys.stderr)
+    print(f"applied {total} objects")
+    return 2 if invalid else 0
+
+
+def _register_serve(sub: Any) -> None:
+    p = sub.add_parser("serve", help="run the coordinator against an existing store")
+    p.add_argument("--config", help="KubeSchedulerConfiguration v1")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
+    p.add_argument("--otlp-endpoint", default=None, help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local")
+    p.add_argument("--shards", type=int, default=1)
+    p.add_argument("--ray-address", default=None)
+    _add_redis(p)
+    p.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from cluster_sched.config.load import load_config
+    from cluster_sched.redis_server import connect, resolve_url
+    from cluster_sched.scheduler.coordinator import Coordinator
+    from cluster_sched.store.store import Store
+
+    url = resolve_url(args.redis)
+    if url is None:
+        raise InvalidObjectError("serve needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL")
+    client = connect(url)
+    config = load_config(args.config)
+    coord = Coordinator(Store(client), client, config, seed=args.seed)
+    stopping = False
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    coord.start()
+    coord.queue.run()
+    print(json.dumps({"serving": url, "profiles": sorted(coord.frameworks)}), flush=True)
+    try:
+        while not stopping:
+            coord.step(pop_timeout=0.2)
+    finally:
+        coord.close()
+    return 0
+
+
+def register_commands() -> list[Register]:
+    return [_register_run, _register_apply, _register_serve]

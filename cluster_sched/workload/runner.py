@@ -1,0 +1,187 @@
+"""``cluster-sched run``: a whole evaluation of a workload against the real loop.
+
+Objects and nodes are written to the store first, then each pod group in turn; the
+coordinator runs in this thread between feeds, so the evaluation exercises exactly the
+path a deployment does: store → watch → queue → cycle → binding → watch.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cluster_sched.config.load import load_config
+from cluster_sched.queue.types import Location
+from cluster_sched.redis_server import redis_session
+from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.store.store import Store
+from cluster_sched.workload.spec import PodGroup, Workload, load_workload
+
+APPLY_BATCH = 2000
+#: A group that makes no progress for this long (seconds of wall time) is declared settled
+#: even if pods still bounce through backoff: they are counted as unschedulable.
+STALL_SECONDS = 30.0
+
+
+@dataclass(slots=True)
+class RunOptions:
+    workload: str
+    config: str | None = None
+    seed: int | None = None
+    output: str | None = None
+    quiet: bool = False
+    redis: str | None = None
+    prefix: str = "{cs}"
+    #: stop a group after this many seconds even if pods are still pending
+    group_timeout: float = 600.0
+
+
+@dataclass(slots=True)
+class RunResult:
+    summary: dict[str, Any]
+    placements: dict[str, str]
+    invalid: list[str] = field(default_factory=list)
+
+
+def _settled(coord: Coordinator) -> bool:
+    counts = coord.queue.counts()
+    return (
+        counts[Location.ACTIVE] == 0
+        and counts[Location.BACKOFF] == 0
+        and counts[Location.IN_FLIGHT] == 0
+        and coord.binder.pending() == 0
+    )
+
+
+class _Feeder:
+    """Creates a group's pods: all at once, or paced at ``rate`` pods per second."""
+
+    def __init__(self, store: Store, group: PodGroup) -> None:
+        self.store = store
+        self.group = group
+        self.it = group.manifests()
+        self.created = 0
+        self.start = time.monotonic()
+        self.done = group.count == 0
+
+    def tick(self) -> None:
+        if self.done:
+            return
+        if self.group.rate > 0:
+            due = int((time.monotonic() - self.start) * self.group.rate) + 1 - self.created
+        else:
+            due = APPLY_BATCH
+        batch = []
+        for _ in range(max(0, min(due, APPLY_BATCH))):
+            doc = next(self.it, None)
+            if doc is None:
+                self.done = True
+                break
+            batch.append(doc)
+        if batch:
+            self.store.apply_many(batch)
+            self.created += len(batch)
+        if self.created >= self.group.count:
+            self.done = True
+
+
+@contextmanager
+def _progress(quiet: bool, total: int) -> Iterator[Any]:
+    if quiet:
+        yield None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    ) as progress:
+        yield progress
+
+
+def run_workload(workload: Workload, coord: Coordinator, store: Store, *, quiet: bool, group_timeout: float) -> None:
+    store.apply_many(workload.objects)
+    for start in range(0, len(workload.node_docs), APPLY_BATCH):
+        store.apply_many(workload.node_docs[start : start + APPLY_BATCH])
+    coord.start()
+    coord.queue.run()
+    with _progress(quiet, workload.total_pods) as progress:
+        task = progress.add_task("scheduling", total=workload.total_pods) if progress else None
+        for group in workload.pod_groups:
+            feeder = _Feeder(store, group)
+            deadline = time.monotonic() + group_timeout
+            last_progress = time.monotonic()
+            last_bound = -1
+            while True:
+                feeder.tick()
+                worked = coord.step(pop_timeout=0.0 if not feeder.done else 0.02)
+                bound = len(coord.stats.bound_node)
+                if bound != last_bound:
+                    last_bound = bound
+                    last_progress = time.monotonic()
+                    if progress is not None:
+                        progress.update(task, completed=bound)
+                if worked or not feeder.done:
+                    continue
+                coord.process_binding_outcomes()
+                coord.flush_done()
+                if _settled(coord):
+                    coord.poll_informer()
+                    break
+                now = time.monotonic()
+                if now > deadline or (now - last_progress > STALL_SECONDS and coord.binder.pending() == 0):
+                    break
+        # Let the last bindings arrive through the watch.
+        end = time.monotonic() + 10
+        while (coord.binder.pending() or coord.cache.assumed) and time.monotonic() < end:
+            coord.process_binding_outcomes()
+            coord.poll_informer(block_ms=10)
+        coord.poll_informer()
+        if progress is not None:
+            progress.update(task, completed=len(coord.stats.bound_node))
+
+
+def placements_from_store(store: Store) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for doc in store.list("Pod"):
+        node = (doc.get("spec") or {}).get("nodeName")
+        if node:
+            meta = doc.get("metadata") or {}
+            out[f"{meta.get('namespace', 'default')}/{meta.get('name')}"] = node
+    return dict(sorted(out.items()))
+
+
+def run_evaluation(opts: RunOptions) -> RunResult:
+    workload = load_workload(opts.workload)
+    config = load_config(opts.config)
+    with redis_session(opts.redis) as session:
+        store = Store(session.client, prefix=opts.prefix)
+        coord = Coordinator(store, session.client, config, seed=opts.seed, prefix=opts.prefix)
+        try:
+            run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
+            unschedulable = coord.queue.counts()[Location.UNSCHEDULABLE] + coord.queue.counts()[Location.BACKOFF]
+            summary = coord.stats.summary(unschedulable)
+            placements = placements_from_store(store)
+        finally:
+            coord.close()
+    summary["invalid"] = workload.invalid + coord.invalid_objects
+    summary["workload"] = workload.name
+    summary["pods"] = workload.total_pods
+    summary["nodes"] = len(workload.node_docs)
+    result = RunResult(summary, placements, list(summary["invalid"]))
+    if opts.output:
+        out = Path(opts.output)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "placements.json").write_text(json.dumps(placements, indent=1) + "\n")
+        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return result

@@ -1,0 +1,184 @@
+"""Workload files: plain Kubernetes YAML, or the project's compact Workload format.
+
+Plain YAML: every non-Pod object is created first (nodes, namespaces, PDBs...), then the
+pods in file order, as one group.
+
+The Workload format (``apiVersion: cluster-sched.io/v1alpha1``, ``kind: Workload``)
+names node groups and pod groups, like scheduler_perf's workload templates::
+
+    spec:
+      objects: [...]            # namespaces, PDBs, PriorityClasses, Services, ...
+      nodeGroups:
+      - count: 5000
+        template: {Node manifest; metadata.name is the name prefix}
+        labels:                 # labelNodePrepareStrategy: values round-robin
+          topology.kubernetes.io/zone: [zone-a, zone-b, zone-c]
+      podGroups:
+      - name: measured
+        count: 10000
+        template: {Pod manifest; metadata.name is the name prefix}
+        rate: 0                 # pods per second; 0 creates them all at once
+        wait: true              # let the group settle before the next one starts
+        labels: {color: [green]}  # optional round-robin labels, as for nodes
+
+Each template is validated once, as a real object, before anything is created; a
+malformed pod in plain YAML is reported (object and field) and skipped.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cluster_sched.api.manifest import load_documents, parse_object
+from cluster_sched.errors import InvalidObjectError
+
+API_VERSION = "cluster-sched.io/v1alpha1"
+KIND = "Workload"
+
+
+@dataclass(slots=True)
+class PodGroup:
+    name: str
+    count: int
+    template: Mapping[str, Any] | None = None
+    #: pre-built manifests (plain YAML) instead of a template
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    rate: float = 0.0
+    wait: bool = True
+    labels: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def manifests(self) -> Iterator[dict[str, Any]]:
+        if self.template is None:
+            yield from self.docs
+            return
+        prefix = _name_prefix(self.template)
+        for i in range(self.count):
+            yield _instance(self.template, f"{prefix}{i}", self.labels, i)
+
+
+@dataclass(slots=True)
+class Workload:
+    name: str
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    node_docs: list[dict[str, Any]] = field(default_factory=list)
+    pod_groups: list[PodGroup] = field(default_factory=list)
+    #: one line per skipped malformed object
+    invalid: list[str] = field(default_factory=list)
+
+    @property
+    def total_pods(self) -> int:
+        return sum(g.count for g in self.pod_groups)
+
+
+def _name_prefix(template: Mapping[str, Any]) -> str:
+    meta = template.get("metadata") or {}
+    base = meta.get("generateName") or meta.get("name") or "obj"
+    return base if str(base).endswith("-") else f"{base}-"
+
+
+def _instance(template: Mapping[str, Any], name: str, labels: Mapping[str, Sequence[str]], i: int) -> dict[str, Any]:
+    doc = copy.deepcopy(dict(template))
+    meta = dict(doc.get("metadata") or {})
+    meta.pop("generateName", None)
+    meta["name"] = name
+    extra = {k: v[i % len(v)] for k, v in labels.items() if v}
+    if doc.get("kind") == "Node":
+        extra.setdefault("kubernetes.io/hostname", name)
+    if extra:
+        meta["labels"] = {**(meta.get("labels") or {}), **extra}
+    doc["metadata"] = meta
+    return doc
+
+
+def _check(doc: Mapping[str, Any], source: str) -> None:
+    parse_object(doc, source)
+
+
+def _int(value: Any, field_: str, source: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidObjectError(f"must be a non-negative integer, got {value!r}", obj=f"Workload {source}", field=field_, source=source)
+    return value
+
+
+def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
+    spec = doc.get("spec") or {}
+    name = (doc.get("metadata") or {}).get("name") or Path(source).stem
+    w = Workload(name=name)
+    for i, obj in enumerate(spec.get("objects") or []):
+        try:
+            _check(obj, source)
+        except InvalidObjectError as err:
+            raise err.located(field_prefix=f"spec.objects[{i}]") from None
+        w.objects.append(dict(obj))
+    for gi, group in enumerate(spec.get("nodeGroups") or []):
+        path = f"spec.nodeGroups[{gi}]"
+        count = _int(group.get("count"), f"{path}.count", source)
+        template = group.get("template") or {}
+        labels = group.get("labels") or {}
+        first = _instance(template, f"{_name_prefix(template)}0", labels, 0)
+        try:
+            _check(first, source)
+        except InvalidObjectError as err:
+            raise err.located(field_prefix=f"{path}.template") from None
+        prefix = _name_prefix(template)
+        w.node_docs.extend(_instance(template, f"{prefix}{i}", labels, i) for i in range(count))
+    for gi, group in enumerate(spec.get("podGroups") or []):
+        path = f"spec.podGroups[{gi}]"
+        count = _int(group.get("count"), f"{path}.count", source)
+        template = group.get("template") or {}
+        labels = group.get("labels") or {}
+        try:
+            _check(_instance(template, f"{_name_prefix(template)}0", labels, 0), source)
+        except InvalidObjectError as err:
+            raise err.located(field_prefix=f"{path}.template") from None
+        rate = group.get("rate", 0) or 0
+        if not isinstance(rate, int | float) or rate < 0:
+            raise InvalidObjectError(f"must be a non-negative number, got {rate!r}", obj=f"Workload {name}", field=f"{path}.rate", source=source)
+        w.pod_groups.append(
+            PodGroup(
+                name=str(group.get("name") or f"group-{gi}"),
+                count=count,
+                template=template,
+                rate=float(rate),
+                wait=bool(group.get("wait", True)),
+                labels=labels,
+            )
+        )
+    return w
+
+
+def load_workload(path: str | Path) -> Workload:
+    """Read a workload file (either format)."""
+    source = str(path)
+    text = Path(path).read_text()
+    docs = load_documents(text, source)
+    if len(docs) == 1 and docs[0].get("kind") == KIND:
+        if docs[0].get("apiVersion") != API_VERSION:
+            raise InvalidObjectError(
+                f'unsupported apiVersion "{docs[0].get("apiVersion")}", expected "{API_VERSION}"',
+                obj=f"Workload {Path(path).stem}", field="apiVersion", source=source,
+            )
+        return _parse_workload(docs[0], source)
+    w = Workload(name=Path(path).stem)
+    pods: list[dict[str, Any]] = []
+    for doc in docs:
+        kind = doc.get("kind")
+        try:
+            _check(doc, source)
+        except InvalidObjectError as err:
+            if kind == "Pod":
+                w.invalid.append(str(err))
+                continue
+            raise
+        if kind == "Pod":
+            pods.append(doc)
+        elif kind == "Node":
+            w.node_docs.append(doc)
+        else:
+            w.objects.append(doc)
+    w.pod_groups.append(PodGroup(name="pods", count=len(pods), docs=pods))
+    return w
