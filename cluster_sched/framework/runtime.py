@@ -9,6 +9,7 @@ normalised score range check and weights.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -34,9 +35,57 @@ from cluster_sched.framework.registry import Registry
 from cluster_sched.framework.status import SUCCESS, Code, Status, error
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.framework.waiting_pods import new_waiting_pod
+from cluster_sched.telemetry.metrics import Metrics
+from cluster_sched.telemetry.spans import ATTR_PHASE, ATTR_PROFILE, ATTR_STATUS, phase_span
+from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
 #: Observes (extension point, status label, seconds); the metrics layer plugs in here.
 ExtensionPointObserver = Callable[[str, str, float], None]
+
+
+def _status_label(result: Any) -> str:
+    """The Status code label of an extension point's result, for metrics and spans."""
+    if isinstance(result, Status):
+        return result.code.label
+    if isinstance(result, tuple):
+        for part in result:
+            if isinstance(part, Status):
+                return part.code.label
+    if isinstance(result, FilterOutcome):
+        return "Success" if result.passed.all() else "Unschedulable"
+    return "Success"
+
+
+def instrumented(extension_point: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Time an extension point into a span and the extension-point duration metric.
+
+    Costs one attribute check when neither tracing nor metrics is on.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        span_name = phase_span(extension_point)
+
+        def run(self: Framework, *args: Any, **kwargs: Any) -> Any:
+            if not self.instrumented:
+                return fn(self, *args, **kwargs)
+            start = time.perf_counter()
+            with self.tracing.span(span_name, {ATTR_PROFILE: self.profile_name, ATTR_PHASE: extension_point}) as span:
+                try:
+                    result = fn(self, *args, **kwargs)
+                except Exception:
+                    self.metrics.observe_extension_point(extension_point, "Error", self.profile_name, time.perf_counter() - start)
+                    raise
+                label = _status_label(result)
+                if self.tracing.enabled:
+                    span.set_attribute(ATTR_STATUS, label)
+                self.metrics.observe_extension_point(extension_point, label, self.profile_name, time.perf_counter() - start)
+                return result
+
+        run.__name__ = fn.__name__
+        run.__doc__ = fn.__doc__
+        return run
+
+    return wrap
 
 
 @dataclass(slots=True)
@@ -81,6 +130,10 @@ class Framework:
         self.pre_bind = [pl for pl, _ in p.get("preBind", [])]
         self.bind = [pl for pl, _ in p.get("bind", [])]
         self.post_bind = [pl for pl, _ in p.get("postBind", [])]
+        self.tracing: Tracing = DISABLED
+        self.metrics: Metrics = Metrics.disabled()
+        #: True when tracing or metrics is on: extension points are then timed
+        self.instrumented = False
         seen: dict[str, Any] = {}
         for entries in p.values():
             for pl, _ in entries:
@@ -88,6 +141,11 @@ class Framework:
         self.plugins: dict[str, Any] = seen
 
     # ------------------------------------------------------------------ construction
+
+    def instrument(self, tracing: Tracing, metrics: Metrics) -> None:
+        self.tracing = tracing
+        self.metrics = metrics
+        self.instrumented = tracing.enabled or metrics.enabled
 
     @classmethod
     def from_profile(
@@ -149,24 +207,31 @@ class Framework:
 
     # ------------------------------------------------------------------ filter
 
+    @instrumented("PreFilter")
     def run_pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Any
     ) -> tuple[PreFilterResult | None, Status, set[str]]:
         """Returns (merged result, status, plugins that narrowed the nodes).
 
-        Skip marks the plugin's Filter to be skipped; the first rejection stops the loop
-        and carries the rejecting plugin's name.
+        Skip marks the plugin's Filter to be skipped. UnschedulableAndUnresolvable stops
+        the loop; Unschedulable does not (preemption needs every plugin's PreFilter state,
+        kubernetes#119770): the last one is returned once all plugins ran. Any other code
+        (Pending included) is an error, as upstream.
         """
         result: PreFilterResult | None = None
         narrowing: set[str] = set()
+        rejected: Status | None = None
         for pl in self.pre_filter:
             r, s = pl.pre_filter(state, pod, snapshot)
             if s.is_skip:
                 state.skip_filter_plugins.add(pl.name)
                 continue
             if not s.is_success:
-                if s.is_rejected:
+                if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return None, s.with_plugin(pl.name), narrowing | {pl.name}
+                if s.code == Code.UNSCHEDULABLE:
+                    rejected = s.with_plugin(pl.name)
+                    continue
                 return None, Status(Code.ERROR, (f'running PreFilter plugin "{pl.name}": {s.message()}',), pl.name), narrowing
             if r is not None and r.node_names is not None:
                 narrowing.add(pl.name)
@@ -176,8 +241,11 @@ class Framework:
                     if len(narrowing) == 1:
                         msg = f"node(s) didn't satisfy plugin {pl.name}"
                     return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), pl.name), narrowing
+        if rejected is not None:
+            return result, rejected, narrowing | {rejected.plugin}
         return result, SUCCESS, narrowing
 
+    @instrumented("Filter")
     def run_filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> FilterOutcome:
         """Run Filter plugins in order; each later plugin sees only nodes still passing."""
         k = len(nodes)
@@ -191,8 +259,10 @@ class Framework:
             failing = sub.codes != 0
             if not failing.any():
                 continue
-            if (sub.codes == Code.ERROR).any():
-                j = int(np.flatnonzero(sub.codes == Code.ERROR)[0])
+            # Only rejections are verdicts; any other code (Error, Skip, Wait) is an error.
+            bad = failing & ~np.isin(sub.codes, _REJECTION_CODES)
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
                 raise SchedulerError(
                     f'running "{pl.name}" filter plugin: {", ".join(sub.reasons_of(j))}'
                 )
@@ -236,6 +306,7 @@ class Framework:
                 return error(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message()}')
         return SUCCESS
 
+    @instrumented("PostFilter")
     def run_post_filter(
         self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
@@ -261,6 +332,7 @@ class Framework:
 
     # ------------------------------------------------------------------ score
 
+    @instrumented("PreScore")
     def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice) -> Status:
         for pl in self.pre_score:
             s = pl.pre_score(state, pod, snapshot, feasible)
@@ -274,6 +346,7 @@ class Framework:
     def active_score_plugins(self, state: CycleState) -> list[Any]:
         return [pl for pl in self.score if pl.name not in state.skip_score_plugins]
 
+    @instrumented("Score")
     def run_score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> dict[str, np.ndarray]:
         """Raw scores (before NormalizeScore) per active score plugin, int64[k] each."""
         out: dict[str, np.ndarray] = {}
@@ -281,6 +354,7 @@ class Framework:
             out[pl.name] = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
         return out
 
+    @instrumented("ScoreExtensionNormalize")
     def normalize_scores(self, state: CycleState, pod: Pod, raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """NormalizeScore over all feasible nodes, then upstream's range check."""
         out: dict[str, np.ndarray] = {}
@@ -291,6 +365,7 @@ class Framework:
             if len(s) and (s.max() > MAX_NODE_SCORE or s.min() < MIN_NODE_SCORE):
                 bad = int(s.max()) if s.max() > MAX_NODE_SCORE else int(s.min())
                 raise SchedulerError(
+                    "applying score defaultWeights on Score plugins: "
                     f'plugin "{name}" returns an invalid score {bad}, it should in the range of '
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                 )
@@ -305,6 +380,7 @@ class Framework:
 
     # ------------------------------------------------------------------ reserve / permit / bind
 
+    @instrumented("Reserve")
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for pl in self.reserve:
             s = pl.reserve(state, pod, node_name)
@@ -314,11 +390,13 @@ class Framework:
                 return Status(Code.ERROR, (f'running Reserve plugin "{pl.name}": {s.message()}',), pl.name)
         return SUCCESS
 
+    @instrumented("Unreserve")
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Every Reserve plugin, in reverse order (upstream), whether or not it reserved."""
         for pl in reversed(self.reserve):
             pl.unreserve(state, pod, node_name)
 
+    @instrumented("Permit")
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """Allow, reject, or WAIT (the pod enters the waiting-pods map)."""
         timeouts: dict[str, float] = {}
@@ -334,9 +412,10 @@ class Framework:
             return Status(Code.ERROR, (f'running Permit plugin "{pl.name}": {s.message()}',), pl.name)
         if timeouts:
             self.handle.waiting_pods.add(new_waiting_pod(pod.key, node_name, timeouts))
-            return Status(Code.WAIT, ("one or more plugins asked to wait and no plugin rejected pod",))
+            return Status(Code.WAIT, (f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"',))
         return SUCCESS
 
+    @instrumented("WaitOnPermit")
     def wait_on_permit(self, pod: Pod) -> Status:
         wp = self.handle.waiting_pods.get(pod.key)
         if wp is None:
@@ -346,6 +425,7 @@ class Framework:
         finally:
             self.handle.waiting_pods.remove(pod.key)
 
+    @instrumented("PreBind")
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for pl in self.pre_bind:
             s = pl.pre_bind(state, pod, node_name)
@@ -355,6 +435,7 @@ class Framework:
                 )
         return SUCCESS
 
+    @instrumented("Bind")
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """First bind plugin that does not Skip decides."""
         for pl in self.bind:
@@ -368,10 +449,15 @@ class Framework:
             return SUCCESS
         return Status(Code.SKIP, ("no bind plugin bound the pod",))
 
+    @instrumented("PostBind")
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         for pl in self.post_bind:
             pl.post_bind(state, pod, node_name)
 
+
+_REJECTION_CODES = np.asarray(
+    [Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING], dtype=np.int8
+)
 
 #: Upstream maxTimeout for Permit waits (15 minutes).
 MAX_PERMIT_TIMEOUT = 15 * 60.0

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod, Taint
+from cluster_sched.api.selectors import _parse_int
 from cluster_sched.nodetable.interner import Interner
 from cluster_sched.nodetable.order import zone_interleaved_order, zone_key
 from cluster_sched.nodetable.podindex import PodIndex
@@ -49,9 +50,14 @@ _MEMO_LIMIT = 4096  # (hostIP, protocol, hostPort)
 
 
 def pod_host_ports(pod: Pod) -> list[PortKey]:
-    """The (hostIP, protocol, hostPort) triples a pod claims; hostIP "" means 0.0.0.0."""
+    """The (hostIP, protocol, hostPort) triples a pod claims; hostIP "" means 0.0.0.0.
+
+    Upstream GetHostPorts: sidecars (init containers with ``restartPolicy: Always``) run
+    for the pod's whole life, so their host ports count too; other init containers don't.
+    """
     out: list[PortKey] = []
-    for c in pod.containers:
+    sidecars = [c for c in pod.init_containers if c.restart_policy == "Always"]
+    for c in (*sidecars, *pod.containers):
         for p in c.ports:
             if p.host_port > 0:
                 ip = "" if p.host_ip in ("", "0.0.0.0") else p.host_ip
@@ -100,6 +106,11 @@ class NodeTable:
         self.seq = np.zeros(cap, dtype=np.int64)
         self._next_seq = 0
         self.zones: Interner[str] = Interner()
+        #: zone code -> alive nodes in it; and -> when it (re)gained its first node. The
+        #: nodeTree lists zones in that order and drops a zone when its last node goes.
+        self._zone_members: dict[int, int] = {}
+        self._zone_rank: dict[int, int] = {}
+        self._next_zone_rank = 0
         self.taint_pos = np.zeros((0, cap), dtype=np.int16)
         self.port_count = np.zeros((0, cap), dtype=np.int32)
         # image id -> {row: size}; flattened lazily into ImageIndex
@@ -189,19 +200,15 @@ class NodeTable:
 
     # ------------------------------------------------------------------ nodes
 
-    def upsert_node(self, node: Node) -> int:
-        """Add a node, or update its node-derived columns keeping its pod accounting."""
-        row = self.index.get(node.name)
-        if row is None:
-            if self._free_rows:
-                row = self._free_rows.pop()
-            else:
-                row = self.size
-                self.size += 1
-                self._grow_rows(self.size)
-                self.names.append(None)
-                self.nodes.append(None)
-                self.row_pods.append({})
+    def upsert_node(self, node: Node, row: int | None = None) -> int:
+        """Add a node, or update its node-derived columns keeping its pod accounting.
+
+        ``row`` places a new node at that row: a shard's rows are chosen by the
+        coordinator, which must know them to address the shard without names.
+        """
+        existing = self.index.get(node.name)
+        if existing is None:
+            row = self._take_row(row)
             self.index[node.name] = row
             self.names[row] = node.name
             self.alive[row] = True
@@ -213,12 +220,44 @@ class NodeTable:
             self.pod_index.clear_row(row)
             self.seq[row] = self._next_seq
             self._next_seq += 1
+            old_zone = None
         else:
+            row = existing
+            old_zone = int(self.zone_code[row])
             self._clear_node_columns(row)
         self.nodes[row] = node
         self._write_node_columns(row, node)
+        new_zone = int(self.zone_code[row])
+        if new_zone != old_zone:
+            # upstream nodeTree.updateNode: a zone change is remove + add (end of the zone)
+            if old_zone is not None:
+                self._leave_zone(old_zone)
+                self.seq[row] = self._next_seq
+                self._next_seq += 1
+            self._join_zone(new_zone)
         self.free[:, row] = self.allocatable[:, row] - self.requested[:, row]
         self._node_changed()
+        return row
+
+    def _take_row(self, row: int | None) -> int:
+        """A free row: the requested one, else the last freed, else a new one."""
+        if row is None:
+            if self._free_rows:
+                return self._free_rows.pop()
+            row = self.size
+        elif row < self.size:
+            if self.alive[row]:
+                raise ValueError(f"row {row} is taken by node {self.names[row]!r}")
+            self._free_rows.remove(row)
+            return row
+        while self.size <= row:
+            if self.size < row:
+                self._free_rows.insert(0, self.size)
+            self.size += 1
+            self._grow_rows(self.size)
+            self.names.append(None)
+            self.nodes.append(None)
+            self.row_pods.append({})
         return row
 
     def remove_node(self, name: str) -> int | None:
@@ -226,6 +265,7 @@ class NodeTable:
         row = self.index.pop(name, None)
         if row is None:
             return None
+        self._leave_zone(int(self.zone_code[row]))
         self._clear_node_columns(row)
         self.alive[row] = False
         self.names[row] = None
@@ -240,6 +280,21 @@ class NodeTable:
         self._free_rows.append(row)
         self._node_changed()
         return row
+
+    def _join_zone(self, code: int) -> None:
+        n = self._zone_members.get(code, 0)
+        if n == 0:
+            self._zone_rank[code] = self._next_zone_rank
+            self._next_zone_rank += 1
+        self._zone_members[code] = n + 1
+
+    def _leave_zone(self, code: int) -> None:
+        n = self._zone_members[code] - 1
+        if n:
+            self._zone_members[code] = n
+        else:
+            del self._zone_members[code]
+            del self._zone_rank[code]
 
     def _node_changed(self) -> None:
         self.node_version += 1
@@ -335,7 +390,10 @@ class NodeTable:
         if self._order is None:
             rows = np.fromiter(self.index.values(), dtype=np.int64, count=len(self.index))
             rows.sort()
-            self._order = zone_interleaved_order(rows, self.zone_code, self.seq)
+            ranks = np.zeros(len(self.zones), dtype=np.int64)
+            for code, rank in self._zone_rank.items():
+                ranks[code] = rank
+            self._order = zone_interleaved_order(rows, self.zone_code, self.seq, ranks)
         return self._order
 
     def name_array(self) -> np.ndarray:
@@ -355,18 +413,17 @@ class NodeTable:
     def label_numeric(self, key: str) -> np.ndarray | None:
         """Per code of label ``key``: its integer value, or None-marker via a mask.
 
-        Returns float64[n_codes] with NaN where the value is not an integer (Gt/Lt then
-        never match, as upstream).
+        Returns float64[n_codes] with NaN where the value is not an integer by Go's
+        ParseInt rules (approximate beyond 2**53: selectors compare exactly instead).
         """
         interner = self.label_values.get(key)
         if interner is None:
             return None
         out = np.full(len(interner), np.nan)
         for i, v in enumerate(interner.values):
-            try:
-                out[i] = int(v)
-            except ValueError:
-                pass
+            n = _parse_int(v)
+            if n is not None:
+                out[i] = n
         return out
 
     def image_index(self) -> ImageIndex:
@@ -411,6 +468,12 @@ class NodeTable:
             for img, present in self._image_rows.items()
         }
         t._image_index = None
+        # add_pod may intern new resources and host ports: a shared interner would get ids
+        # the parent's matrices have no row for. Other interners only grow with nodes.
+        t.resources = self.resources.copy()
+        t.ports = self.ports.copy()
+        t._zone_members = dict(self._zone_members)
+        t._zone_rank = dict(self._zone_rank)
         t._order = None
         t._name_array = None
         t._memo = {}

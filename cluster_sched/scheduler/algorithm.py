@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cluster_sched.api.objects import Pod
+from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.diagnosis import Diagnosis, FitError
+from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -88,12 +90,18 @@ class Scheduler:
         table: NodeTable,
         snapshot: object,
         nominated: NominatedPods | None = None,
+        source: NodeSource | None = None,
     ) -> AttemptResult:
-        """Raises FitError when no node fits (after which PostFilter may run)."""
+        """Raises FitError when no node fits (after which PostFilter may run).
+
+        ``source`` runs Filter and Score (default: on ``table`` itself); ``table`` is the
+        coordinator's full replica either way.
+        """
+        source = source or LocalSource(table)
         num_all = table.n_nodes
         if num_all == 0:
             raise FitError(pod.key, 0, Diagnosis())
-        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fwk, state, pod, table, snapshot, nominated)
+        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fwk, state, pod, table, snapshot, nominated, source)
         if len(feasible) == 0:
             raise FitError(pod.key, num_all, diagnosis)
         result = AttemptResult(None, evaluated, feasible, table, diagnosis, num_all_nodes=num_all)
@@ -101,7 +109,7 @@ class Scheduler:
             result.suggested_host = table.names[int(feasible[0])]
             result.top_nodes = [(result.suggested_host, 0)]
             return result
-        self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result)
+        self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result, source)
         return result
 
     def find_nodes_that_fit(
@@ -112,8 +120,10 @@ class Scheduler:
         table: NodeTable,
         snapshot: object,
         nominated: NominatedPods | None,
+        source: NodeSource | None = None,
     ) -> tuple[np.ndarray, Diagnosis, int]:
         """Feasible rows (in evaluation order), the diagnosis, and how many were evaluated."""
+        source = source or LocalSource(table)
         diagnosis = Diagnosis()
         all_rows = table.order()
         pre_res, s, narrowing = fwk.run_pre_filter(state, pod, snapshot)
@@ -131,9 +141,13 @@ class Scheduler:
             row = table.index.get(pod.nominated_node_name)
             if row is not None:
                 rows = np.asarray([row], dtype=np.int64)
-                passed, statuses = self._filter_rows(fwk, state, pod, table, rows, nominated)
+                passed, statuses = self._filter_rows(fwk, state, pod, table, rows, nominated, source)
                 if passed[0]:
                     return rows, diagnosis, 1
+                # Upstream shares the diagnosis' NodeToStatus with evaluateNominatedNode:
+                # the failed nominated node counts as processed even if the search below
+                # never reaches it.
+                diagnosis.add_status(pod.nominated_node_name, statuses(0))
 
         nodes = all_rows
         if pre_res is not None and pre_res.node_names is not None:
@@ -145,11 +159,13 @@ class Scheduler:
             )
             diagnosis.unschedulable_plugins |= narrowing
 
-        feasible, evaluated = self._find_nodes_that_pass_filters(fwk, state, pod, table, nodes, diagnosis, nominated)
+        feasible, _evaluated = self._find_nodes_that_pass_filters(
+            fwk, state, pod, table, nodes, diagnosis, nominated, source
+        )
         processed = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(all_rows):
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_rows)
-        return feasible, diagnosis, evaluated
+        return feasible, diagnosis, processed
 
     def _find_nodes_that_pass_filters(
         self,
@@ -160,6 +176,7 @@ class Scheduler:
         nodes: np.ndarray,
         diagnosis: Diagnosis,
         nominated: NominatedPods | None,
+        source: NodeSource,
     ) -> tuple[np.ndarray, int]:
         n = len(nodes)
         if n == 0:
@@ -170,6 +187,10 @@ class Scheduler:
             else self.percentage_of_nodes_to_score,
             n,
         )
+        if not fwk.score:
+            # Without scoring every feasible node is as good as another: stop at the
+            # first (upstream findNodesThatPassFilters, no extenders here).
+            to_find = 1
         start = self.next_start_node_index % n
         rotated = np.roll(nodes, -start)
         if not fwk.filter:
@@ -183,7 +204,7 @@ class Scheduler:
         pos = 0
         while pos < n and found < to_find:
             chunk = rotated[pos : pos + window]
-            passed, statuses = self._filter_rows(fwk, state, pod, table, chunk, nominated)
+            passed, statuses = self._filter_rows(fwk, state, pod, table, chunk, nominated, source)
             cum = np.cumsum(passed)
             if found + (int(cum[-1]) if len(cum) else 0) >= to_find:
                 cut = int(np.searchsorted(cum, to_find - found)) + 1
@@ -207,6 +228,7 @@ class Scheduler:
         table: NodeTable,
         rows: np.ndarray,
         nominated: NominatedPods | None,
+        source: NodeSource,
     ) -> tuple[np.ndarray, Callable[[int], Status]]:
         """Filter ``rows``; nodes with nominated pods of priority >= the pod's get the
         two-pass treatment (RunFilterPluginsWithNominatedPods). Returns the pass mask and
@@ -221,7 +243,7 @@ class Scheduler:
                 ge = [p for p in nominated[name] if p.priority >= pod.priority and p.uid != pod.uid]
                 if ge:
                     special[i] = self._filter_with_nominated(fwk, state, pod, table, r, ge)
-        outcome = fwk.run_filter(state, pod, NodeSlice(table, rows))
+        outcome = source.filter(fwk, state, pod, rows)
         passed = outcome.passed.copy()
         for i, st in special.items():
             passed[i] = st.is_success
@@ -245,7 +267,8 @@ class Scheduler:
             sub.add_pod(0, p)
             s = fwk.run_pre_filter_add_pod(state1, pod, p, node_name)
             if not s.is_success:
-                return s
+                # upstream addGENominatedPods: an AddPod failure fails the whole attempt
+                raise SchedulerError(s.message())
         first = _single_status(fwk, fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64))))
         if not first.is_success:
             return first
@@ -262,6 +285,7 @@ class Scheduler:
         snapshot: object,
         feasible: np.ndarray,
         result: AttemptResult,
+        source: NodeSource | None = None,
     ) -> None:
         k = len(feasible)
         if not fwk.score:
@@ -271,7 +295,7 @@ class Scheduler:
             s = fwk.run_pre_score(state, pod, snapshot, nodes)
             if not s.is_success:
                 raise PreFilterError(s)
-            raw = fwk.run_score(state, pod, nodes)
+            raw = (source or LocalSource(table)).score(fwk, state, pod, feasible)
             normalized = fwk.normalize_scores(state, pod, raw)
             totals = fwk.weighted_total(normalized, k)
             result.raw_scores = raw

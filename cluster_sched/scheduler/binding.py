@@ -27,6 +27,19 @@ from cluster_sched.plugins.default_binder import DefaultBinder
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.spans import (
+    ATTR_CYCLE,
+    ATTR_NODE_NAME,
+    ATTR_POD_NAME,
+    ATTR_POD_NAMESPACE,
+    ATTR_POD_UID,
+    ATTR_PROFILE,
+    ATTR_RESULT,
+    BINDING_CYCLE,
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+)
+from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
 
 @dataclass(slots=True)
@@ -102,8 +115,17 @@ def _binds_with_default_binder_only(fwk: Framework) -> bool:
 class LocalBindingExecutor:
     """Binding cycles on background threads of this process."""
 
-    def __init__(self, store: Store, frameworks: dict[str, Framework], *, batch: int = 512, waiters: int = 8) -> None:
+    def __init__(
+        self,
+        store: Store,
+        frameworks: dict[str, Framework],
+        *,
+        batch: int = 512,
+        waiters: int = 8,
+        tracing: Tracing | None = None,
+    ) -> None:
         self._store = store
+        self._tracing = tracing or DISABLED
         self._frameworks = frameworks
         self._batch = batch
         self._jobs: queue.Queue[BindingJob | None] = queue.Queue()
@@ -158,11 +180,37 @@ class LocalBindingExecutor:
 
     def _run_one(self, job: BindingJob) -> None:
         fwk = self._frameworks[job.profile]
+        span = self._start_span(job)
         try:
-            status = run_binding_cycle(fwk, job)
+            with self._tracing.use_span(span):
+                status = run_binding_cycle(fwk, job)
         except Exception as exc:  # a plugin crashed: the pod goes back, nothing is lost
             status = Status(Code.ERROR, (f"binding cycle failed: {exc}",))
+        self._end_span(span, status)
+        if status.is_success:
+            try:
+                self._store.record_events([scheduled_event(job.pod, job.node_name)])
+            except Exception:  # events are informational; a failed write loses no pod
+                pass
         self._done.put(BindingOutcome(job, status))
+
+    def _start_span(self, job: BindingJob) -> Any:
+        """The bindingCycle span, linked to the scheduling cycle that assumed the pod."""
+        if not self._tracing.enabled:
+            return None
+        return self._tracing.start_span(
+            BINDING_CYCLE,
+            binding_span_attributes(job),
+            links=[self._tracing.link_from_carrier(job.trace_carrier)],
+        )
+
+    def _end_span(self, span: Any, status: Status) -> None:
+        if span is None:
+            return
+        span.set_attribute(ATTR_RESULT, RESULT_SCHEDULED if status.is_success else RESULT_ERROR)
+        if not status.is_success:
+            self._tracing.set_error(span, status.message())
+        self._tracing.end(span)
 
     def _run(self) -> None:
         while True:
@@ -190,15 +238,19 @@ class LocalBindingExecutor:
             return
         # PreBind for each; those that pass are bound together.
         ready: list[BindingJob] = []
+        spans: dict[int, Any] = {}
         for job in batched:
             fwk = self._frameworks[job.profile]
+            span = spans[id(job)] = self._start_span(job)
             try:
-                s = fwk.run_pre_bind(job.state, job.pod, job.node_name)
+                with self._tracing.use_span(span):
+                    s = fwk.run_pre_bind(job.state, job.pod, job.node_name)
             except Exception as exc:
                 s = Status(Code.ERROR, (f"PreBind failed: {exc}",))
             if s.is_success:
                 ready.append(job)
             else:
+                self._end_span(span, s)
                 self._done.put(BindingOutcome(job, s))
         if not ready:
             return
@@ -206,20 +258,36 @@ class LocalBindingExecutor:
             results = self._store.bind_many([(j.pod.key, j.node_name, j.pod.uid or None) for j in ready])
         except Exception as exc:
             for job in ready:
-                self._done.put(BindingOutcome(job, Status(Code.ERROR, (f"binding failed: {exc}",))))
+                failed = Status(Code.ERROR, (f"binding failed: {exc}",))
+                self._end_span(spans[id(job)], failed)
+                self._done.put(BindingOutcome(job, failed))
             return
         events: list[dict[str, Any]] = []
         for job, res in zip(ready, results, strict=True):
             s = bind_status(res.outcome, job.pod.key, job.node_name)
+            span = spans[id(job)]
             if s.is_success:
-                self._frameworks[job.profile].run_post_bind(job.state, job.pod, job.node_name)
+                with self._tracing.use_span(span):
+                    self._frameworks[job.profile].run_post_bind(job.state, job.pod, job.node_name)
                 events.append(scheduled_event(job.pod, job.node_name))
+            self._end_span(span, s)
             self._done.put(BindingOutcome(job, s))
         if events:
             try:
                 self._store.record_events(events)
             except Exception:  # events are informational; a failed write loses no pod
                 pass
+
+
+def binding_span_attributes(job: BindingJob) -> dict[str, Any]:
+    return {
+        ATTR_POD_NAMESPACE: job.pod.namespace,
+        ATTR_POD_NAME: job.pod.name,
+        ATTR_POD_UID: job.pod.uid,
+        ATTR_NODE_NAME: job.node_name,
+        ATTR_PROFILE: job.profile,
+        ATTR_CYCLE: job.scheduling_cycle,
+    }
 
 
 def scheduled_event(pod: Pod, node: str) -> dict[str, Any]:

@@ -22,12 +22,12 @@ from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError, SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ClusterEvent
+from cluster_sched.framework.events import EVENT_ASSIGNED_POD_DELETE, ClusterEvent
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
-from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.queue.types import Location, QueuedPodInfo
 from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
 from cluster_sched.scheduler.binding import (
     BindingExecutor,
@@ -36,12 +36,33 @@ from cluster_sched.scheduler.binding import (
     LocalBindingExecutor,
     store_binder,
 )
-from cluster_sched.scheduler.diagnosis import FitError
+from cluster_sched.scheduler.diagnosis import Diagnosis, FitError, fit_error_message
 from cluster_sched.scheduler.event_handlers import EventHandlers, queued_info_for
 from cluster_sched.scheduler.informer import Informer, InformerHandlers
+from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
+from cluster_sched.scheduler.sharding import InProcessShardClient, ShardClient, ShardedSource, ShardRouter
 from cluster_sched.scheduler.preemption_executor import StorePreemptionExecutor
 from cluster_sched.scheduler.stats import RunStats
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.metrics import Metrics
+from cluster_sched.telemetry.spans import (
+    ATTR_ATTEMPTS,
+    ATTR_CYCLE,
+    ATTR_POD_NAME,
+    ATTR_POD_NAMESPACE,
+    ATTR_POD_UID,
+    ATTR_PROFILE,
+    ATTR_RESULT,
+    ATTR_SELECTED_NODE,
+    QUEUE_POP,
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+    RESULT_UNSCHEDULABLE,
+    SCHEDULE_POD,
+    SCHEDULING_CYCLE,
+)
+from cluster_sched.telemetry.tracing import DISABLED, Tracing
+from workers.shard import ShardCore
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +71,8 @@ INFORMER_POLL_INTERVAL = 0.005
 #: queue.done calls are sent together: in-flight bookkeeping may lag by this much.
 DONE_BATCH = 32
 DONE_INTERVAL = 0.01
+#: How often (seconds) the scheduler_pending_pods gauges are refreshed.
+GAUGE_INTERVAL = 1.0
 #: How often (seconds) assumed pods whose binding never arrived are expired.
 CLEANUP_INTERVAL = 1.0
 
@@ -66,12 +89,37 @@ class Coordinator:
         cache: Cache | None = None,
         binding_executor: Callable[[Store, dict[str, Framework]], BindingExecutor] | None = None,
         prefix: str = "{cs}",
+        executor: str = "local",
+        shards: int = 1,
+        shard_clients: Callable[[int], list[ShardClient]] | None = None,
+        tracing: Tracing | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
+        """``executor``: "local" (Filter/Score on the coordinator's table), or "shards"
+        (``shards`` partitions, each behind a ShardClient: in-process ShardCores by
+        default, Ray actors when ``shard_clients`` builds them)."""
         self.store = store
         self.config = config
+        self.tracing = tracing or DISABLED
+        self.metrics = metrics or Metrics.disabled()
         self.clock = clock or SystemClock()
         self.rng = random.Random(seed)
-        self.cache = cache or Cache(clock=self.clock)
+        self.source: NodeSource
+        if executor == "local":
+            self.cache = cache or Cache(clock=self.clock)
+            self.source = LocalSource(self.cache.sink.table)  # type: ignore[attr-defined]
+        else:
+            router = ShardRouter(shards)
+            self.cache = Cache(router, clock=self.clock)
+            if shard_clients is not None:
+                clients = shard_clients(shards)
+            else:
+                clients = [InProcessShardClient(ShardCore(i, config, seed=seed or 0)) for i in range(shards)]
+                for client in clients:
+                    # in-process shards read the coordinator's cluster-wide facts directly
+                    for fwk in client.core.frameworks.values():  # type: ignore[attr-defined]
+                        fwk.handle.services["snapshot"] = self.cache
+            self.source = ShardedSource(router, clients)
         self.stats = RunStats()
         self.frameworks: dict[str, Framework] = {}
         self.preemption = StorePreemptionExecutor(self)
@@ -81,6 +129,7 @@ class Coordinator:
             handle.services.update(snapshot=self.cache, cache=self.cache, preemption_executor=self.preemption)
             fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
             handle.services["framework"] = fwk
+            fwk.instrument(self.tracing, self.metrics)
             self.frameworks[profile.scheduler_name] = fwk
         first = next(iter(self.frameworks.values()))
         sort_plugin = first.queue_sort
@@ -96,6 +145,7 @@ class Coordinator:
             pre_enqueue=self._pre_enqueue,
             pod_initial_backoff=float(config.pod_initial_backoff_seconds),
             pod_max_backoff=float(config.pod_max_backoff_seconds),
+            on_incoming=self.metrics.inc_incoming if self.metrics.enabled else None,
         )
         self.algorithm = Scheduler(config.percentage_of_nodes_to_score, random.Random(self.rng.random()))
         self.handlers = EventHandlers(self)
@@ -108,13 +158,15 @@ class Coordinator:
                 on_invalid=self._on_invalid,
             ),
         )
-        factory = binding_executor or (lambda s, f: LocalBindingExecutor(s, f))
+        factory = binding_executor or (lambda s, f: LocalBindingExecutor(s, f, tracing=self.tracing))
         self.binder: BindingExecutor = factory(store, self.frameworks)
         #: node -> {pod key: pod} nominated there (mirror of the Redis nominator)
         self.nominated: dict[str, dict[str, Pod]] = {}
         self._last_poll = 0.0
         self._last_cleanup = 0.0
         self._pending_done: list[str] = []
+        self._last_gauges = 0.0
+        self._cycle_span: Any = None
         self._last_done = 0.0
         self.invalid_objects: list[str] = []
 
@@ -201,18 +253,43 @@ class Coordinator:
         if now - self._last_poll >= INFORMER_POLL_INTERVAL:
             self.poll_informer()
         self.process_binding_outcomes()
+        if self.metrics.enabled and now - self._last_gauges >= GAUGE_INTERVAL:
+            self._last_gauges = now
+            self._update_pending_gauges()
         if now - self._last_cleanup >= CLEANUP_INTERVAL:
             self._last_cleanup = now
             for pod in self.cache.cleanup_assumed_pods():
                 log.warning("assumed pod %s expired: its binding never arrived", pod.key)
+        pop_started_ns = time.time_ns() if self.tracing.enabled else 0
         info = self.queue.pop(timeout=pop_timeout)
         if info is None:
             self.flush_done()
             self.poll_informer()
             return False
         cycle = self.queue.last_pop_cycle
-        self.schedule_one(info, cycle)
+        if not self.tracing.enabled:
+            self.schedule_one(info, cycle)
+            return True
+        pop_ns = time.time_ns()
+        root = self.tracing.start_span(
+            SCHEDULE_POD, {ATTR_POD_NAMESPACE: info.pod_key.split("/", 1)[0], ATTR_POD_NAME: info.pod_key.split("/", 1)[1], ATTR_CYCLE: cycle, ATTR_ATTEMPTS: info.attempts}, start_time_ns=pop_started_ns
+        )
+        try:
+            with self.tracing.use_span(root):
+                self.tracing.end(self.tracing.start_span(QUEUE_POP, start_time_ns=pop_started_ns), end_time_ns=pop_ns)
+                self.schedule_one(info, cycle)
+        finally:
+            self.tracing.end(root)
         return True
+
+    def _update_pending_gauges(self) -> None:
+        counts = self.queue.counts()
+        self.metrics.set_pending_all(
+            counts[Location.ACTIVE] + counts[Location.IN_FLIGHT],
+            counts[Location.BACKOFF],
+            counts[Location.UNSCHEDULABLE],
+            0,
+        )
 
     def process_binding_outcomes(self) -> int:
         outcomes = self.binder.poll()
@@ -223,6 +300,18 @@ class Coordinator:
     # ------------------------------------------------------------------ scheduleOne
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
+        """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""
+        if not self.tracing.enabled:
+            self._schedule_one(info, cycle)
+            return
+        with self.tracing.span(SCHEDULING_CYCLE, {ATTR_CYCLE: cycle}) as span:
+            self._cycle_span = span
+            try:
+                self._schedule_one(info, cycle)
+            finally:
+                self._cycle_span = None
+
+    def _schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         pod = self.informer.pods.get(info.pod_key)
         if pod is None:
             # Added to the queue by another process before our watch saw it.
@@ -233,41 +322,49 @@ class Coordinator:
             self.queue.done(info.pod_key)
             return
         fwk = self.frameworks.get(pod.scheduler_name)
-        if fwk is None:
+        if fwk is None or self._is_assumed(pod):
+            # Not ours, or already assumed by an earlier cycle (upstream skipPodSchedule).
             self.queue.done(info.pod_key)
             return
         start = time.perf_counter()
         self.stats.on_pop(pod.key, self.clock.now())
         state = CycleState()
+        if self.tracing.enabled and self._cycle_span is not None:
+            self._cycle_span.set_attributes({ATTR_POD_UID: pod.uid, ATTR_PROFILE: fwk.profile_name})
         try:
             result = self.algorithm.schedule_pod(
-                fwk, state, pod, self.cache.sink.table, self.cache, self.nominated_pods()  # type: ignore[attr-defined]
+                fwk, state, pod, self.source.table, self.cache, self.nominated_pods(), self.source
             )
         except FitError as fit:
             self._on_fit_error(fwk, state, pod, info, cycle, fit)
-            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            self._attempt_done(fwk, start, RESULT_UNSCHEDULABLE)
             return
         except (PreFilterError, SchedulerError) as exc:
             status = exc.status if isinstance(exc, PreFilterError) else Status(Code.ERROR, (str(exc),))
             self.handle_scheduling_failure(fwk, pod, info, cycle, status, "")
-            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            self._attempt_done(fwk, start, RESULT_ERROR)
             return
+        self.metrics.observe_algorithm(time.perf_counter() - start)
         host = result.suggested_host
         assert host is not None
         assumed = replace(pod, node_name=host)
-        self.cache.assume_pod(assumed, host)
-        s = fwk.run_reserve(state, assumed, host)
-        if not s.is_success:
-            self._undo(fwk, state, assumed, host)
-            self.handle_scheduling_failure(fwk, pod, info, cycle, s, "")
-            self.stats.attempt_seconds.append(time.perf_counter() - start)
+        try:
+            self.cache.assume_pod(assumed, host)
+        except SchedulerError as exc:
+            # e.g. an earlier incarnation of the pod (same name) is still assumed: retry
+            # with backoff once its binding cycle ends (upstream: assume error → Error).
+            self.handle_scheduling_failure(fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), "")
+            self._attempt_done(fwk, start, RESULT_ERROR)
             return
-        s = fwk.run_permit(state, assumed, host)
+        s = fwk.run_reserve(state, assumed, host)
+        if s.is_success:
+            s = fwk.run_permit(state, assumed, host)
         waiting = s.code == Code.WAIT
         if not s.is_success and not waiting:
             self._undo(fwk, state, assumed, host)
+            info, s = self._rejected_on_node(info, host, s)
             self.handle_scheduling_failure(fwk, pod, info, cycle, s, "")
-            self.stats.attempt_seconds.append(time.perf_counter() - start)
+            self._attempt_done(fwk, start, RESULT_ERROR if s.code == Code.ERROR else RESULT_UNSCHEDULABLE)
             return
         self._done(pod.key)
         if self.nominated and any(pod.key in pods for pods in self.nominated.values()):
@@ -275,22 +372,75 @@ class Coordinator:
             self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
         if state.pods_to_activate:
             self.queue.activate(state.pods_to_activate)
-        self.stats.attempt_seconds.append(time.perf_counter() - start)
-        self.binder.submit(BindingJob(assumed, host, fwk.profile_name, state, info, cycle, waiting=waiting))
+        self._attempt_done(fwk, start, RESULT_SCHEDULED, host)
+        carrier = self.tracing.carrier_of(self._cycle_span) if self._cycle_span is not None else {}
+        self.binder.submit(
+            BindingJob(assumed, host, fwk.profile_name, state, info, cycle, waiting=waiting, trace_carrier=carrier)
+        )
 
-    def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:
+    def _attempt_done(self, fwk: Framework, start: float, result: str, node: str = "") -> None:
+        """Record one attempt: run stats, scheduler_schedule_attempts_total and friends,
+        and the cycle span's outcome."""
+        seconds = time.perf_counter() - start
+        self.stats.attempt_seconds.append(seconds)
+        self.metrics.observe_attempt(result, fwk.profile_name, seconds)
+        if self._cycle_span is not None:
+            attrs = {ATTR_RESULT: result}
+            if node:
+                attrs[ATTR_SELECTED_NODE] = node
+            self._cycle_span.set_attributes(attrs)
+
+    def _is_assumed(self, pod: Pod) -> bool:
+        """This very pod (same uid) is assumed: an earlier cycle placed it."""
+        if not self.cache.is_assumed(pod.key):
+            return False
+        assumed = self.cache.get_pod(pod.key)
+        return assumed is not None and assumed.uid == pod.uid
+
+    def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> bool:
+        """Unreserve + Forget; False if the cache no longer held the pod as assumed (the
+        watch confirmed it meanwhile, e.g. someone else bound it): logged, as upstream."""
         fwk.run_unreserve(state, assumed, host)
-        self.cache.forget_pod(assumed)
+        try:
+            self.cache.forget_pod(assumed)
+        except SchedulerError as exc:
+            log.error("scheduler cache ForgetPod failed: %s", exc)
+            return False
+        return True
+
+    @staticmethod
+    def _rejected_on_node(info: QueuedPodInfo, host: str, status: Status) -> tuple[QueuedPodInfo, Status]:
+        """upstream: a rejection at Reserve, Permit or WaitOnPermit is a FitError on the
+        one chosen node, its plugin the pod's rejector (so the pod waits for its events)."""
+        if not status.is_rejected:
+            return info, status
+        diagnosis = Diagnosis()
+        diagnosis.add_status(host, status)
+        plugins = frozenset(diagnosis.unschedulable_plugins)
+        info = replace(info, unschedulable_plugins=plugins, pending_plugins=frozenset())
+        return info, Status(status.code, (fit_error_message(1, diagnosis),), status.plugin)
 
     def _finish_binding(self, outcome: BindingOutcome) -> None:
         job = outcome.job
         fwk = self.frameworks[job.profile]
-        if outcome.status.is_success:
+        status = outcome.status
+        if status.is_success:
             self.cache.finish_binding(job.pod)
+            self.metrics.observe_pod_scheduled(job.info.attempts)
             return
-        self._undo(fwk, job.state, job.pod, job.node_name)
+        forgotten = self._undo(fwk, job.state, job.pod, job.node_name)
+        info = job.info
+        if job.waiting and status.plugin in {pl.name for pl in fwk.permit}:
+            info, status = self._rejected_on_node(info, job.node_name, status)
         original = self.informer.pods.get(job.pod.key) or replace(job.pod, node_name="")
-        self.handle_scheduling_failure(fwk, original, job.info, job.scheduling_cycle, outcome.status, "")
+        # Forgetting an assumed pod frees its node like a deleted pod (upstream
+        # handleBindingCycleError); a rejected pod itself stays unschedulable.
+        if forgotten and not status.is_rejected:
+            self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
+        self.handle_scheduling_failure(fwk, original, info, job.scheduling_cycle, status, "")
+        if forgotten and status.is_rejected:
+            key = job.pod.key
+            self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, lambda i: i.pod_key != key)
 
     def _on_fit_error(
         self, fwk: Framework, state: CycleState, pod: Pod, info: QueuedPodInfo, cycle: int, fit: FitError
@@ -304,6 +454,7 @@ class Coordinator:
             if post is not None and status.is_success and post.nominated_node_name:
                 nominated_node = post.nominated_node_name
                 self.stats.on_preempted(list(post.victims), pod.key)
+                self.metrics.observe_preemption(len(post.victims))
         info = replace(
             info,
             unschedulable_plugins=frozenset(diagnosis.unschedulable_plugins),

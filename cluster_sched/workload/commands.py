@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.telemetry.metrics import Metrics
+from cluster_sched.telemetry.tracing import setup_tracing
 
 Register = Callable[[Any], None]
 
@@ -30,8 +32,21 @@ def _register_run(sub: Any) -> None:
     p.add_argument("--output", default=None, help="directory for placements.json and summary.json")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--group-timeout", type=float, default=600.0, help="seconds a pod group may take")
+    p.add_argument("--otlp-endpoint", default=None, help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)")
+    _add_executor(p)
     _add_redis(p)
     p.set_defaults(func=_cmd_run)
+
+
+def _add_executor(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor",
+        choices=("local", "shards", "ray"),
+        default="local",
+        help="where Filter/Score run: the coordinator's table, in-process shards, or Ray actors",
+    )
+    p.add_argument("--shards", type=int, default=1, help="node shards for --executor shards|ray")
+    p.add_argument("--ray-address", default=None, help="join an existing Ray cluster (default: start a local one)")
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -64,6 +79,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             quiet=args.quiet,
             redis=args.redis,
             group_timeout=args.group_timeout,
+            executor=args.executor,
+            shards=args.shards,
+            ray_address=args.ray_address,
+            otlp_endpoint=args.otlp_endpoint,
         )
     )
     print_summary(result.summary)
@@ -109,9 +128,7 @@ def _register_serve(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
     p.add_argument("--otlp-endpoint", default=None, help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)")
-    p.add_argument("--executor", choices=("local", "ray"), default="local")
-    p.add_argument("--shards", type=int, default=1)
-    p.add_argument("--ray-address", default=None)
+    _add_executor(p)
     _add_redis(p)
     p.set_defaults(func=_cmd_serve)
 
@@ -127,7 +144,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise InvalidObjectError("serve needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL")
     client = connect(url)
     config = load_config(args.config)
-    coord = Coordinator(Store(client), client, config, seed=args.seed)
+    tracing = setup_tracing(args.otlp_endpoint)
+    metrics = Metrics() if args.metrics_port is not None else Metrics.disabled()
+    if args.metrics_port is not None:
+        metrics.start_http_server(args.metrics_port)
+    coord = Coordinator(
+        Store(client),
+        client,
+        config,
+        seed=args.seed,
+        executor="local" if args.executor == "local" else "shards",
+        shards=args.shards,
+        shard_clients=shard_clients_for(args.executor, args.config, args.seed, args.ray_address),
+        binding_executor=binding_executor_for(args.executor, url, args.config, tracing),
+        tracing=tracing,
+        metrics=metrics,
+    )
     stopping = False
 
     def stop(signum: int, frame: Any) -> None:
@@ -144,7 +176,26 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             coord.step(pop_timeout=0.2)
     finally:
         coord.close()
+        tracing.shutdown()
     return 0
+
+
+def shard_clients_for(executor: str, config_path: str | None, seed: int | None, address: str | None) -> Any:
+    """Ray actors for ``--executor ray``; None: in-process shards (or none)."""
+    if executor != "ray":
+        return None
+    from workers.ray_shard import ray_shard_clients
+
+    return lambda n: ray_shard_clients(n, config_path=config_path, seed=seed or 0, address=address)
+
+
+def binding_executor_for(executor: str, redis_url: str, config_path: str | None, tracing: Any) -> Any:
+    """Binding cycles as Ray tasks with ``--executor ray``; None: in-process threads."""
+    if executor != "ray":
+        return None
+    from cluster_sched.scheduler.ray_binding import ray_binding_executor
+
+    return ray_binding_executor(redis_url=redis_url, config_path=config_path, tracing=tracing)
 
 
 def register_commands() -> list[Register]:

@@ -23,6 +23,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
 
 APPLY_BATCH = 2000
@@ -40,6 +41,10 @@ class RunOptions:
     quiet: bool = False
     redis: str | None = None
     prefix: str = "{cs}"
+    executor: str = "local"
+    shards: int = 1
+    ray_address: str | None = None
+    otlp_endpoint: str | None = None
     #: stop a group after this many seconds even if pods are still pending
     group_timeout: float = 600.0
 
@@ -162,11 +167,25 @@ def placements_from_store(store: Store) -> dict[str, str]:
 
 
 def run_evaluation(opts: RunOptions) -> RunResult:
+    from cluster_sched.workload.commands import binding_executor_for, shard_clients_for
+
     workload = load_workload(opts.workload)
     config = load_config(opts.config)
+    tracing = setup_tracing(opts.otlp_endpoint)
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
-        coord = Coordinator(store, session.client, config, seed=opts.seed, prefix=opts.prefix)
+        coord = Coordinator(
+            store,
+            session.client,
+            config,
+            seed=opts.seed,
+            prefix=opts.prefix,
+            executor="local" if opts.executor == "local" else "shards",
+            shards=opts.shards,
+            shard_clients=shard_clients_for(opts.executor, opts.config, opts.seed, opts.ray_address),
+            binding_executor=binding_executor_for(opts.executor, session.url, opts.config, tracing),
+            tracing=tracing,
+        )
         try:
             run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
             unschedulable = coord.queue.counts()[Location.UNSCHEDULABLE] + coord.queue.counts()[Location.BACKOFF]
@@ -174,6 +193,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             placements = placements_from_store(store)
         finally:
             coord.close()
+            tracing.shutdown()
     summary["invalid"] = workload.invalid + coord.invalid_objects
     summary["workload"] = workload.name
     summary["pods"] = workload.total_pods

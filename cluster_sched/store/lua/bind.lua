@@ -1,0 +1,131 @@
+-- bind.lua: the pods/binding subresource, for many pods in one call.
+--
+-- Each binding is checked and written atomically and independently of the others, with
+-- the API server's rules: the pod must exist, have the expected uid (a re-created pod
+-- has another), not be terminating, not be scheduling-gated, and not be assigned yet.
+-- That last check is what keeps a pod from ever being bound twice, however many binders
+-- race. On success spec.nodeName is set, status.nominatedNodeName cleared
+-- (ClearingNominatedNodeNameAfterBinding), the PodScheduled condition set to True (left
+-- as it is when already True, as UpdatePodCondition keeps it), resourceVersion bumped
+-- and a MODIFIED event appended. Each map involved is scanned once and all changes are
+-- spliced in one pass; untouched bytes are copied as they are.
+--
+-- KEYS[1]     resourceVersion counter   ({cs}:rv)
+-- KEYS[2]     watch event stream        ({cs}:events)
+-- KEYS[3]     pod hash                  ({cs}:obj:Pod)
+-- ARGV[1]     approximate MAXLEN of the event stream
+-- ARGV[2]     the kind written into events ("Pod")
+-- ARGV[3]     msgpack PodScheduled=True condition map (with lastTransitionTime)
+-- ARGV[4]     msgpack array of bindings {pod field ("ns/name"), node, uid ("" = any)}
+-- Returns     msgpack array, three entries per binding: code, rv, detail
+--             0 bound (rv, event id)        1 not found
+--             2 uid mismatch (stored uid)   3 already assigned (its node)
+--             4 terminating                 5 scheduling gated
+--             6 unreadable (parse error)
+
+local ROOT_KEYS = {metadata = true, spec = true, status = true}
+local META_KEYS = {uid = true, deletionTimestamp = true, resourceVersion = true}
+local SPEC_KEYS = {nodeName = true, schedulingGates = true}
+local STATUS_KEYS = {nominatedNodeName = true, conditions = true}
+
+-- Edits setting PodScheduled=True in the conditions array at cp.
+local function edit_conditions(edits, s, cp, cond)
+  local hl, _, n = mp_head(s, cp)
+  local q = cp + hl
+  for _ = 1, n do
+    local e = mp_skip(s, q)
+    local tv = mp_find(s, q, 'type')
+    if tv and mp_str(s, tv) == 'PodScheduled' then
+      local sv = mp_find(s, q, 'status')
+      if not (sv and mp_str(s, sv) == 'True') then mp_edit(edits, q, e - q, cond, 3) end
+      return
+    end
+    q = e
+  end
+  mp_edit(edits, q, 0, cond, 3)
+  mp_edit(edits, cp, hl, mp_array_header(n + 1), 2)
+end
+
+-- code, detail, new bytes
+local function bind_one(s, node, uid, cond, rv)
+  local root = mp_scan(s, 1, ROOT_KEYS)
+  if not root then error('msgpack: object is not a map') end
+  local md = root.v.metadata and mp_scan(s, root.v.metadata, META_KEYS)
+  if not md then error('metadata is not a map') end
+  local stored_uid = (md.v.uid and mp_str(s, md.v.uid)) or ''
+  if uid ~= '' and stored_uid ~= uid then return 2, stored_uid end
+  local dt = md.v.deletionTimestamp
+  if dt and string.byte(s, dt) ~= 0xc0 then return 4, '' end
+  local spec = root.v.spec and mp_scan(s, root.v.spec, SPEC_KEYS)
+  if spec then
+    local assigned = (spec.v.nodeName and mp_str(s, spec.v.nodeName)) or ''
+    if assigned ~= '' then return 3, assigned end
+    local gates = spec.v.schedulingGates
+    if gates then
+      local _, gt, gn = mp_head(s, gates)
+      if gt == MP_ARRAY and gn > 0 then return 5, '' end
+    end
+  end
+
+  local edits = {}
+  local node_bytes = mp_enc_str(node)
+  if spec then
+    mp_edit_set(edits, s, spec, 'nodeName', node_bytes, 1)
+    mp_edit_header(edits, spec, 1)
+  else
+    mp_edit_set(edits, s, root, 'spec', mp_map_header(1) .. mp_enc_str('nodeName') .. node_bytes, 0)
+  end
+  local status = root.v.status and mp_scan(s, root.v.status, STATUS_KEYS)
+  local fresh = mp_array_header(1) .. cond
+  if status then
+    mp_edit_del(edits, s, status, 'nominatedNodeName', 1)
+    local cp = status.v.conditions
+    if cp and select(2, mp_head(s, cp)) == MP_ARRAY then
+      edit_conditions(edits, s, cp, cond)
+    else
+      mp_edit_set(edits, s, status, 'conditions', fresh, 2)
+    end
+    mp_edit_header(edits, status, 1)
+  else
+    mp_edit_set(edits, s, root, 'status', mp_map_header(1) .. mp_enc_str('conditions') .. fresh, 0)
+  end
+  mp_edit_set(edits, s, md, 'resourceVersion', mp_enc_str(tostring(rv)), 1)
+  mp_edit_header(edits, md, 1)
+  mp_edit_header(edits, root, 0)
+  return 0, '', mp_splice(s, edits)
+end
+
+local out = {}
+local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
+local items = cmsgpack.unpack(ARGV[4])
+for i = 1, #items do
+  local field, node, uid = items[i][1], items[i][2], items[i][3]
+  local old = redis.call('HGET', KEYS[3], field)
+  if not old then
+    out[#out + 1] = 1
+    out[#out + 1] = 0
+    out[#out + 1] = ''
+  else
+    -- Decide before INCR: a refused binding must not consume a resourceVersion.
+    local rv = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+    local ok, code, detail, obj = pcall(bind_one, old, node, uid, cond, rv)
+    if not ok then
+      out[#out + 1] = 6
+      out[#out + 1] = 0
+      out[#out + 1] = tostring(code)
+    elseif code ~= 0 then
+      out[#out + 1] = code
+      out[#out + 1] = 0
+      out[#out + 1] = detail
+    else
+      redis.call('INCR', KEYS[1])
+      redis.call('HSET', KEYS[3], field, obj)
+      local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
+        'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
+      out[#out + 1] = 0
+      out[#out + 1] = rv
+      out[#out + 1] = id
+    end
+  end
+end
+return cmsgpack.pack(out)

@@ -1,0 +1,406 @@
+"""The cluster-object store: Kubernetes objects in Redis, every write a watch event.
+
+Layout (``{cs}`` is the prefix, a hash tag so every key lives in one Redis Cluster slot)::
+
+    {cs}:obj:<Kind>   hash   "ns/name" (or "name") -> msgpack manifest dict
+    {cs}:rv           string global resourceVersion counter, INCR once per write
+    {cs}:events       stream type, kind, key, rv, obj (msgpack)  -- the watch
+    {cs}:kevents      stream kind, key, type, reason, action, message, time
+
+Writes follow the API server. ``apply`` reads, decides in Python (defaults, server-owned
+fields carried over, Priority admission, "unchanged") and writes with a compare-and-set
+on the resourceVersion it read, retried on conflict (etcd's GuaranteedUpdate); ``bind``
+is decided entirely inside Redis so a binding is one round trip; and every successful
+write, in the same Lua script, bumps the counter and appends its event, so the stream
+is gapless and in resourceVersion order.
+
+Stored objects put ``metadata`` first and ``uid``, ``resourceVersion`` first within it
+(``codec.Encoder.pack_object``): the scripts stamp and find them without walking the
+whole object. Dict equality is unaffected; only the key order of a dump differs.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from cluster_sched.clock import Clock, SystemClock
+from cluster_sched.errors import StoreError
+from cluster_sched.store import streams
+from cluster_sched.store.boundary import redis_boundary
+from cluster_sched.store.codec import pack, rfc3339, unpack_object
+from cluster_sched.store.kinds import KINDS, StoreKeys, check_kind
+from cluster_sched.store.objects import ObjectWriter, pack_args, text, unpack_reply
+from cluster_sched.store.podstatus import scheduled_condition, update_pod_condition
+from cluster_sched.store.results import (
+    ApplyResult,
+    BindOutcome,
+    BindResult,
+    WatchEvent,
+)
+from cluster_sched.store.scripts import Scripts
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_EVENTS_MAXLEN",
+    "DEFAULT_PREFIX",
+    "Store",
+]
+
+#: Key prefix; the braces make it a Redis Cluster hash tag.
+DEFAULT_PREFIX = "{cs}"
+#: Approximate cap on each stream's length, so memory stays bounded on long runs.
+DEFAULT_EVENTS_MAXLEN = 1_000_000
+#: Objects per round trip in apply_many / bindings per bind_many script call.
+DEFAULT_BATCH_SIZE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    pod_key: str
+    node_name: str
+    uid: str | None
+
+
+def _check_client(client: redis.Redis) -> redis.Redis:
+    """Payloads are msgpack bytes; a client that decodes replies to str would corrupt them."""
+    if client.connection_pool.connection_kwargs.get("decode_responses"):
+        raise ValueError("the store needs a redis client with decode_responses=False")
+    return client
+
+
+class Store:
+    """Kubernetes objects in Redis; see the module docstring for layout and semantics.
+
+    Thread-safe as redis-py is (a connection per call from the pool). Objects are plain
+    manifest dicts; returned dicts are fresh per call but callers should not mutate the
+    ``obj`` of results they pass on. Every method raises StoreError when Redis cannot be
+    reached or holds bytes that are not a manifest.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        events_maxlen: int = DEFAULT_EVENTS_MAXLEN,
+        kevents_maxlen: int = DEFAULT_EVENTS_MAXLEN,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        clock: Clock | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._client = _check_client(client)
+        self._owned: redis.Redis | None = None
+        self._keys = StoreKeys(prefix)
+        self._events_maxlen = events_maxlen
+        self._kevents_maxlen = kevents_maxlen
+        self._batch_size = batch_size
+        self._clock: Clock = clock or SystemClock()
+        self._scripts = Scripts.register(self._client)
+        self._writer = ObjectWriter(
+            self._client, self._keys, self._scripts, self._clock, events_maxlen
+        )
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        redis_options: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Store:
+        """A store on its own client for ``url`` (``redis_options`` go to redis-py);
+        ``close()`` releases it. ``kwargs`` are the constructor's."""
+        options = {"socket_timeout": 10.0, **(redis_options or {}), "decode_responses": False}
+        client = redis.Redis.from_url(url, **options)
+        store = cls(client, prefix, **kwargs)
+        store._owned = client
+        return store
+
+    @property
+    def keys(self) -> StoreKeys:
+        return self._keys
+
+    @property
+    def client(self) -> redis.Redis:
+        return self._client
+
+    def close(self) -> None:
+        """Release the client ``from_url`` created (never a caller's client)."""
+        if self._owned is not None:
+            self._owned.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- reads ----------------------------------------------------------------------
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The stored object, or None."""
+        check_kind(kind)
+        with redis_boundary("get"):
+            data = self._client.hget(self._keys.obj(kind), key)
+        return None if data is None else unpack_object(data, kind, key)  # type: ignore[arg-type]
+
+    def get_many(self, kind: str, keys: Sequence[str]) -> builtins.list[dict[str, Any] | None]:
+        """Objects for ``keys`` in order (None where absent), in one round trip."""
+        check_kind(kind)
+        if not keys:
+            return []
+        with redis_boundary("get_many"):
+            raw: Any = self._client.hmget(self._keys.obj(kind), list(keys))
+        return [
+            None if d is None else unpack_object(d, kind, k) for k, d in zip(keys, raw, strict=True)
+        ]
+
+    def list(self, kind: str) -> builtins.list[dict[str, Any]]:
+        """Every object of ``kind``, sorted by key (HSCAN: no single huge reply)."""
+        check_kind(kind)
+        with redis_boundary("list"):
+            items = sorted(
+                (text(k), v) for k, v in self._client.hscan_iter(self._keys.obj(kind), count=1000)
+            )
+        return [unpack_object(data, kind, key) for key, data in items]
+
+    def count(self, kind: str) -> int:
+        check_kind(kind)
+        with redis_boundary("count"):
+            return int(self._client.hlen(self._keys.obj(kind)))  # type: ignore[arg-type]
+
+    def resource_version(self) -> int:
+        """The last resourceVersion handed out (0 before the first write)."""
+        with redis_boundary("resource_version"):
+            value = self._client.get(self._keys.rv)
+        return int(value) if value is not None else 0  # type: ignore[arg-type]
+
+    # --- writes ---------------------------------------------------------------------
+
+    def apply(self, doc: Mapping[str, Any], *, source: str = "") -> ApplyResult:
+        """Create or update one object (see ``apply_many``)."""
+        return self.apply_many([doc], source=source)[0]
+
+    def apply_many(
+        self, docs: Iterable[Mapping[str, Any]], *, source: str = ""
+    ) -> builtins.list[ApplyResult]:
+        """Create or update objects, ``batch_size`` per two round trips; results in order.
+
+        Like ``kubectl apply`` against the API server: uid and creationTimestamp are filled
+        on create and kept on update, as are a bound pod's spec.nodeName and a status the
+        manifest does not state; pods get their priority from their PriorityClass (classes
+        in the same call are applied first, so a file may define and use them). A write
+        that changes nothing is reported UNCHANGED and emits no event.
+
+        Every document is validated (identity, PriorityClass, admission) before anything
+        is written, so one bad manifest raises InvalidObjectError and stores nothing.
+        """
+        with redis_boundary("apply"):
+            prepared = self._writer.prepare(list(docs), source)
+            return self._writer.apply(prepared, self._batch_size)
+
+    def delete(self, kind: str, key: str) -> bool:
+        """Delete one object; False if it did not exist. Emits DELETED."""
+        return self.delete_many([(kind, key)])[0]
+
+    def delete_many(self, items: Sequence[tuple[str, str]]) -> builtins.list[bool]:
+        """Delete ``(kind, key)`` pairs in one round trip; whether each existed."""
+        for kind, _ in items:
+            check_kind(kind)
+        out: list[bool] = []
+        with redis_boundary("delete"):
+            for start in range(0, len(items), self._batch_size):
+                chunk = items[start : start + self._batch_size]
+                kinds: dict[str, int] = {}
+                envelope = [(kinds.setdefault(kind, len(kinds) + 1), key) for kind, key in chunk]
+                keys = [self._keys.rv, self._keys.events, *(self._keys.obj(k) for k in kinds)]
+                args: list[Any] = [self._events_maxlen, pack_args(list(kinds)), pack_args(envelope)]
+                reply = unpack_reply(self._scripts.delete(keys=keys, args=args))
+                out += [int(rv) > 0 for rv in reply[0::2]]
+        return out
+
+    # --- binding --------------------------------------------------------------------
+
+    def bind(self, pod_key: str, node_name: str, pod_uid: str | None = None) -> BindResult:
+        """Bind one pod (the pods/binding subresource); see ``bind_many``.
+
+        Raises StoreError if the stored pod is unreadable.
+        """
+        result = self.bind_many([(pod_key, node_name, pod_uid)])[0]
+        if result.outcome is BindOutcome.UNREADABLE:
+            raise StoreError(result.message)
+        return result
+
+    def bind_many(
+        self, bindings: Iterable[tuple[str, str, str | None]]
+    ) -> builtins.list[BindResult]:
+        """Bind ``(pod_key, node_name, pod_uid)`` triples atomically, each independently,
+        in one script call per ``batch_size``.
+
+        A binding is a conflict (no write, no event) when the pod is gone, its uid is not
+        ``pod_uid`` (None: any uid), it is terminating or scheduling-gated, or it already
+        has a spec.nodeName, so concurrent binders never bind a pod twice. Success sets
+        spec.nodeName and PodScheduled=True, clears status.nominatedNodeName, bumps the
+        resourceVersion and emits MODIFIED.
+        """
+        todo = [_Binding(k, n, u) for k, n, u in bindings]
+        for b in todo:
+            if not isinstance(b.node_name, str) or not b.node_name:
+                raise ValueError(f"bind {b.pod_key}: node name must be a non-empty string")
+        condition = pack(scheduled_condition(rfc3339(self._clock.now())))
+        results: list[BindResult] = []
+        with redis_boundary("bind"):
+            for start in range(0, len(todo), self._batch_size):
+                chunk = todo[start : start + self._batch_size]
+                envelope = pack_args([(b.pod_key, b.node_name, b.uid or "") for b in chunk])
+                reply = unpack_reply(
+                    self._scripts.bind(
+                        keys=[self._keys.rv, self._keys.events, self._keys.obj("Pod")],
+                        args=[self._events_maxlen, "Pod", condition, envelope],
+                    )
+                )
+                for i, b in enumerate(chunk):
+                    code, rv, detail = reply[3 * i : 3 * i + 3]
+                    results.append(
+                        BindResult(
+                            b.pod_key,
+                            b.node_name,
+                            BindOutcome(int(code)),
+                            int(rv),
+                            text(detail),
+                            b.uid,
+                        )
+                    )
+        return results
+
+    # --- pod status (the scheduler's failure handler and preemption) ------------------
+
+    def update_pod_status(
+        self,
+        pod_key: str,
+        *,
+        condition: Mapping[str, Any] | None = None,
+        nominated_node_name: str | None = None,
+        pod_uid: str | None = None,
+    ) -> ApplyResult | None:
+        """Set a status condition and/or status.nominatedNodeName ("" clears it) in one
+        write, as the scheduler's ``updatePod`` patches status; UNCHANGED (no event) when
+        neither differs. None if the pod is gone or has another uid than ``pod_uid``."""
+        now = rfc3339(self._clock.now())
+
+        def mutate(old: dict[str, Any]) -> dict[str, Any] | None:
+            status = old.get("status")
+            status = dict(status) if isinstance(status, Mapping) else {}
+            changed = False
+            if condition is not None:
+                changed = update_pod_condition(status, condition, now)
+            if nominated_node_name is not None:
+                if status.get("nominatedNodeName", "") != nominated_node_name:
+                    changed = True
+                if nominated_node_name:
+                    status["nominatedNodeName"] = nominated_node_name
+                else:
+                    status.pop("nominatedNodeName", None)
+            if not changed:
+                return None
+            new = dict(old)
+            new["status"] = status
+            return new
+
+        with redis_boundary("update_pod_status"):
+            return self._writer.guaranteed_update("Pod", pod_key, mutate, pod_uid)
+
+    def set_nominated_node_name(
+        self, pod_key: str, node_name: str, pod_uid: str | None = None
+    ) -> ApplyResult | None:
+        """Set (or with "" clear) status.nominatedNodeName; see ``update_pod_status``."""
+        return self.update_pod_status(pod_key, nominated_node_name=node_name, pod_uid=pod_uid)
+
+    def update_pod_status_condition(
+        self, pod_key: str, condition: Mapping[str, Any], pod_uid: str | None = None
+    ) -> ApplyResult | None:
+        """Set one status condition (UpdatePodCondition rules); see ``update_pod_status``."""
+        return self.update_pod_status(pod_key, condition=condition, pod_uid=pod_uid)
+
+    # --- watch ----------------------------------------------------------------------
+
+    def read_events(
+        self,
+        from_id: str = "0-0",
+        count: int = streams.DEFAULT_READ_COUNT,
+        block_ms: int | None = None,
+    ) -> builtins.list[WatchEvent]:
+        """Up to ``count`` events after stream id ``from_id``, waiting up to ``block_ms``
+        for the first (None: return at once)."""
+        return streams.read_events(self._client, self._keys, from_id, count, block_ms)
+
+    def watch(
+        self,
+        from_id: str = "0-0",
+        *,
+        kinds: Collection[str] | None = None,
+        block_ms: int = streams.DEFAULT_BLOCK_MS,
+        count: int = streams.DEFAULT_READ_COUNT,
+        stop_when_idle: bool = False,
+    ) -> Iterator[WatchEvent]:
+        """Yield events after ``from_id`` ("$": only new ones) as they arrive; raises
+        ResourceExpiredError if some were trimmed before this watch read them."""
+        return streams.watch(
+            self._client,
+            self._keys,
+            from_id,
+            kinds=kinds,
+            block_ms=block_ms,
+            count=count,
+            stop_when_idle=stop_when_idle,
+        )
+
+    def list_and_watch(
+        self, kinds: Iterable[str] = KINDS
+    ) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
+        """``(snapshot, last_id)``: every object of ``kinds`` by kind then key, and the
+        stream id to ``watch`` from; consistent (one MULTI/EXEC), see streams.list_and_watch."""
+        return streams.list_and_watch(self._client, self._keys, [check_kind(k) for k in kinds])
+
+    def last_event_id(self) -> str:
+        """The id of the newest watch event ("0-0" if there is none)."""
+        with redis_boundary("last_event_id"):
+            last: Any = self._client.xrevrange(self._keys.events, "+", "-", count=1)
+        return text(last[0][0]) if last else "0-0"
+
+    # --- Kubernetes Events ------------------------------------------------------------
+
+    def record_event(
+        self,
+        kind: str,
+        key: str,
+        reason: str,
+        message: str,
+        type: str = "Normal",
+        action: str = "",
+    ) -> str:
+        """Record a Kubernetes Event about an object (Scheduled, FailedScheduling,
+        Preempted, ...); returns its stream id."""
+        row = {"kind": kind, "key": key, "reason": reason, "message": message}
+        return self.record_events([{**row, "type": type, "action": action}])[0]
+
+    def record_events(self, events: Iterable[Mapping[str, str]]) -> builtins.list[str]:
+        """Record several Events in one round trip (dicts with the ``record_event`` args)."""
+        return streams.record_kube_events(
+            self._client, self._keys, self._clock, self._kevents_maxlen, events
+        )
+
+    def events(
+        self, key: str | None = None, reason: str | None = None, kind: str | None = None
+    ) -> builtins.list[dict[str, str]]:
+        """Recorded Events oldest first, optionally only those about ``key``, with
+        ``reason``, about ``kind``. Each dict has id, kind, key, type, reason, action,
+        message and time (RFC 3339, microseconds)."""
+        return streams.read_kube_events(self._client, self._keys, key=key, reason=reason, kind=kind)

@@ -1,0 +1,117 @@
+"""A node shard: one partition of the node columns, running Filter and Score for it.
+
+``ShardCore`` is a plain class: the in-process executor calls it directly and the Ray
+executor wraps it in an actor (``workers.ray_shard``). It never decides anything
+cluster-wide: the coordinator tells it which rows to evaluate, in which order, and
+sends node/pod deltas with each request, so an assume is visible to the very next cycle.
+
+Deltas are plain lists (msgpack-able), applied in order:
+
+- ``["node", manifest, row]``   add or update a node at the coordinator-chosen row
+- ``["node-", name]``           remove a node
+- ``["pod+", node, manifest]``  account a pod on a node
+- ``["pod-", node, pod_key]``   un-account it
+- ``["pod=", node, manifest]``  swap the stored object of a pod that counts the same
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Node, Pod
+from cluster_sched.config.load import parse_config
+from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.runtime import FilterOutcome, Framework
+from cluster_sched.nodetable.table import NodeTable
+
+Delta = list[Any]
+
+
+@dataclass(slots=True)
+class ShardSnapshot:
+    """What plugins running in a shard may read as ``snapshot``: the coordinator's
+    cluster-wide facts for this cycle (node count, image spread), not the shard's own."""
+
+    num_nodes: int = 0
+    images: Mapping[str, tuple[int, int]] | None = None
+
+    def image_state(self, name: str) -> tuple[int, int] | None:
+        return None if self.images is None else self.images.get(name)
+
+
+class ShardCore:
+    def __init__(self, shard_id: int, config: SchedulerConfiguration | Mapping[str, Any] | None = None, seed: int = 0) -> None:
+        self.shard_id = shard_id
+        if config is None or isinstance(config, Mapping):
+            config = parse_config(config or {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"})
+        self.table = NodeTable()
+        self.snapshot = ShardSnapshot()
+        self.frameworks: dict[str, Framework] = {}
+        for i, profile in enumerate(config.profiles):
+            handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(seed))
+            handle.services.update(snapshot=self.snapshot)
+            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
+            handle.services["framework"] = fwk
+            self.frameworks[profile.scheduler_name] = fwk
+        self._pods: dict[str, Pod] = {}
+
+    # ------------------------------------------------------------------ deltas
+
+    def apply(self, deltas: Sequence[Delta]) -> int:
+        t = self.table
+        for d in deltas:
+            op = d[0]
+            if op == "node":
+                node = d[1] if isinstance(d[1], Node) else parse_object(d[1])
+                assert isinstance(node, Node)
+                t.upsert_node(node, row=d[2] if node.name not in t.index else None)
+            elif op == "node-":
+                t.remove_node(d[1])
+            elif op == "pod+":
+                pod = d[2] if isinstance(d[2], Pod) else parse_object(d[2])
+                assert isinstance(pod, Pod)
+                self._pods[pod.key] = pod
+                t.add_pod(t.index[d[1]], pod)
+            elif op == "pod-":
+                pod = self._pods.pop(d[2], None)
+                if pod is not None and d[1] in t.index:
+                    t.remove_pod(t.index[d[1]], pod)
+            elif op == "pod=":
+                pod = d[2] if isinstance(d[2], Pod) else parse_object(d[2])
+                assert isinstance(pod, Pod)
+                self._pods[pod.key] = pod
+                t.row_pods[t.index[d[1]]][pod.key] = pod
+            else:
+                raise ValueError(f"unknown shard delta {op!r}")
+        return len(deltas)
+
+    # ------------------------------------------------------------------ one cycle
+
+    def filter(self, profile: str, pod: Pod, state: CycleState, rows: np.ndarray) -> FilterOutcome:
+        fwk = self.frameworks[profile]
+        return fwk.run_filter(state, pod, NodeSlice(self.table, rows))
+
+    def score(self, profile: str, pod: Pod, state: CycleState, rows: np.ndarray) -> dict[str, np.ndarray]:
+        fwk = self.frameworks[profile]
+        return fwk.run_score(state, pod, NodeSlice(self.table, rows))
+
+    def prepare_state(self, profile: str, pod: Pod, *, scoring: bool, rows: np.ndarray | None = None) -> CycleState:
+        """Rebuild the cycle's CycleState here (plugins' PreFilter/PreScore are
+        deterministic from the pod and the snapshot): used when the coordinator's state
+        object cannot travel, i.e. across processes."""
+        fwk = self.frameworks[profile]
+        state = CycleState()
+        fwk.run_pre_filter(state, pod, self.snapshot)
+        if scoring:
+            feasible = NodeSlice(self.table, rows if rows is not None else np.zeros(0, dtype=np.int64))
+            fwk.run_pre_score(state, pod, self.snapshot, feasible)
+        return state
