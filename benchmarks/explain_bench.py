@@ -22,7 +22,7 @@ CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
     "percentageOfNodesToScore": 100,
-    "profiles": [{"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"disabled": [{"name": "PodTopologySpread"}, {"name": "InterPodAffinity"}, {"name": "DefaultPreemption"}]}}}],
+
 }
 
 
@@ -42,10 +42,10 @@ def run(n_nodes: int, n_pods: int) -> float:
     sched = Scheduler(100, random.Random(1))
     table = cache.sink.table
     sched.schedule_pod(fwk, CycleState(), pod, table, cache)  # warm caches
-    start = time.perf_counter()
+    start = time.process_time()
     for _ in range(n_pods):
         sched.schedule_pod(fwk, CycleState(), pod, table, cache)
-    return (time.perf_counter() - start) / n_pods * 1e6
+    return (time.process_time() - start) / n_pods * 1e6
 
 
 def main() -> None:

@@ -55,13 +55,24 @@ EXTENSION_POINTS = (
 
 @dataclass(frozen=True, slots=True)
 class NodeSlice:
-    """Rows of one shard's table: ``rows`` int64[k] index into ``table``'s columns."""
+    """Rows of one shard's table: ``rows`` int64[k] index into ``table``'s columns.
+
+    ``prefix`` says ``rows`` is exactly ``0..k-1``: then ``take`` returns views instead
+    of gathering, which is most of the cost of a full scan.
+    """
 
     table: NodeTable
     rows: np.ndarray
+    prefix: bool = False
 
     def __len__(self) -> int:
         return len(self.rows)
+
+    def take(self, column: np.ndarray) -> np.ndarray:
+        """``column[rows]``: a view for a prefix slice, a gather otherwise."""
+        if self.prefix:
+            return column[: len(self.rows)]
+        return column[self.rows]
 
     def names(self) -> list[str]:
         names = self.table.names

@@ -255,7 +255,8 @@ class Framework:
         for i, pl in enumerate(self.filter):
             if pl.name in state.skip_filter_plugins or not len(alive):
                 continue
-            sub = pl.filter(state, pod, NodeSlice(nodes.table, nodes.rows[alive]))
+            # While no node failed, later plugins get the caller's slice (a prefix stays one).
+            sub = pl.filter(state, pod, nodes if len(alive) == k else NodeSlice(nodes.table, nodes.rows[alive]))
             failing = sub.codes != 0
             if not failing.any():
                 continue

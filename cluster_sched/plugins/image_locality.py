@@ -49,7 +49,7 @@ class ImageLocality:
             else:
                 size, num = state_
             per_row[index.rows[i]] += scaled_image_score(size, num, total)
-        sums = per_row[nodes.rows]
+        sums = nodes.take(per_row)
         n_containers = len(pod.init_containers) + len(pod.containers)
         max_threshold = MAX_CONTAINER_THRESHOLD * n_containers
         clipped = np.clip(sums, MIN_THRESHOLD, max_threshold)

@@ -94,7 +94,7 @@ class NodeAffinity:
         table, rows = nodes.table, nodes.rows
         verdicts = NodeVerdicts.passing(len(rows))
         if self._added_required is not None:
-            enforced = node_selector_mask(table, self._added_required)[rows]
+            enforced = nodes.take(node_selector_mask(table, self._added_required))
             verdicts.merge_first_failure(
                 NodeVerdicts.from_mask(~enforced, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED)
             )
@@ -103,9 +103,9 @@ class NodeAffinity:
             s = _PreFilterState(tuple(sorted(pod.node_selector.items())), required_selector(pod))
         match = np.ones(len(rows), dtype=bool)
         if s.node_selector:
-            match &= label_map_mask(table, dict(s.node_selector))[rows]
+            match &= nodes.take(label_map_mask(table, dict(s.node_selector)))
         if s.required is not None:
-            match &= node_selector_mask(table, s.required)[rows]
+            match &= nodes.take(node_selector_mask(table, s.required))
         verdicts.merge_first_failure(
             NodeVerdicts.from_mask(~match, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_POD)
         )
@@ -130,7 +130,7 @@ class NodeAffinity:
             s = state.get(SCORE_STATE_KEY)
             if s is None:
                 return np.zeros(len(nodes), dtype=np.int64)
-        return preferred_terms_score(nodes.table, s.terms)[nodes.rows]
+        return nodes.take(preferred_terms_score(nodes.table, s.terms))
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=False)

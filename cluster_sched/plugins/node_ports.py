@@ -66,7 +66,7 @@ class NodePorts:
             return NodeVerdicts.passing(len(nodes))
         fails = np.zeros(len(nodes), dtype=bool)
         for p in cols.tolist():  # distinct conflicting ports, not nodes
-            fails |= nodes.table.port_count[p][nodes.rows] > 0
+            fails |= nodes.take(nodes.table.port_count[p]) > 0
         return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, ERR_REASON)
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:

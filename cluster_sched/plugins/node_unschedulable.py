@@ -25,7 +25,7 @@ class NodeUnschedulable:
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
         if tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
             return NodeVerdicts.passing(len(nodes))
-        fails = nodes.table.unschedulable[nodes.rows]
+        fails = nodes.take(nodes.table.unschedulable)
         return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:

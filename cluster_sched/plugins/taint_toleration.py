@@ -12,13 +12,14 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
-from cluster_sched.framework.status import Code
+from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import default_normalize_score
 from cluster_sched.plugins.names import TAINT_TOLERATION
 
 NAME = TAINT_TOLERATION
+SCORE_STATE_KEY = "PreScore" + NAME
 DO_NOT_SCHEDULE = frozenset({NO_SCHEDULE, NO_EXECUTE})
 #: Since v1.35 upstream no longer names the taint (its key/value may be sensitive).
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
@@ -50,22 +51,34 @@ def _untolerated_mask(table: NodeTable, tolerations: tuple[Toleration, ...]) -> 
     return table.memo(("untolerated-taints", tolerations), compute)
 
 
+def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
+    return tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
+
+
 class TaintToleration:
     name = NAME
 
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
-        fails = _untolerated_mask(nodes.table, pod.tolerations)[nodes.rows]
+        fails = nodes.take(_untolerated_mask(nodes.table, pod.tolerations))
         return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Any) -> Status:
+        """Upstream PreScore: the tolerations that matter to Score (empty or
+        PreferNoSchedule effect). Never Skip, as upstream."""
+        state.write(SCORE_STATE_KEY, _prefer_no_schedule_tolerations(pod))
+        return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         table = nodes.table
-        relevant = tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
+        relevant = state.get(SCORE_STATE_KEY)
+        if relevant is None:
+            relevant = _prefer_no_schedule_tolerations(pod)
         cols = untolerated_taint_columns(table, relevant, frozenset({PREFER_NO_SCHEDULE}))
         if not len(cols):
             return np.zeros(len(nodes), dtype=np.int64)
         count = np.zeros(len(nodes), dtype=np.int64)
         for t in cols.tolist():
-            count += table.taint_pos[t][nodes.rows] > 0
+            count += nodes.take(table.taint_pos[t]) > 0
         return count
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:

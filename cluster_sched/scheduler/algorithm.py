@@ -195,6 +195,8 @@ class Scheduler:
         rotated = np.roll(nodes, -start)
         if not fwk.filter:
             return rotated[:to_find], min(to_find, n)
+        if to_find >= n and n == table.size and not nominated:
+            return self._filter_full_scan(fwk, state, pod, table, rotated, diagnosis, source)
         # Evaluate in windows so a big cluster stops early, as upstream's parallel
         # search cancels once enough nodes were found (deterministically here).
         # Most nodes usually pass: start with exactly what is needed, double if short.
@@ -219,6 +221,27 @@ class Scheduler:
             window = min(n - pos, window * 2)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
         return feasible, pos
+
+    def _filter_full_scan(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rotated: np.ndarray,
+        diagnosis: Diagnosis,
+        source: NodeSource,
+    ) -> tuple[np.ndarray, int]:
+        """Every node is evaluated and the table has no free rows: run Filter once in
+        row order (column views, no gathers), then read the answers in rotation order."""
+        n = len(rotated)
+        outcome = source.filter(fwk, state, pod, np.arange(n, dtype=np.int64), prefix=True)
+        passed = outcome.passed
+        feasible = rotated[passed[rotated]]
+        failing = rotated[~passed[rotated]]
+        for r in failing.tolist():
+            diagnosis.add_status(table.names[r], fwk.filter_status(outcome, r))  # type: ignore[arg-type]
+        return feasible, n
 
     def _filter_rows(
         self,
@@ -295,7 +318,13 @@ class Scheduler:
             s = fwk.run_pre_score(state, pod, snapshot, nodes)
             if not s.is_success:
                 raise PreFilterError(s)
-            raw = (source or LocalSource(table)).score(fwk, state, pod, feasible)
+            src = source or LocalSource(table)
+            if k == table.size:
+                # All nodes feasible (a full scan): score in row order, then reorder.
+                natural = src.score(fwk, state, pod, np.arange(k, dtype=np.int64), prefix=True)
+                raw = {name: v[feasible] for name, v in natural.items()}
+            else:
+                raw = src.score(fwk, state, pod, feasible)
             normalized = fwk.normalize_scores(state, pod, raw)
             totals = fwk.weighted_total(normalized, k)
             result.raw_scores = raw

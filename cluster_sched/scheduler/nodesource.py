@@ -31,9 +31,15 @@ from cluster_sched.nodetable.table import NodeTable
 class NodeSource(Protocol):
     table: NodeTable
 
-    def filter(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> FilterOutcome: ...
+    def filter(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
+    ) -> FilterOutcome:
+        """``prefix``: ``rows`` is ``0..k-1`` of ``table`` (a full scan in row order)."""
+        ...
 
-    def score(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> dict[str, np.ndarray]: ...
+    def score(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
+    ) -> dict[str, np.ndarray]: ...
 
 
 class LocalSource:
@@ -42,11 +48,15 @@ class LocalSource:
     def __init__(self, table: NodeTable) -> None:
         self.table = table
 
-    def filter(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> FilterOutcome:
-        return fwk.run_filter(state, pod, NodeSlice(self.table, rows))
+    def filter(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
+    ) -> FilterOutcome:
+        return fwk.run_filter(state, pod, NodeSlice(self.table, rows, prefix))
 
-    def score(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> dict[str, np.ndarray]:
-        return fwk.run_score(state, pod, NodeSlice(self.table, rows))
+    def score(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
+    ) -> dict[str, np.ndarray]:
+        return fwk.run_score(state, pod, NodeSlice(self.table, rows, prefix))
 
 
 def merge_filter_outcomes(k: int, parts: Sequence[tuple[np.ndarray, FilterOutcome]]) -> FilterOutcome:

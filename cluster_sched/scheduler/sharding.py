@@ -172,14 +172,18 @@ class ShardedSource:
                 out.append((shard, idx, self.router.shard_row[rows[idx]]))
         return out
 
-    def filter(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> FilterOutcome:
+    def filter(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
+    ) -> FilterOutcome:
         calls = [
             (idx, self.clients[s].submit_filter(self.router.take_deltas(s), fwk.profile_name, pod, state, srows))
             for s, idx, srows in self._split(rows)
         ]
         return merge_filter_outcomes(len(rows), [(idx, c.result()) for idx, c in calls])
 
-    def score(self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray) -> dict[str, np.ndarray]:
+    def score(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
+    ) -> dict[str, np.ndarray]:
         calls = [
             (idx, self.clients[s].submit_score(self.router.take_deltas(s), fwk.profile_name, pod, state, srows))
             for s, idx, srows in self._split(rows)

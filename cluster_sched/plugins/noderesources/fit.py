@@ -96,13 +96,13 @@ class Fit:
         requests = s.requests if s is not None else self._checked_requests(pod)
         table, rows = nodes.table, nodes.rows
         checked = [(name, amount) for name, amount in requests if amount > 0]
-        room = table.allowed_pods[rows] - table.pod_count[rows]
+        room = nodes.take(table.allowed_pods) - nodes.take(table.pod_count)
         cols = [table.resources.get(name) for name, _ in checked]
         if all(c >= 0 for c in cols):
             # Fast path: one gathered block of free capacity against the request vector.
             ok = room >= 1
             for (_, amount), col in zip(checked, cols, strict=True):
-                ok &= table.free[col][rows] >= amount
+                ok &= nodes.take(table.free[col]) >= amount
             if ok.all():
                 return NodeVerdicts.passing(len(rows))
         return self._failures(table, rows, room, checked)

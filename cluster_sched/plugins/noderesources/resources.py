@@ -61,12 +61,12 @@ def allocatable_and_requested(
         col = table.resources.get(name)
         if col < 0 or name == PODS:
             continue
-        alloc[i] = table.allocatable[col][rows]
+        alloc[i] = nodes.take(table.allocatable[col])
         if not use_requested and name == CPU:
-            used = table.nonzero[R_CPU][rows]
+            used = nodes.take(table.nonzero[R_CPU])
         elif not use_requested and name == MEMORY:
-            used = table.nonzero[R_MEMORY][rows]
+            used = nodes.take(table.nonzero[R_MEMORY])
         else:
-            used = table.requested[col][rows]
+            used = nodes.take(table.requested[col])
         req[i] = used + pod_requests[i]
     return alloc, req
