@@ -173,7 +173,11 @@ class Coordinator:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """List and watch (the initial listing queues every pending pod)."""
+        """Recover pods a dead coordinator left in flight, then list and watch (the
+        initial listing queues every pending pod)."""
+        recovered = self.queue.requeue_in_flight(self.clock.now())
+        if recovered:
+            log.warning("requeued %d pods left in flight by an earlier coordinator", recovered)
         self.informer.list_and_watch()
         self.handlers.flush()
 

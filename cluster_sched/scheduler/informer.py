@@ -33,6 +33,10 @@ WATCHED_KINDS = (
 )
 
 
+#: Listing order: nodes first so pods find their nodes, pods last.
+LIST_ORDER = ("Node", "Namespace", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod")
+
+
 @dataclass(slots=True)
 class InformerHandlers:
     """Callbacks by kind; each gets (old, new) with None for add (old) / delete (new)."""
@@ -53,23 +57,62 @@ class Informer:
     others: dict[tuple[str, str], Any] = field(default_factory=dict)
     #: objects that failed to parse, by (kind, key): the error line
     invalid: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: resourceVersion of the last event applied (0: none yet)
+    last_rv: int = 0
+    #: how many times a gap in the stream forced a relist
+    relists: int = 0
 
     def list_and_watch(self) -> None:
-        """Initial listing (nodes first, so pods find their nodes), then the stream id."""
+        """Initial listing (nodes first, so pods find their nodes), then the stream id.
+
+        Called again after a gap in the stream (events trimmed before we read them): the
+        new listing is diffed against what the informer knew, so handlers still see every
+        add, update and delete, as a relisting reflector delivers them.
+        """
         snapshot, last_id = self.store.list_and_watch(WATCHED_KINDS)
-        order = ["Node", "Namespace", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod"]
-        for kind in order:
-            for key, doc in snapshot.get(kind, {}).items():
-                self._apply(kind, key, EventType.ADDED, doc)
+        for kind in LIST_ORDER:
+            docs = snapshot.get(kind, {})
+            for key, doc in docs.items():
+                known = self._known(kind, key)
+                if known is None:
+                    self._apply(kind, key, EventType.ADDED, doc)
+                elif getattr(known, "raw", None) != doc:
+                    self._apply(kind, key, EventType.MODIFIED, doc)
+            for key in [k for k in self._keys_of(kind) if k not in docs]:
+                self._apply(kind, key, EventType.DELETED, {})
         self.last_id = last_id
+        # Unknown until the next event: a write between the listing and a separate
+        # read of the counter would make any value read here too new.
+        self.last_rv = 0
 
     def poll(self, count: int = 2000, block_ms: int | None = None) -> int:
-        """Apply up to ``count`` new events; returns how many were read."""
+        """Apply up to ``count`` new events; returns how many were read. A gap in
+        resourceVersions means the stream was trimmed past us: relist instead."""
         events = self.store.read_events(self.last_id, count=count, block_ms=block_ms)
+        if events and self.last_rv and events[0].rv > self.last_rv + 1:
+            log.warning("watch events %d..%d were lost to trimming: relisting", self.last_rv + 1, events[0].rv - 1)
+            self.relists += 1
+            self.list_and_watch()
+            return len(events)
         for ev in events:
             self.last_id = ev.id
+            self.last_rv = ev.rv
             self._apply(ev.kind, ev.key, ev.type, ev.obj)
         return len(events)
+
+    def _known(self, kind: str, key: str) -> Any:
+        if kind == "Pod":
+            return self.pods.get(key)
+        if kind == "Node":
+            return self.nodes.get(key)
+        return self.others.get((kind, key))
+
+    def _keys_of(self, kind: str) -> list[str]:
+        if kind == "Pod":
+            return list(self.pods)
+        if kind == "Node":
+            return list(self.nodes)
+        return [key for (k, key) in self.others if k == kind]
 
     def apply_events(self, events: list[WatchEvent]) -> None:
         for ev in events:
