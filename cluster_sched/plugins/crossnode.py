@@ -184,7 +184,9 @@ class DomainCounts:
     def get(self, value: str) -> int:
         if self.codes is not None and self.source is not None:
             code = self.source.get(value)
-            hit = np.flatnonzero(self.codes == code) if code >= 0 else ()
+            if code < 0:
+                return 0
+            hit = (self.codes == code).nonzero()[0]
             return int(self.counts[hit[0]]) if len(hit) else 0
         for v, c in self.items():
             if v == value:
@@ -196,7 +198,7 @@ class DomainCounts:
         if self.codes is not None and self.source is not None:
             code = self.source.get(value)
             if code >= 0:
-                hit = np.flatnonzero(self.codes == code)
+                hit = (self.codes == code).nonzero()[0]
                 counts = self.counts.copy()
                 if len(hit):
                     counts[hit[0]] += delta
@@ -228,7 +230,9 @@ def merge_domain_counts(parts: Sequence[DomainCounts]) -> DomainCounts:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    if first.source is not None and all(p.source is first.source and p.codes is not None for p in parts):
+    if first.source is not None and all(
+        p.source is first.source and p.codes is not None for p in parts
+    ):
         codes = np.concatenate([p.codes for p in parts if p.codes is not None])
         counts = np.concatenate([p.counts for p in parts])
         uniq, inv = np.unique(codes, return_inverse=True)

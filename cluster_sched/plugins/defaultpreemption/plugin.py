@@ -30,7 +30,11 @@ from cluster_sched.plugins.defaultpreemption.executor import (
     FRAMEWORK_SERVICE,
     NOMINATED_PODS_SERVICE,
 )
-from cluster_sched.plugins.defaultpreemption.victims import nominated_for, select_victims_on_node
+from cluster_sched.plugins.defaultpreemption.victims import (
+    importance_key,
+    nominated_for,
+    select_victims_on_node,
+)
 from cluster_sched.plugins.names import DEFAULT_PREEMPTION
 from cluster_sched.scheduler.diagnosis import Diagnosis, fit_error_message
 
@@ -71,7 +75,9 @@ class DefaultPreemption:
     ) -> tuple[PostFilterResult | None, Status]:
         snapshot = self._handle.services.get("snapshot")
         tables = tables_of(snapshot)
-        ok, why = self.pod_eligible_to_preempt_others(pod, _status_of(diagnosis, pod.nominated_node_name), tables)
+        ok, why = self.pod_eligible_to_preempt_others(
+            pod, _status_of(diagnosis, pod.nominated_node_name), tables
+        )
         if not ok:
             return None, Status(Code.UNSCHEDULABLE, (why,))
         num_all = sum(t.n_nodes for t in tables)
@@ -80,17 +86,24 @@ class DefaultPreemption:
         fwk = self._handle.services.get(FRAMEWORK_SERVICE)
         if fwk is None:
             return None, Status(
-                Code.ERROR, (f'the Framework is not registered in handle.services["{FRAMEWORK_SERVICE}"]',)
+                Code.ERROR,
+                (f'the Framework is not registered in handle.services["{FRAMEWORK_SERVICE}"]',),
             )
-        candidates, statuses, errors = self.find_candidates(fwk, state, pod, diagnosis, tables, snapshot)
+        candidates, statuses, errors = self.find_candidates(
+            fwk, state, pod, diagnosis, tables, snapshot
+        )
         if not candidates:
             if errors:
                 return None, Status(Code.ERROR, (errors[0],))
             fit = Diagnosis(
-                node_to_status=NodeToStatus(statuses, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NOT_HELPFUL,)))
+                node_to_status=NodeToStatus(
+                    statuses, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_NOT_HELPFUL,))
+                )
             )
             # A result with an empty node clears the pod's stale nomination, if any.
-            return PostFilterResult(""), Status(Code.UNSCHEDULABLE, (fit_error_message(num_all, fit),))
+            return PostFilterResult(""), Status(
+                Code.UNSCHEDULABLE, (fit_error_message(num_all, fit),)
+            )
         best = pick_one(candidates)
         if best is None or not best.node_name:
             return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
@@ -99,7 +112,10 @@ class DefaultPreemption:
             s = executor.prepare_candidate(pod, best.node_name, list(best.victims.pods))
             if not s.is_success:
                 return None, s
-        return PostFilterResult(best.node_name, tuple(p.key for p in best.victims.pods)), SUCCESS
+        # Reported most important first (victim selection itself keeps upstream's
+        # PDB-violating-first order, which pickOneNodeForPreemption reads).
+        victims = sorted(best.victims.pods, key=importance_key)
+        return PostFilterResult(best.node_name, tuple(p.key for p in victims)), SUCCESS
 
     # ------------------------------------------------------------------ steps
 
@@ -124,7 +140,9 @@ class DefaultPreemption:
                         return False, ERR_TERMINATING_ON_NOMINATED
         return True, ""
 
-    def potential_nodes(self, diagnosis: NodeToStatus, tables: list[NodeTable]) -> list[tuple[NodeTable, int]]:
+    def potential_nodes(
+        self, diagnosis: NodeToStatus, tables: list[NodeTable]
+    ) -> list[tuple[NodeTable, int]]:
         """Nodes whose status is Unschedulable, in nodeTree order."""
         out: list[tuple[NodeTable, int]] = []
         for t in tables:
@@ -151,7 +169,9 @@ class DefaultPreemption:
         pdbs = list((getattr(snapshot, "pdbs", None) or {}).values())
         n = len(potential)
         offset = self._handle.rng.randrange(n)
-        wanted = num_candidates(n, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute)
+        wanted = num_candidates(
+            n, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute
+        )
         lookup = self._handle.services.get(NOMINATED_PODS_SERVICE)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []

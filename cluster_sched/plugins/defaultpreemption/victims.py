@@ -20,7 +20,7 @@ from cluster_sched.api.objects import Pod, PodDisruptionBudget
 from cluster_sched.api.selectors import label_selector_matches
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
-from cluster_sched.framework.status import SUCCESS, Code, Status, error, unresolvable
+from cluster_sched.framework.status import SUCCESS, Status, error, unresolvable
 from cluster_sched.nodetable.table import NodeTable
 
 ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -51,7 +51,12 @@ def nominated_for(lookup: NominatedLookup, node_name: str) -> Sequence[Pod]:
 
 
 def filter_with_nominated(
-    fwk: Any, state: CycleState, pod: Pod, table: NodeTable, node_name: str, nominated: Sequence[Pod]
+    fwk: Any,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    node_name: str,
+    nominated: Sequence[Pod],
 ) -> Status:
     """upstream RunFilterPluginsWithNominatedPods on row 0 of ``table``: first with the
     nominated pods of equal or higher priority added (to copies), then without them."""
@@ -174,7 +179,3 @@ class _ExtensionError(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message())
         self.status = status
-
-
-def is_error(status: Status) -> bool:
-    return status.code == Code.ERROR

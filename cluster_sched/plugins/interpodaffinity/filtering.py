@@ -15,7 +15,7 @@ table's PodIndex (so no cycle walks pods), and Filter reads them per label code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +23,7 @@ import numpy as np
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.framework.status import Code
 from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.nodetable.podindex import PodGroup, PodIndex
+from cluster_sched.nodetable.podindex import PodGroup, PodIndex, Weight
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import DomainCounts, merge_domain_counts
 from cluster_sched.plugins.interpodaffinity.terms import (
@@ -77,23 +77,17 @@ def _existing_anti_keys(index: PodIndex) -> tuple[str, ...]:
     return index.cached("ipa.anti-keys", compute)  # type: ignore[no-any-return]
 
 
-def domain_counts(table: NodeTable, key: str, per_row: np.ndarray) -> DomainCounts:
-    """Sum ``per_row`` (int64[cap]) by the rows' value of label ``key``; only values
-    whose sum is non-zero are kept (upstream deletes pairs that drop to zero)."""
-    col = table.labels.get(key)
+def domain_counts(table: NodeTable, key: str, query_key: Hashable, weight: Weight) -> DomainCounts:
+    """The PodIndex query ``query_key`` summed by the rows' value of label ``key``; only
+    values with a non-zero sum (upstream deletes pairs that drop to zero)."""
     interner = table.label_values.get(key)
-    if col is None or interner is None:
+    if interner is None:
         return DomainCounts.empty()
-    rows = np.flatnonzero(per_row[: table.size])
-    if not len(rows):
+    sums = table.pod_index.label_sums(query_key, weight, key)[: len(interner)]
+    keep = (sums != 0).nonzero()[0]
+    if not len(keep):
         return DomainCounts.empty()
-    codes = col[rows]
-    has = codes >= 0
-    if not has.any():
-        return DomainCounts.empty()
-    sums = np.bincount(codes[has], weights=per_row[rows][has], minlength=len(interner))
-    keep = np.flatnonzero(sums)
-    return DomainCounts.from_codes(interner, keep, np.rint(sums[keep]).astype(np.int64))
+    return DomainCounts.from_codes(interner, keep, sums[keep])
 
 
 # ---------------------------------------------------------------------------- PreFilter
@@ -112,16 +106,19 @@ def pre_filter_partial(pod: IncomingPod, table: NodeTable) -> dict[str, dict[str
         def all_terms(g: PodGroup) -> int:
             return int(matches_all(aff_terms, g.namespace, g.labels))
 
-        vec = index.query(("ipa.affinity", aff_terms), all_terms)
+        qkey = ("ipa.affinity", aff_terms)
         for t in aff_terms:
-            affinity.setdefault(t.topology_key, []).append(domain_counts(table, t.topology_key, vec))
+            affinity.setdefault(t.topology_key, []).append(
+                domain_counts(table, t.topology_key, qkey, all_terms)
+            )
     for t in terms.required_anti_affinity:
 
         def one_term(g: PodGroup, t: ResolvedTerm = t) -> int:
             return int(t.matches(g.namespace, g.labels, {}))
 
-        vec = index.query(("ipa.anti", t), one_term)
-        anti.setdefault(t.topology_key, []).append(domain_counts(table, t.topology_key, vec))
+        anti.setdefault(t.topology_key, []).append(
+            domain_counts(table, t.topology_key, ("ipa.anti", t), one_term)
+        )
     labels = dict(pod.labels)
     ns_labels = dict(pod.ns_labels)
     for key in _existing_anti_keys(index):
@@ -133,8 +130,9 @@ def pre_filter_partial(pod: IncomingPod, table: NodeTable) -> dict[str, dict[str
                 if t.topology_key == key and t.matches(pod.namespace, labels, ns_labels)
             )
 
-        vec = index.query(("ipa.existing-anti", key, pod.match_key), toward_pod)
-        existing.setdefault(key, []).append(domain_counts(table, key, vec))
+        existing.setdefault(key, []).append(
+            domain_counts(table, key, ("ipa.existing-anti", key, pod.match_key), toward_pod)
+        )
 
     def reduce(parts: dict[str, list[DomainCounts]]) -> dict[str, DomainCounts]:
         out = {k: merge_domain_counts(v).nonzero() for k, v in parts.items()}
@@ -143,7 +141,9 @@ def pre_filter_partial(pod: IncomingPod, table: NodeTable) -> dict[str, dict[str
     return {"affinity": reduce(affinity), "anti": reduce(anti), "existing_anti": reduce(existing)}
 
 
-def reduce_partials(parts: Sequence[dict[str, dict[str, DomainCounts]]]) -> dict[str, dict[str, DomainCounts]]:
+def reduce_partials(
+    parts: Sequence[dict[str, dict[str, DomainCounts]]],
+) -> dict[str, dict[str, DomainCounts]]:
     """REDUCE: sum the shards' maps."""
     out: dict[str, dict[str, DomainCounts]] = {}
     for name in ("affinity", "anti", "existing_anti"):
@@ -175,17 +175,23 @@ class PreFilterState:
         other_terms = pod_terms(other)
         for t in other_terms.required_anti_affinity:
             if t.topology_key in labels and t.matches(p.namespace, p_labels, ns_labels):
-                existing[t.topology_key] = _bump(existing.get(t.topology_key), labels[t.topology_key], delta)
+                existing[t.topology_key] = _bump(
+                    existing.get(t.topology_key), labels[t.topology_key], delta
+                )
         affinity = dict(self.affinity)
         aff_terms = p.terms.required_affinity
         if matches_all(aff_terms, other.meta.namespace, other.meta.labels):
             for t in aff_terms:
                 if t.topology_key in labels:
-                    affinity[t.topology_key] = _bump(affinity.get(t.topology_key), labels[t.topology_key], delta)
+                    affinity[t.topology_key] = _bump(
+                        affinity.get(t.topology_key), labels[t.topology_key], delta
+                    )
         anti = dict(self.anti)
         for t in p.terms.required_anti_affinity:
             if t.topology_key in labels and t.matches(other.meta.namespace, other.meta.labels, {}):
-                anti[t.topology_key] = _bump(anti.get(t.topology_key), labels[t.topology_key], delta)
+                anti[t.topology_key] = _bump(
+                    anti.get(t.topology_key), labels[t.topology_key], delta
+                )
         return PreFilterState(p, _clean(affinity), _clean(anti), _clean(existing), self.self_match)
 
 
@@ -207,7 +213,9 @@ def _node_values(table: NodeTable, key: str, rows: np.ndarray) -> np.ndarray:
     return col[rows]
 
 
-def _counts_at(table: NodeTable, key: str, dc: DomainCounts | None, codes: np.ndarray) -> np.ndarray:
+def _counts_at(
+    table: NodeTable, key: str, dc: DomainCounts | None, codes: np.ndarray
+) -> np.ndarray:
     if dc is None or not len(dc):
         return np.zeros(len(codes), dtype=np.int64)
     return dc.dense(table.label_values.get(key))[codes]
@@ -215,9 +223,20 @@ def _counts_at(table: NodeTable, key: str, dc: DomainCounts | None, codes: np.nd
 
 def filter_rows(s: PreFilterState, table: NodeTable, rows: np.ndarray) -> NodeVerdicts:
     """Affinity (UnschedulableAndUnresolvable), then anti-affinity, then existing pods'
-    anti-affinity (both Unschedulable): the first failing check names the node."""
+    anti-affinity (both Unschedulable): the first failing check names the node. The
+    maps hold only positive counts, and ``dense`` maps an absent label to 0."""
     k = len(rows)
-    verdicts = NodeVerdicts.passing(k)
+    out = np.zeros(k, dtype=np.int8)
+    reason_ids = np.zeros(k, dtype=np.int32)
+    reasons: list[tuple[str, ...]] = []
+
+    def fail(mask: np.ndarray, code: Code, reason: str) -> None:
+        take = mask & (out == 0)
+        if take.any():
+            out[take] = code
+            reason_ids[take] = len(reasons)
+            reasons.append((reason,))
+
     terms = s.pod.terms
     if terms.required_affinity:
         missing = np.zeros(k, dtype=bool)
@@ -226,23 +245,22 @@ def filter_rows(s: PreFilterState, table: NodeTable, rows: np.ndarray) -> NodeVe
             codes = _node_values(table, t.topology_key, rows)
             missing |= codes < 0
             exist &= _counts_at(table, t.topology_key, s.affinity.get(t.topology_key), codes) > 0
-        first_of_group = not any(dc.any_positive() for dc in s.affinity.values()) and s.self_match
-        fails = missing | (~exist & (not first_of_group))
-        verdicts.merge_first_failure(
-            NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_AFFINITY)
+        # The first pod of a group affine to itself may go anywhere with the topologies.
+        first_of_group = not s.affinity and s.self_match
+        fail(
+            missing if first_of_group else missing | ~exist,
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            ERR_AFFINITY,
         )
-    if any(dc.any_positive() for dc in s.anti.values()):
-        fails = np.zeros(k, dtype=bool)
+    if s.anti:
+        hit = np.zeros(k, dtype=bool)
         for t in terms.required_anti_affinity:
             codes = _node_values(table, t.topology_key, rows)
-            fails |= (codes >= 0) & (_counts_at(table, t.topology_key, s.anti.get(t.topology_key), codes) > 0)
-        verdicts.merge_first_failure(NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, ERR_ANTI_AFFINITY))
-    if any(dc.any_positive() for dc in s.existing_anti.values()):
-        fails = np.zeros(k, dtype=bool)
+            hit |= _counts_at(table, t.topology_key, s.anti.get(t.topology_key), codes) > 0
+        fail(hit, Code.UNSCHEDULABLE, ERR_ANTI_AFFINITY)
+    if s.existing_anti:
+        hit = np.zeros(k, dtype=bool)
         for key, dc in s.existing_anti.items():
-            codes = _node_values(table, key, rows)
-            fails |= (codes >= 0) & (_counts_at(table, key, dc, codes) > 0)
-        verdicts.merge_first_failure(
-            NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, ERR_EXISTING_ANTI_AFFINITY)
-        )
-    return verdicts
+            hit |= _counts_at(table, key, dc, _node_values(table, key, rows)) > 0
+        fail(hit, Code.UNSCHEDULABLE, ERR_EXISTING_ANTI_AFFINITY)
+    return NodeVerdicts(out, reason_ids, reasons)

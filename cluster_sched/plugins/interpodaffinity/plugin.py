@@ -24,7 +24,8 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip
 from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.plugins.crossnode import namespace_labels, node_by_name, tables_of
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.crossnode import DomainCounts, namespace_labels, node_by_name, tables_of
 from cluster_sched.plugins.interpodaffinity import filtering, scoring
 from cluster_sched.plugins.interpodaffinity.filtering import IncomingPod, PreFilterState
 from cluster_sched.plugins.interpodaffinity.scoring import PreScoreState, ScoringPod
@@ -43,6 +44,11 @@ ERR_REASON_AFFINITY_RULES_NOT_MATCH = filtering.ERR_AFFINITY
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = filtering.ERR_ANTI_AFFINITY
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = filtering.ERR_EXISTING_ANTI_AFFINITY
 _TERMS_CACHE_SIZE = 1024
+
+#: One shard's PreFilter partial: map name -> topology key -> counts.
+Partial = dict[str, dict[str, DomainCounts]]
+#: One shard's PreScore partial: topology key -> summed weights.
+ScorePartial = dict[str, DomainCounts]
 
 
 class InterPodAffinity:
@@ -90,12 +96,28 @@ class InterPodAffinity:
 
     # ------------------------------------------------------------------ filter
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
+        parts = [self.pre_filter_partial(pod, t, snapshot) for t in tables_of(snapshot)]
+        return self.pre_filter_reduce(state, pod, parts, snapshot)
+
+    def pre_filter_partial(self, pod: Pod, table: NodeTable, snapshot: Any) -> Partial:
+        """MAP step of PreFilter over one shard table (see ``filtering``)."""
+        return filtering.pre_filter_partial(self.incoming(pod, snapshot), table)
+
+    def pre_filter_reduce(
+        self, state: CycleState, pod: Pod, parts: Sequence[Partial], snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
+        """REDUCE step: sum the shards' partials and write the state (or Skip)."""
         incoming = self.incoming(pod, snapshot)
-        parts = [filtering.pre_filter_partial(incoming, t) for t in tables_of(snapshot)]
         reduced = filtering.reduce_partials(parts)
         terms = incoming.terms
-        if not reduced["existing_anti"] and not terms.required_affinity and not terms.required_anti_affinity:
+        if (
+            not reduced["existing_anti"]
+            and not terms.required_affinity
+            and not terms.required_anti_affinity
+        ):
             return None, skip()
         state.write(
             PRE_FILTER_STATE_KEY,
@@ -140,16 +162,34 @@ class InterPodAffinity:
 
     # ------------------------------------------------------------------ score
 
-    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice | Sequence[str]) -> Status:
+    def pre_score(
+        self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice | Sequence[str]
+    ) -> Status:
+        if self._skip_scoring(pod):
+            return skip()
+        parts = [self.pre_score_partial(pod, t, snapshot) for t in tables_of(snapshot)]
+        return self.pre_score_reduce(state, pod, parts)
+
+    def _skip_scoring(self, pod: Pod) -> bool:
+        """ignorePreferredTermsOfExistingPods only matters for pods with no preferred terms."""
         aff = pod.affinity
         has_preferred = aff is not None and bool(
             (aff.pod_affinity is not None and aff.pod_affinity.preferred)
             or (aff.pod_anti_affinity is not None and aff.pod_anti_affinity.preferred)
         )
-        if self.args.ignore_preferred_terms_of_existing_pods and not has_preferred:
-            return skip()
+        return self.args.ignore_preferred_terms_of_existing_pods and not has_preferred
+
+    def pre_score_partial(self, pod: Pod, table: NodeTable, snapshot: Any) -> ScorePartial:
+        """MAP step of PreScore over one shard table (see ``scoring``)."""
         sp = ScoringPod(self.incoming(pod, snapshot), self.args.hard_pod_affinity_weight)
-        parts = [scoring.pre_score_partial(sp, t) for t in tables_of(snapshot)]
+        return scoring.pre_score_partial(sp, table)
+
+    def pre_score_reduce(
+        self, state: CycleState, pod: Pod, parts: Sequence[ScorePartial]
+    ) -> Status:
+        """REDUCE step: sum the shards' topology score maps; Skip when nothing scored."""
+        if self._skip_scoring(pod):
+            return skip()
         reduced = scoring.reduce_partials(parts)
         if not reduced:
             return skip()
@@ -174,7 +214,9 @@ class InterPodAffinity:
         """Pod add/label-update/delete (a matching pod appears or an anti-affine one
         leaves) and node add/label/taint changes (a topology domain appears)."""
         return (
-            ClusterEvent(EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+            ClusterEvent(
+                EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+            ),
             ClusterEvent(
                 EventResource.NODE,
                 ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,

@@ -40,7 +40,12 @@ class ScoringPod:
     @property
     def key(self) -> tuple[object, ...]:
         t = self.pod.terms
-        return (self.pod.match_key, t.preferred_affinity, t.preferred_anti_affinity, self.hard_weight)
+        return (
+            self.pod.match_key,
+            t.preferred_affinity,
+            t.preferred_anti_affinity,
+            self.hard_weight,
+        )
 
 
 def _existing_keys(index: PodIndex, hard_weight: int) -> tuple[str, ...]:
@@ -103,9 +108,8 @@ def pre_score_partial(sp: ScoringPod, table: NodeTable) -> dict[str, DomainCount
         keys[k] = None
     out: dict[str, DomainCounts] = {}
     for key in keys:
-        col = table.labels.get(key)
         interner = table.label_values.get(key)
-        if col is None or interner is None:
+        if interner is None:
             continue
 
         def net_w(g: PodGroup, key: str = key) -> int:
@@ -114,20 +118,13 @@ def pre_score_partial(sp: ScoringPod, table: NodeTable) -> dict[str, DomainCount
         def hit_w(g: PodGroup, key: str = key) -> int:
             return _contributions(sp, g, key)[1]
 
-        hits = index.query(("ipa.score-hits", key, sp.key), hit_w)
-        rows = np.flatnonzero(hits[: table.size])
-        if not len(rows):
-            continue
-        net = index.query(("ipa.score-net", key, sp.key), net_w)
-        codes = col[rows]
-        has = codes >= 0
-        if not has.any():
-            continue
         n = len(interner)
-        touched = np.bincount(codes[has], weights=hits[rows][has], minlength=n)
-        sums = np.bincount(codes[has], weights=net[rows][has], minlength=n)
-        keep = np.flatnonzero(touched)
-        out[key] = DomainCounts.from_codes(interner, keep, np.rint(sums[keep]).astype(np.int64))
+        touched = index.label_sums(("ipa.score-hits", key, sp.key), hit_w, key)[:n]
+        keep = (touched != 0).nonzero()[0]
+        if not len(keep):
+            continue
+        sums = index.label_sums(("ipa.score-net", key, sp.key), net_w, key)[:n]
+        out[key] = DomainCounts.from_codes(interner, keep, sums[keep])
     return out
 
 

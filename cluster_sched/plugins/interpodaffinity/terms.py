@@ -40,11 +40,15 @@ class ResolvedTerm:
     #: a non-empty namespaceSelector still to evaluate (existing pods' terms only)
     ns_selector: LabelSelector | None = None
 
-    def matches(self, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str]) -> bool:
+    def matches(
+        self, namespace: str, labels: Mapping[str, str], ns_labels: Mapping[str, str]
+    ) -> bool:
         if (
             self.all_namespaces
             or namespace in self.namespaces
-            or (self.ns_selector is not None and label_selector_matches(self.ns_selector, ns_labels))
+            or (
+                self.ns_selector is not None and label_selector_matches(self.ns_selector, ns_labels)
+            )
         ):
             return label_selector_matches(self.selector, labels)
         return False
@@ -125,7 +129,9 @@ def pod_terms(pod: Pod) -> PodTerms:
     return PodTerms(
         required_affinity=tuple(resolve_term(pod, t) for t in pa.required) if pa else (),
         required_anti_affinity=tuple(resolve_term(pod, t) for t in paa.required) if paa else (),
-        preferred_affinity=tuple(WeightedTerm(w.weight, resolve_term(pod, w.term)) for w in pa.preferred)
+        preferred_affinity=tuple(
+            WeightedTerm(w.weight, resolve_term(pod, w.term)) for w in pa.preferred
+        )
         if pa
         else (),
         preferred_anti_affinity=tuple(
@@ -141,8 +147,12 @@ def merge_namespaces(term: ResolvedTerm, namespaces: Iterable[Namespace]) -> Res
     the namespaces a non-empty namespaceSelector selects join ``namespaces``."""
     if term.ns_selector is None:
         return term
-    picked = {ns.name for ns in namespaces if label_selector_matches(term.ns_selector, ns.meta.labels)}
-    return ResolvedTerm(term.topology_key, term.selector, term.namespaces | picked, term.all_namespaces, None)
+    picked = {
+        ns.name for ns in namespaces if label_selector_matches(term.ns_selector, ns.meta.labels)
+    }
+    return ResolvedTerm(
+        term.topology_key, term.selector, term.namespaces | picked, term.all_namespaces, None
+    )
 
 
 def incoming_terms(pod: Pod, namespaces: Iterable[Namespace]) -> PodTerms:

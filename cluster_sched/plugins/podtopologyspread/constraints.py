@@ -29,7 +29,7 @@ from cluster_sched.api.objects import (
 )
 from cluster_sched.api.selectors import label_selector_matches, node_selector_matches
 from cluster_sched.api.taints import find_matching_untolerated_taint
-from cluster_sched.nodetable.podindex import PodGroup
+from cluster_sched.nodetable.podindex import PodGroup, Weight
 from cluster_sched.nodetable.selectors import label_map_mask, node_selector_mask
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.taint_toleration import untolerated_taint_columns
@@ -61,7 +61,9 @@ def selector_matches(sel: LabelSelector | None, labels: Mapping[str, str]) -> bo
     return label_selector_matches(sel, labels)
 
 
-def _merge_match_label_keys(c: TopologySpreadConstraint, labels: Mapping[str, str]) -> LabelSelector | None:
+def _merge_match_label_keys(
+    c: TopologySpreadConstraint, labels: Mapping[str, str]
+) -> LabelSelector | None:
     """upstream mergeLabelSetWithSelector: the pod's values for matchLabelKeys ANDed in;
     a null selector stays null (it has no requirements to merge into)."""
     sel = c.label_selector
@@ -98,7 +100,11 @@ def default_selector(pod: Pod, controllers: Iterable[WorkloadController]) -> Lab
     ctrls = [c for c in controllers if c.meta.namespace == ns]
     label_set: dict[str, str] = {}
     for svc in ctrls:
-        if svc.kind == "Service" and svc.selector is not None and label_selector_matches(svc.selector, pod.meta.labels):
+        if (
+            svc.kind == "Service"
+            and svc.selector is not None
+            and label_selector_matches(svc.selector, pod.meta.labels)
+        ):
             label_set.update(svc.selector.match_labels)
     extra_labels: tuple[tuple[str, str], ...] = ()
     extra_exprs: tuple = ()  # type: ignore[type-arg]
@@ -143,16 +149,13 @@ def pod_constraints(
 # ---------------------------------------------------------------------------- counting
 
 
-def count_weight(selector: LabelSelector | None, namespace: str) -> tuple[object, ...]:
-    """PodIndex query key for "pods counted by ``selector`` in ``namespace``"."""
-    return ("pts.count", selector, namespace)
-
-
-def count_query(table: NodeTable, selector: LabelSelector | None, namespace: str) -> np.ndarray:
-    """int64[cap]: per row, pods upstream's countPodsMatchSelector counts: same namespace,
-    not terminating, matched by a non-empty selector."""
+def count_spec(
+    selector: LabelSelector | None, namespace: str
+) -> tuple[tuple[object, ...], Weight] | None:
+    """PodIndex query (key, weight) for the pods upstream's countPodsMatchSelector counts:
+    same namespace, not terminating, matched by a non-empty selector. None: counts none."""
     if selector is None or selector_is_empty(selector):
-        return np.zeros(table._cap, dtype=np.int64)
+        return None
 
     def weight(g: PodGroup) -> int:
         return int(
@@ -161,7 +164,15 @@ def count_query(table: NodeTable, selector: LabelSelector | None, namespace: str
             and label_selector_matches(selector, g.labels)
         )
 
-    return table.pod_index.query(count_weight(selector, namespace), weight)
+    return ("pts.count", selector, namespace), weight
+
+
+def count_query(table: NodeTable, selector: LabelSelector | None, namespace: str) -> np.ndarray:
+    """int64[cap]: per row, the pods ``count_spec`` describes."""
+    spec = count_spec(selector, namespace)
+    if spec is None:
+        return np.zeros(table._cap, dtype=np.int64)
+    return table.pod_index.query(*spec)
 
 
 # ---------------------------------------------------------------------------- node inclusion
@@ -190,7 +201,9 @@ def affinity_mask(table: NodeTable, pod: Pod) -> np.ndarray:
     if pod.node_selector:
         mask = mask & label_map_mask(table, pod.node_selector)
     aff = pod.affinity
-    required = aff.node_affinity.required if aff is not None and aff.node_affinity is not None else None
+    required = (
+        aff.node_affinity.required if aff is not None and aff.node_affinity is not None else None
+    )
     if required is not None:
         mask = mask & node_selector_mask(table, required)
     return mask
@@ -208,13 +221,30 @@ def tolerated_mask(table: NodeTable, tolerations: tuple[Toleration, ...]) -> np.
     return table.memo(("pts.tolerated", tolerations), compute)
 
 
+def inclusion_key(pod: Pod, c: Constraint) -> tuple[object, ...]:
+    """The pod-side inputs of ``inclusion_mask`` (a memo key)."""
+    aff = pod.affinity
+    required = (
+        aff.node_affinity.required if aff is not None and aff.node_affinity is not None else None
+    )
+    return (
+        (tuple(sorted(pod.node_selector.items())), required) if c.honor_affinity else None,
+        pod.tolerations if c.honor_taints else None,
+    )
+
+
 def inclusion_mask(table: NodeTable, pod: Pod, c: Constraint) -> np.ndarray:
-    mask = np.ones(table._cap, dtype=bool)
-    if c.honor_affinity:
-        mask &= affinity_mask(table, pod)
-    if c.honor_taints:
-        mask &= tolerated_mask(table, pod.tolerations)
-    return mask
+    """bool[cap]: nodes the constraint's inclusion policies let count."""
+
+    def compute() -> np.ndarray:
+        mask = np.ones(table._cap, dtype=bool)
+        if c.honor_affinity:
+            mask &= affinity_mask(table, pod)
+        if c.honor_taints:
+            mask &= tolerated_mask(table, pod.tolerations)
+        return mask
+
+    return table.memo(("pts.inclusion", inclusion_key(pod, c)), compute)
 
 
 def node_included(node: Node, pod: Pod, c: Constraint) -> bool:
@@ -224,9 +254,14 @@ def node_included(node: Node, pod: Pod, c: Constraint) -> bool:
             if node.labels.get(key) != value:
                 return False
         aff = pod.affinity
-        required = aff.node_affinity.required if aff is not None and aff.node_affinity is not None else None
+        required = (
+            aff.node_affinity.required
+            if aff is not None and aff.node_affinity is not None
+            else None
+        )
         if required is not None and not node_selector_matches(required, node.name, node.labels):
             return False
-    if c.honor_taints and find_matching_untolerated_taint(node.taints, pod.tolerations, _DO_NOT_SCHEDULE_TAINTS):
-        return False
-    return True
+    return not (
+        c.honor_taints
+        and find_matching_untolerated_taint(node.taints, pod.tolerations, _DO_NOT_SCHEDULE_TAINTS)
+    )

@@ -22,10 +22,15 @@ from cluster_sched.api.objects import Node, Pod
 from cluster_sched.framework.status import Code
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import DomainCounts, counts_by_code, merge_domain_counts
+from cluster_sched.plugins.crossnode import (
+    DomainCounts,
+    counts_by_code,
+    merge_domain_counts,
+)
 from cluster_sched.plugins.podtopologyspread.constraints import (
     Constraint,
-    count_query,
+    count_spec,
+    inclusion_key,
     inclusion_mask,
     keys_present,
     node_included,
@@ -38,23 +43,62 @@ ERR_NODE_LABEL_NOT_MATCH = ERR_CONSTRAINTS_NOT_MATCH + " (missing required label
 NO_DOMAIN_MIN = 2**31 - 1
 
 
-def pre_filter_partial(pod: Pod, constraints: tuple[Constraint, ...], table: NodeTable) -> list[DomainCounts]:
+def _eligible_domains(
+    table: NodeTable, pod: Pod, constraints: tuple[Constraint, ...], c: Constraint
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(eligible rows, bool per code: some eligible node holds it, whether every alive
+    node holding the key is eligible). Node-derived, memoised per pod-side inputs."""
+    key = (
+        "pts.eligible",
+        tuple(sorted({x.topology_key for x in constraints})),
+        c.topology_key,
+        inclusion_key(pod, c),
+    )
+    col = table.labels[c.topology_key]
+    n = len(table.label_values[c.topology_key])
+
+    def rows() -> np.ndarray:
+        eligible = keys_present(table, constraints) & inclusion_mask(table, pod, c) & table.alive
+        return eligible[: table.size].nonzero()[0]
+
+    eligible_rows = table.memo(key, rows)
+
+    def present() -> np.ndarray:
+        return np.bincount(col[eligible_rows], minlength=n)[:n] > 0
+
+    def full() -> np.ndarray:
+        holders = int(((col[: table.size] >= 0) & table.alive[: table.size]).sum())
+        return np.asarray(holders == len(eligible_rows))
+
+    return (
+        eligible_rows,
+        table.memo((*key, "present"), present),
+        bool(table.memo((*key, "full"), full)),
+    )
+
+
+def pre_filter_partial(
+    pod: Pod, constraints: tuple[Constraint, ...], table: NodeTable
+) -> list[DomainCounts]:
     """MAP: per constraint, matching pods per eligible domain of this table (domains
     with no matching pod included)."""
-    alive = np.flatnonzero(table.alive[: table.size])
-    base = keys_present(table, constraints)
     out: list[DomainCounts] = []
     for c in constraints:
         interner = table.label_values.get(c.topology_key)
         if interner is None:
             out.append(DomainCounts.empty())
             continue
-        eligible = base & inclusion_mask(table, pod, c)
-        rows = alive[eligible[alive]]
-        per_row = count_query(table, c.selector, pod.meta.namespace)
-        total, present = counts_by_code(table, c.topology_key, rows, per_row)
-        codes = np.flatnonzero(present)
-        out.append(DomainCounts.from_codes(interner, codes, total[codes]))
+        n = len(interner)
+        rows, present, full = _eligible_domains(table, pod, constraints, c)
+        codes = present.nonzero()[0]
+        spec = count_spec(c.selector, pod.meta.namespace)
+        if spec is None:
+            sums = np.zeros(n, dtype=np.int64)
+        elif full:  # every holder of the key counts: read the index's running totals
+            sums = table.pod_index.label_sums(*spec, c.topology_key)[:n]
+        else:
+            sums, _ = counts_by_code(table, c.topology_key, rows, table.pod_index.query(*spec))
+        out.append(DomainCounts.from_codes(interner, codes, sums[codes]))
     return out
 
 
@@ -78,7 +122,9 @@ class PreFilterState:
     self_match: tuple[bool, ...]
 
     @classmethod
-    def build(cls, pod: Pod, constraints: tuple[Constraint, ...], domains: tuple[DomainCounts, ...]) -> PreFilterState:
+    def build(
+        cls, pod: Pod, constraints: tuple[Constraint, ...], domains: tuple[DomainCounts, ...]
+    ) -> PreFilterState:
         return cls(
             constraints,
             domains,
@@ -102,7 +148,9 @@ class PreFilterState:
         minimums = list(self.minimums)
         changed = False
         for i, c in enumerate(self.constraints):
-            if not selector_matches(c.selector, other.meta.labels) or not node_included(node, pod, c):
+            if not selector_matches(c.selector, other.meta.labels) or not node_included(
+                node, pod, c
+            ):
                 continue
             domains[i] = domains[i].with_delta(node.labels[c.topology_key], delta)
             minimums[i] = _minimum(domains[i])
@@ -113,26 +161,29 @@ class PreFilterState:
 
 
 def filter_rows(s: PreFilterState, table: NodeTable, rows: np.ndarray) -> NodeVerdicts:
-    """Constraints in order; a node's first failing constraint decides its verdict."""
+    """Constraints in order; a node's first failing constraint decides its verdict.
+
+    Reason ids: 0 is the missing-label reason (UnschedulableAndUnresolvable), 1 the skew
+    reason (Unschedulable)."""
     k = len(rows)
-    verdicts = NodeVerdicts.passing(k)
-    reasons = [(ERR_NODE_LABEL_NOT_MATCH,), (ERR_CONSTRAINTS_NOT_MATCH,)]
+    out = np.zeros(k, dtype=np.int8)
+    reason_ids = np.zeros(k, dtype=np.int32)
     for i, c in enumerate(s.constraints):
         col = table.labels.get(c.topology_key)
         if col is None:
-            codes = np.full(k, -1, dtype=np.int32)
-            match_num = np.zeros(k, dtype=np.int64)
-        else:
-            codes = col[rows]
-            match_num = s.domains[i].dense(table.label_values.get(c.topology_key))[codes]
-        missing = codes < 0
-        skew = match_num + int(s.self_match[i]) - s.min_match(i)
-        too_skewed = ~missing & (skew > c.max_skew)
-        if not (missing.any() or too_skewed.any()):
-            continue
-        out_codes = np.zeros(k, dtype=np.int8)
-        out_codes[missing] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-        out_codes[too_skewed] = Code.UNSCHEDULABLE
-        reason_ids = np.where(too_skewed, 1, 0).astype(np.int32)
-        verdicts.merge_first_failure(NodeVerdicts(out_codes, reason_ids, list(reasons)))
-    return verdicts
+            out[out == 0] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            break
+        codes = col[rows]
+        open_ = out == 0
+        missing = open_ & (codes < 0)
+        # dense maps code -1 to 0; those rows are already marked missing
+        match_num = s.domains[i].dense(table.label_values.get(c.topology_key))[codes]
+        too_skewed = (
+            open_ & ~missing & (match_num > c.max_skew - int(s.self_match[i]) + s.min_match(i))
+        )
+        out[missing] = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        out[too_skewed] = Code.UNSCHEDULABLE
+        reason_ids[too_skewed] = 1
+    return NodeVerdicts(
+        out, reason_ids, [(ERR_NODE_LABEL_NOT_MATCH,), (ERR_CONSTRAINTS_NOT_MATCH,)]
+    )

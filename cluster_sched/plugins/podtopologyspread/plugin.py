@@ -22,7 +22,8 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip
 from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.plugins.crossnode import feasible_rows, node_by_name, tables_of
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.crossnode import DomainCounts, feasible_rows, node_by_name, tables_of
 from cluster_sched.plugins.names import POD_TOPOLOGY_SPREAD
 from cluster_sched.plugins.podtopologyspread import filtering, scoring
 from cluster_sched.plugins.podtopologyspread.constraints import (
@@ -66,19 +67,42 @@ class PodTopologySpread:
 
     # ------------------------------------------------------------------ filter
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
         cs = self.constraints(pod, DO_NOT_SCHEDULE, snapshot)
         if not cs:
             return None, skip()
         parts = [filtering.pre_filter_partial(pod, cs, t) for t in tables_of(snapshot)]
-        domains = filtering.reduce_partials(parts, len(cs))
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, cs, domains))
+        return self.pre_filter_reduce(state, pod, cs, parts)
+
+    def pre_filter_partial(
+        self, pod: Pod, constraints: tuple[Constraint, ...], table: NodeTable
+    ) -> list[DomainCounts]:
+        """MAP step of PreFilter over one shard table, for ``constraints`` (the
+        DoNotSchedule ones, see ``constraints()``)."""
+        return filtering.pre_filter_partial(pod, constraints, table)
+
+    def pre_filter_reduce(
+        self,
+        state: CycleState,
+        pod: Pod,
+        constraints: tuple[Constraint, ...],
+        parts: Sequence[Sequence[DomainCounts]],
+    ) -> tuple[PreFilterResult | None, Status]:
+        """REDUCE step: sum the shards' domain counts and write the state."""
+        if not constraints:
+            return None, skip()
+        domains = filtering.reduce_partials(parts, len(constraints))
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, constraints, domains))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> PodTopologySpread:
         return self
 
-    def _update(self, state: CycleState, pod: Pod, other: Pod, node_name: str, delta: int) -> Status:
+    def _update(
+        self, state: CycleState, pod: Pod, other: Pod, node_name: str, delta: int
+    ) -> Status:
         s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if s is None:
             return error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
@@ -106,20 +130,44 @@ class PodTopologySpread:
 
     # ------------------------------------------------------------------ score
 
-    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice | Sequence[str]) -> Status:
+    def pre_score(
+        self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice | Sequence[str]
+    ) -> Status:
         tables = tables_of(snapshot)
         if not any(t.n_nodes for t in tables):
             return skip()
         cs = self.constraints(pod, SCHEDULE_ANYWAY, snapshot)
         if not cs:
             return skip()
-        # System defaults do not require every key, so zone-less nodes still spread by host.
-        require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
-        parts = [
-            scoring.pre_score_partial(pod, cs, require_all, t, feasible_rows(feasible, t))
-            for t in tables
-        ]
-        state.write(PRE_SCORE_STATE_KEY, scoring.reduce_partials(cs, require_all, parts))
+        parts = [self.pre_score_partial(pod, cs, t, feasible_rows(feasible, t)) for t in tables]
+        return self.pre_score_reduce(state, pod, cs, parts)
+
+    def require_all_topologies(self, pod: Pod) -> bool:
+        """System defaults do not require every key, so zone-less nodes still spread by
+        hostname; the pod's own or List-defaulted constraints do."""
+        return bool(pod.topology_spread_constraints) or not self.system_defaulted
+
+    def pre_score_partial(
+        self, pod: Pod, constraints: tuple[Constraint, ...], table: NodeTable, feasible: np.ndarray
+    ) -> scoring.ScorePartial:
+        """MAP step of PreScore over one shard table; ``feasible`` are its feasible rows
+        in the order Score will see them."""
+        return scoring.pre_score_partial(
+            pod, constraints, self.require_all_topologies(pod), table, feasible
+        )
+
+    def pre_score_reduce(
+        self,
+        state: CycleState,
+        pod: Pod,
+        constraints: tuple[Constraint, ...],
+        parts: Sequence[scoring.ScorePartial],
+    ) -> Status:
+        """REDUCE step: domains, counts and topology weights; writes the state."""
+        if not constraints:
+            return skip()
+        reduced = scoring.reduce_partials(constraints, self.require_all_topologies(pod), parts)
+        state.write(PRE_SCORE_STATE_KEY, reduced)
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:

@@ -69,9 +69,9 @@ def _value_sums(
     codes = col[rows]
     has = codes >= 0
     sums = np.bincount(codes[has], weights=w[has], minlength=len(interner))
-    keep = np.flatnonzero(sums)
+    keep = (sums != 0).nonzero()[0]
     for value, total in zip(value_array(interner)[keep].tolist(), sums[keep].tolist(), strict=True):
-        out[value] = int(round(total))
+        out[value] = round(total)
     if not has.all():
         out[""] = out.get("", 0) + int(w[~has].sum())
     return out
