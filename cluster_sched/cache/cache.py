@@ -72,6 +72,7 @@ def same_accounting(a: Pod, b: Pod) -> bool:
         and a.affinity == b.affinity
         and a.namespace == b.namespace
         and a.priority == b.priority
+        and a.meta.deletion_timestamp == b.meta.deletion_timestamp
     )
 
 
@@ -225,12 +226,11 @@ class Cache:
             st.deadline = self.clock.now() + self.ttl
 
     def forget_pod(self, pod: Pod) -> None:
-        """Undo ``assume_pod`` (the binding cycle failed)."""
+        """Undo ``assume_pod`` (the binding cycle failed). As upstream's ForgetPod, a pod
+        that is not assumed (unknown, or already confirmed by the watch) is an error."""
         key = pod.key
         st = self.pod_states.get(key)
-        if st is None:
-            return
-        if not st.assumed:
+        if st is None or not st.assumed:
             raise SchedulerError(f"pod {key} wasn't assumed so cannot be forgotten")
         self._unaccount(key, st.pod, st.node_name)
         del self.pod_states[key]

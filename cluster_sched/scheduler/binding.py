@@ -12,6 +12,7 @@ their own thread so a slow permit never holds up other bindings.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -188,10 +189,9 @@ class LocalBindingExecutor:
             status = Status(Code.ERROR, (f"binding cycle failed: {exc}",))
         self._end_span(span, status)
         if status.is_success:
-            try:
+            # events are informational; a failed write loses no pod
+            with contextlib.suppress(Exception):
                 self._store.record_events([scheduled_event(job.pod, job.node_name)])
-            except Exception:  # events are informational; a failed write loses no pod
-                pass
         self._done.put(BindingOutcome(job, status))
 
     def _start_span(self, job: BindingJob) -> Any:

@@ -126,7 +126,12 @@ class Coordinator:
         for i, profile in enumerate(config.profiles):
             handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(self.rng.random()))
             handle.binder = store_binder(store)
-            handle.services.update(snapshot=self.cache, cache=self.cache, preemption_executor=self.preemption)
+            handle.services.update(
+                snapshot=self.cache,
+                cache=self.cache,
+                preemption_executor=self.preemption,
+                nominated_pods=lambda node: list(self.nominated.get(node, {}).values()),
+            )
             fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
             handle.services["framework"] = fwk
             fwk.instrument(self.tracing, self.metrics)
@@ -165,6 +170,7 @@ class Coordinator:
         self._last_poll = 0.0
         self._last_cleanup = 0.0
         self._pending_done: list[str] = []
+        self._last_queue_ts = 0.0
         self._last_gauges = 0.0
         self._cycle_span: Any = None
         self._last_done = 0.0
@@ -202,8 +208,13 @@ class Coordinator:
         return None if s.is_success else (s.plugin or "PreEnqueue")
 
     def queue_add_many(self, pods: list[Pod]) -> None:
-        now = self.clock.now()
-        self.queue.add_many([queued_info_for(pod, now) for pod in pods])
+        # Strictly increasing timestamps in watch order: QueueSort ties break by arrival,
+        # as upstream's per-pod timestamps do, whatever the batching.
+        infos = []
+        for pod in pods:
+            self._last_queue_ts = max(self.clock.now(), self._last_queue_ts + 1e-6)
+            infos.append(queued_info_for(pod, self._last_queue_ts))
+        self.queue.add_many(infos)
         for pod in pods:
             if pod.nominated_node_name:
                 self._set_nominated(pod, pod.nominated_node_name)

@@ -58,14 +58,14 @@ def node_change_event(old: Node, new: Node) -> ClusterEvent | None:
 
 
 def pod_spec_updated(old: Pod, new: Pod) -> bool:
-    """upstream isPodUpdated: anything but status/resourceVersion changed."""
-    strip = {"resource_version"}
-    old_meta = {k: getattr(old.meta, k) for k in old.meta.__slots__ if k not in strip}  # type: ignore[attr-defined]
-    new_meta = {k: getattr(new.meta, k) for k in new.meta.__slots__ if k not in strip}  # type: ignore[attr-defined]
-    if old_meta != new_meta:
-        return True
-    status_free = {"nominated_node_name": "", "phase": "", "start_time": None}
-    return replace(old, **status_free) != replace(new, **status_free)  # type: ignore[arg-type]
+    """upstream isPodUpdated: anything but status/resourceVersion changed (so the
+    scheduler's own status writes, e.g. PodScheduled=False, never requeue a pod)."""
+
+    def strip(pod: Pod) -> Pod:
+        meta = replace(pod.meta, resource_version="")
+        return replace(pod, meta=meta, nominated_node_name="", phase="", start_time=None)
+
+    return strip(old) != strip(new)
 
 
 def affinity_term_matches(owner: Pod, target: Pod, ns_labels: Callable[[str], Mapping[str, str]]) -> bool:

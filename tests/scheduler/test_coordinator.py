@@ -1,0 +1,597 @@
+"""The coordinator's scheduleOne against a real Redis and Store.
+
+Each test drives the loop by hand: ``cycle()`` pops one pod and runs ``schedule_one``;
+``settle()`` waits for the binding executor, applies its outcomes and reads the watch, so
+the order of events is the test's, not a timer's. The queue's clock is a FakeClock, so a
+pod in backoff stays there until the test steps the clock.
+
+Out-of-tree test plugins are defined here and configured by import path
+(``<this module>:Class``), as a user's plugin would be.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.clock import FakeClock
+from cluster_sched.config.load import load_config, parse_config
+from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.plugins import names
+from cluster_sched.queue.types import Location, QueuedPodInfo
+from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.event_handlers import queued_info_for
+from cluster_sched.store.store import Store
+from cluster_sched.testing.builders import make_node, make_pod
+
+T0 = 1_700_000_000.0
+PROFILE = "default-scheduler"
+#: The cross-node plugins, disabled in the mechanics tests so that they test the loop.
+CROSS_NODE = [names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY, names.DEFAULT_PREEMPTION]
+PLUGINS = __name__
+
+
+# --------------------------------------------------------------------- test plugins
+
+
+class RejectingReserve:
+    """Reserve rejects pods labelled ``reserve=reject``; records every unreserve."""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.reserved: list[tuple[str, str]] = []
+        self.unreserved: list[tuple[str, str]] = []
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        if pod.labels.get("reserve") == "reject":
+            return Status(Code.UNSCHEDULABLE, ("reserve said no",))
+        self.reserved.append((pod.key, node_name))
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        self.unreserved.append((pod.key, node_name))
+
+
+class GatePermit:
+    """Permit: ``permit=reject`` rejects, ``permit=wait`` waits (a minute), else allows."""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
+        verdict = pod.labels.get("permit")
+        if verdict == "reject":
+            return Status(Code.UNSCHEDULABLE, ("permit said no",)), 0.0
+        if verdict == "wait":
+            return Status(Code.WAIT), 60.0
+        return SUCCESS, 0.0
+
+
+class RejectingPreBind:
+    """PreBind fails pods labelled ``prebind=fail`` (a binding-cycle failure)."""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        if pod.labels.get("prebind") == "fail":
+            return Status(Code.ERROR, ("volume not ready",))
+        return SUCCESS
+
+
+RESERVE = f"{PLUGINS}:RejectingReserve"
+PERMIT = f"{PLUGINS}:GatePermit"
+PREBIND = f"{PLUGINS}:RejectingPreBind"
+
+
+def config(*extra: str, disable_cross_node: bool = True) -> SchedulerConfiguration:
+    multi: dict[str, Any] = {}
+    if extra:
+        multi["enabled"] = [{"name": n} for n in extra]
+    if disable_cross_node:
+        multi["disabled"] = [{"name": n} for n in CROSS_NODE]
+    return parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": PROFILE, "plugins": {"multiPoint": multi}}],
+        },
+        "<test>",
+    )
+
+
+# --------------------------------------------------------------------- harness
+
+
+class Harness:
+    def __init__(self, store: Store, client: redis.Redis, cfg: SchedulerConfiguration) -> None:
+        self.store = store
+        self.clock = FakeClock(T0)
+        self.coord = Coordinator(store, client, cfg, clock=self.clock, seed=7)
+        self.started = False
+
+    @property
+    def queue(self) -> Any:
+        return self.coord.queue
+
+    @property
+    def cache(self) -> Any:
+        return self.coord.cache
+
+    def plugin(self, name: str) -> Any:
+        return self.coord.frameworks[PROFILE].plugins[name]
+
+    def apply(self, *objs: Any) -> None:
+        self.store.apply_many([o.manifest() if hasattr(o, "manifest") else o for o in objs])
+        if self.started:
+            self.coord.poll_informer()
+
+    def start(self) -> None:
+        self.coord.start()
+        self.started = True
+
+    def cycle(self) -> QueuedPodInfo:
+        """Pop the head of activeQ and run its scheduling cycle."""
+        info = self.queue.pop(timeout=2.0)
+        assert info is not None, "nothing to pop"
+        self.coord.schedule_one(info, self.queue.last_pop_cycle)
+        self.coord.flush_done()
+        return info
+
+    def settle(self) -> None:
+        """Every submitted binding finished, its outcome applied, the watch read."""
+        binder = self.coord.binder
+        assert binder.wait_idle(10.0), "bindings did not finish"
+        self.coord.process_binding_outcomes()
+        self.coord.poll_informer()
+        self.coord.flush_done()
+
+    def node_of(self, key: str) -> str | None:
+        doc = self.store.get("Pod", key)
+        assert doc is not None
+        return (doc.get("spec") or {}).get("nodeName")
+
+    def condition(self, key: str) -> dict[str, Any] | None:
+        doc = self.store.get("Pod", key) or {}
+        for cond in (doc.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled":
+                return dict(cond)
+        return None
+
+    def requested_cpu(self, node: str) -> int:
+        table = self.cache.sink.table
+        return int(table.requested[table.resource_col("cpu"), table.index[node]])
+
+    def close(self) -> None:
+        self.coord.close()
+
+
+@pytest.fixture
+def store(redis_client: redis.Redis) -> Store:
+    return Store(redis_client)
+
+
+@pytest.fixture
+def make_harness(store: Store, redis_client: redis.Redis) -> Iterator[Any]:
+    made: list[Harness] = []
+
+    def make(cfg: SchedulerConfiguration | None = None) -> Harness:
+        h = Harness(store, redis_client, cfg or config())
+        made.append(h)
+        return h
+
+    yield make
+    for h in made:
+        h.close()
+
+
+@pytest.fixture
+def h(make_harness: Any) -> Harness:
+    return make_harness()
+
+
+def node(name: str, cpu: str = "4", pods: int = 110) -> Any:
+    return make_node(name).capacity(cpu=cpu, memory="32Gi", pods=pods)
+
+
+def pod(name: str, cpu: str = "1") -> Any:
+    return make_pod(name).req(cpu=cpu, memory="1Gi")
+
+
+# --------------------------------------------------------------------- the happy path
+
+
+def test_pod_that_fits_is_assumed_bound_confirmed(h: Harness) -> None:
+    h.apply(node("n1"), pod("p"))
+    h.start()
+    assert h.queue.location("default/p") is Location.ACTIVE
+
+    h.cycle()
+    # Assumed before its binding is written: the next cycle already sees it.
+    assert h.cache.is_assumed("default/p")
+    assert h.cache.pod_node("default/p") == "n1"
+    assert h.requested_cpu("n1") == 1000
+    assert h.queue.location("default/p") is None
+
+    h.settle()
+    assert h.node_of("default/p") == "n1"
+    assert not h.cache.is_assumed("default/p"), "the watch's Add confirms the assumed pod"
+    assert h.cache.pod_node("default/p") == "n1"
+    assert h.requested_cpu("n1") == 1000, "confirmation does not count the pod twice"
+    events = h.store.events(key="default/p")
+    assert [(e["reason"], e["message"]) for e in events] == [
+        ("Scheduled", "Successfully assigned default/p to n1")
+    ]
+    cond = h.condition("default/p")
+    assert cond is not None and cond["status"] == "True"
+    assert h.coord.stats.bound_node == {"default/p": "n1"}
+
+
+def test_deleted_pod_is_skipped(h: Harness) -> None:
+    h.apply(node("n1"), pod("p"))
+    h.start()
+    info = h.queue.pop(timeout=2.0)
+    assert info is not None
+    # Deleted after the pop; the watch delivers the delete before the cycle starts.
+    h.store.delete("Pod", "default/p")
+    h.coord.poll_informer()
+    h.coord.schedule_one(info, h.queue.last_pop_cycle)
+    h.coord.flush_done()
+    assert h.cache.get_pod("default/p") is None
+    assert h.requested_cpu("n1") == 0
+    assert h.coord.binder.pending() == 0
+    assert h.queue.location("default/p") is None
+    assert h.queue.counts()[Location.IN_FLIGHT] == 0
+    assert h.store.events(key="default/p") == []
+
+
+def test_pod_deleted_behind_the_watch_fails_binding_and_is_dropped(h: Harness) -> None:
+    """The cycle still sees the pod (the watch lags): the binding finds it gone, the
+    assumed pod is forgotten and nothing is requeued."""
+    h.apply(node("n1"), pod("p"))
+    h.start()
+    info = h.queue.pop(timeout=2.0)
+    assert info is not None
+    h.store.delete("Pod", "default/p")
+    h.coord.schedule_one(info, h.queue.last_pop_cycle)
+    h.settle()
+    assert h.cache.get_pod("default/p") is None
+    assert h.requested_cpu("n1") == 0
+    assert h.queue.location("default/p") is None
+    assert h.queue.counts()[Location.IN_FLIGHT] == 0
+    assert h.store.get("Pod", "default/p") is None
+
+
+def test_terminating_pod_is_skipped(h: Harness) -> None:
+    doc = pod("p").manifest()
+    doc["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    h.apply(node("n1"))
+    h.start()
+    h.apply(doc)
+    # A terminating pod is never queued; forced through the queue it is skipped.
+    assert h.queue.location("default/p") is None
+    h.queue.add(QueuedPodInfo("default/p", timestamp=T0))
+    h.cycle()
+    assert h.cache.get_pod("default/p") is None
+    assert h.queue.location("default/p") is None
+    assert h.node_of("default/p") is None
+
+
+def test_pod_of_an_unknown_scheduler_is_ignored(h: Harness) -> None:
+    other = pod("p").scheduler_name("someone-else")
+    h.apply(node("n1"), other)
+    h.start()
+    assert h.queue.location("default/p") is None, "not ours: never queued"
+    # Even forced through the queue, the cycle leaves it alone.
+    h.queue.add(queued_info_for(other.obj(), T0))
+    h.cycle()
+    h.settle()
+    assert h.node_of("default/p") is None
+    assert h.cache.get_pod("default/p") is None
+    assert h.queue.location("default/p") is None
+    assert h.store.events(key="default/p") == []
+
+
+# --------------------------------------------------------------------- FitError
+
+
+def _unfit_cluster(h: Harness) -> None:
+    h.apply(
+        node("small", cpu="1"),
+        node("tainted").taint("dedicated", "gpu"),
+        node("cordoned").unschedulable(),
+        pod("p", cpu="2"),
+    )
+
+
+FIT_ERROR = (
+    "0/3 nodes are available: 1 Insufficient cpu, "
+    "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+)
+
+
+def test_fit_error_records_event_condition_and_parks_pod(h: Harness) -> None:
+    _unfit_cluster(h)
+    h.start()
+    h.cycle()
+
+    events = h.store.events(key="default/p", reason="FailedScheduling")
+    assert [e["message"] for e in events] == [FIT_ERROR]
+    assert events[0]["type"] == "Warning"
+    cond = h.condition("default/p")
+    assert cond is not None
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "False",
+        "Unschedulable",
+        FIT_ERROR,
+    )
+    # No move request since the pod was popped: it waits in the unschedulable pool,
+    # remembering which plugins rejected it.
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+    info = h.queue.get("default/p")
+    assert info.unschedulable_plugins == {
+        names.NODE_RESOURCES_FIT,
+        names.TAINT_TOLERATION,
+        names.NODE_UNSCHEDULABLE,
+    }
+    assert h.cache.get_pod("default/p") is None
+    assert h.node_of("default/p") is None
+
+
+def test_fit_error_after_a_move_request_goes_to_backoff(h: Harness) -> None:
+    """moveRequestCycle: an event during the pod's cycle may have helped it, so it
+    waits out its backoff instead of the unschedulable pool."""
+    _unfit_cluster(h)
+    h.start()
+    info = h.queue.pop(timeout=2.0)
+    assert info is not None
+    cycle = h.queue.last_pop_cycle
+    h.apply(node("another-small", cpu="1"))  # NodeAdd while the pod is in flight
+    h.coord.schedule_one(info, cycle)
+    assert h.queue.location("default/p") is Location.BACKOFF
+
+
+def test_default_profile_fit_error_names_preemption(make_harness: Any) -> None:
+    """DEFAULT PROFILE (no config: every upstream default plugin, cross-node included)."""
+    h = make_harness(load_config(None))
+    _unfit_cluster(h)
+    h.start()
+    h.cycle()
+    (event,) = h.store.events(key="default/p", reason="FailedScheduling")
+    assert event["message"].startswith(FIT_ERROR + " preemption: 0/3 nodes are available:")
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+
+
+def test_default_profile_schedules_and_binds(make_harness: Any) -> None:
+    """DEFAULT PROFILE (no config)."""
+    h = make_harness(load_config(None))
+    h.apply(node("n1"), node("n2"), pod("a"), pod("b"), pod("c"))
+    h.start()
+    for _ in range(3):
+        h.cycle()
+    h.settle()
+    placed = {k: h.node_of(f"default/{k}") for k in "abc"}
+    assert all(placed.values()), placed
+    assert len(h.store.events(reason="Scheduled")) == 3
+
+
+# --------------------------------------------------------------------- Reserve / Permit
+
+
+def test_reserve_failure_unreserves_forgets_and_requeues(make_harness: Any) -> None:
+    h = make_harness(config(RESERVE))
+    h.apply(node("n1"), pod("p").label("reserve", "reject"))
+    h.start()
+    h.cycle()
+    plugin = h.plugin(RESERVE)
+    assert plugin.unreserved == [("default/p", "n1")]
+    assert h.cache.get_pod("default/p") is None
+    assert h.requested_cpu("n1") == 0
+    assert h.coord.binder.pending() == 0
+    # upstream: a rejection at Reserve is a FitError on the one chosen node, and the
+    # plugin is recorded as the rejector, so the pod waits for an event.
+    (event,) = h.store.events(key="default/p", reason="FailedScheduling")
+    assert event["message"] == "0/1 nodes are available: 1 reserve said no."
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+    assert h.queue.get("default/p").unschedulable_plugins == {RESERVE}
+
+
+def test_permit_reject_unreserves_forgets_and_requeues(make_harness: Any) -> None:
+    h = make_harness(config(RESERVE, PERMIT))
+    h.apply(node("n1"), pod("p").label("permit", "reject"))
+    h.start()
+    h.cycle()
+    assert h.plugin(RESERVE).reserved == [("default/p", "n1")]
+    assert h.plugin(RESERVE).unreserved == [("default/p", "n1")]
+    assert h.cache.get_pod("default/p") is None
+    assert h.requested_cpu("n1") == 0
+    (event,) = h.store.events(key="default/p", reason="FailedScheduling")
+    assert event["message"] == "0/1 nodes are available: 1 permit said no."
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+    assert h.queue.get("default/p").unschedulable_plugins == {PERMIT}
+
+
+def test_permit_wait_then_allow_binds(make_harness: Any) -> None:
+    h = make_harness(config(PERMIT))
+    h.apply(node("n1"), pod("p").label("permit", "wait"))
+    h.start()
+    h.cycle()
+    fwk = h.coord.frameworks[PROFILE]
+    waiting = fwk.handle.waiting_pods.get("default/p")
+    assert waiting is not None
+    assert h.cache.is_assumed("default/p")
+    assert h.coord.binder.pending() == 1
+    assert h.node_of("default/p") is None, "nothing is written while Permit waits"
+    # The cycle is over: the next pod is scheduled meanwhile, counting the waiting one.
+    h.apply(pod("q", cpu="3500m"))
+    h.cycle()
+    assert h.queue.location("default/q") is Location.UNSCHEDULABLE
+
+    waiting.allow(PERMIT)
+    h.settle()
+    assert h.node_of("default/p") == "n1"
+    assert not h.cache.is_assumed("default/p")
+    assert [e["reason"] for e in h.store.events(key="default/p")] == ["Scheduled"]
+    assert len(fwk.handle.waiting_pods) == 0
+
+
+def test_permit_wait_then_reject_requeues(make_harness: Any) -> None:
+    h = make_harness(config(RESERVE, PERMIT))
+    h.apply(node("n1"), pod("p").label("permit", "wait"))
+    h.start()
+    h.cycle()
+    fwk = h.coord.frameworks[PROFILE]
+    fwk.handle.waiting_pods.reject("default/p", PERMIT, "not now")
+    h.settle()
+    assert h.plugin(RESERVE).unreserved == [("default/p", "n1")]
+    assert h.cache.get_pod("default/p") is None
+    assert h.requested_cpu("n1") == 0
+    assert h.node_of("default/p") is None
+    (event,) = h.store.events(key="default/p", reason="FailedScheduling")
+    assert event["message"] == "0/1 nodes are available: 1 not now."
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+    assert h.queue.get("default/p").unschedulable_plugins == {PERMIT}
+
+
+# --------------------------------------------------------------------- binding failures
+
+
+@pytest.mark.parametrize("watch_first", [True, False], ids=["watch-first", "outcome-first"])
+def test_binding_conflict_forgets_and_ends_bound_once(make_harness: Any, watch_first: bool) -> None:
+    """Someone else binds the pod while our binding waits in Permit. Whichever the
+    coordinator sees first (the other binding through the watch, or its own failed
+    binding), it ends with the pod accounted once, on the node the store says."""
+    h = make_harness(config(PERMIT))
+    h.apply(node("n1"), node("n2", cpu="2"), pod("p").label("permit", "wait"))
+    h.start()
+    h.cycle()
+    ours = h.cache.pod_node("default/p")
+    theirs = "n2" if ours == "n1" else "n1"
+    assert h.store.bind("default/p", theirs).ok
+
+    waiting = h.coord.frameworks[PROFILE].handle.waiting_pods.get("default/p")
+    if watch_first:
+        h.coord.poll_informer()
+        assert h.cache.pod_node("default/p") == theirs
+    waiting.allow(PERMIT)
+    assert h.coord.binder.wait_idle(10.0)
+    h.coord.process_binding_outcomes()  # must not raise, whatever the order
+    h.coord.poll_informer()
+    h.coord.flush_done()
+
+    assert h.node_of("default/p") == theirs
+    assert h.cache.pod_node("default/p") == theirs
+    assert not h.cache.is_assumed("default/p")
+    assert h.requested_cpu(theirs) == 1000
+    assert h.requested_cpu(ours) == 0
+    assert h.queue.location("default/p") is None
+    assert h.store.events(key="default/p", reason="Scheduled") == []
+
+
+def test_binding_failure_forgets_requeues_and_frees_room(make_harness: Any) -> None:
+    """A failed binding cycle releases the node like a deleted pod (upstream
+    handleBindingCycleError): pods rejected for lack of room are retried."""
+    h = make_harness(config(PREBIND))
+    h.apply(node("n1", cpu="2"), pod("a", cpu="2").label("prebind", "fail"))
+    h.start()
+    h.cycle()  # a assumed on n1, its binding will fail
+    h.apply(pod("b", cpu="2"))
+    h.cycle()  # b does not fit next to assumed a
+    assert h.queue.location("default/b") is Location.UNSCHEDULABLE
+
+    h.settle()
+    assert h.cache.get_pod("default/a") is None
+    assert h.requested_cpu("n1") == 0
+    assert h.node_of("default/a") is None
+    (event,) = h.store.events(key="default/a", reason="FailedScheduling")
+    assert "volume not ready" in event["message"]
+    # a is an error: back off. b was moved by the forget (AssignedPodDelete).
+    assert h.queue.location("default/a") is Location.BACKOFF
+    assert h.queue.location("default/b") in (Location.ACTIVE, Location.BACKOFF)
+
+
+def test_recreated_pod_while_old_binding_in_flight(make_harness: Any, caplog: Any) -> None:
+    """A pod deleted and re-created under the same name while its first incarnation
+    waits in Permit: the new one must not crash the cycle, and ends up scheduled."""
+    h = make_harness(config(PERMIT))
+    h.apply(node("n1"), pod("p").label("permit", "wait"))
+    h.start()
+    h.cycle()
+    h.store.delete("Pod", "default/p")
+    h.apply(pod("p"))  # a new uid, no Permit wait
+    with caplog.at_level(logging.WARNING):
+        h.cycle()  # the new pod meets the old incarnation still assumed
+    h.settle()
+    # The old binding was rejected (its pod was deleted) and forgotten; the new pod is
+    # retried until it binds.
+    for _ in range(5):
+        if h.node_of("default/p"):
+            break
+        h.clock.step(20)
+        h.queue.flush_backoff_q_completed()
+        h.queue.flush_unschedulable_pods_leftover()
+        if h.queue.location("default/p") is Location.ACTIVE:
+            h.cycle()
+        h.settle()
+    assert h.node_of("default/p") == "n1"
+    assert h.requested_cpu("n1") == 1000
+
+
+# --------------------------------------------------------------------- requeue on events
+
+
+def test_node_added_later_makes_pod_schedulable(h: Harness) -> None:
+    h.apply(node("small", cpu="1"), pod("p", cpu="2"))
+    h.start()
+    h.cycle()
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+
+    h.apply(node("big", cpu="8"))  # NodeAdd moves it out of the pool
+    assert h.queue.location("default/p") in (Location.BACKOFF, Location.ACTIVE)
+    h.clock.step(2)  # past the first backoff (1 s)
+    h.queue.flush_backoff_q_completed()
+    assert h.queue.location("default/p") is Location.ACTIVE
+    h.cycle()
+    h.settle()
+    assert h.node_of("default/p") == "big"
+
+
+def test_deleting_an_assigned_pod_frees_room(h: Harness) -> None:
+    h.apply(
+        node("n1", cpu="2"),
+        node("cordoned", cpu="8").unschedulable(),
+        pod("running", cpu="2").node("n1"),
+        pod("p", cpu="2"),
+    )
+    h.apply(make_node("gone").capacity(cpu="8", pods=110).unschedulable())
+    h.start()
+    h.cycle()
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+    assert names.NODE_RESOURCES_FIT in h.queue.get("default/p").unschedulable_plugins
+
+    h.store.delete("Pod", "default/running")
+    h.coord.poll_informer()
+    assert h.cache.get_pod("default/running") is None
+    assert h.queue.location("default/p") in (Location.BACKOFF, Location.ACTIVE)
+    h.clock.step(2)
+    h.queue.flush_backoff_q_completed()
+    h.cycle()
+    h.settle()
+    assert h.node_of("default/p") == "n1"
+
+
+def test_assigned_pod_delete_does_not_move_pods_it_cannot_help(h: Harness) -> None:
+    """Only pods whose rejecting plugins registered AssignedPodDelete move."""
+    h.apply(node("cordoned").unschedulable(), pod("running", cpu="1").node("cordoned"), pod("p"))
+    h.start()
+    h.cycle()
+    assert h.queue.get("default/p").unschedulable_plugins == {names.NODE_UNSCHEDULABLE}
+    h.store.delete("Pod", "default/running")
+    h.coord.poll_informer()
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
