@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from cluster_sched.errors import ClusterSchedError, InvalidObjectError
+from cluster_sched.errors import ClusterSchedError, ConfigError, InvalidObjectError, PluginError
 
 EXIT_USAGE = 2
 
@@ -43,7 +43,14 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     pods = [o for o in load_file(args.pod) if isinstance(o, Pod)]
     if len(pods) != 1:
         raise InvalidObjectError(f"expected exactly one Pod, found {len(pods)}", source=args.pod)
-    result = explain(cache, pods[0], config, seed=args.seed)
+    try:
+        result = explain(cache, pods[0], config, seed=args.seed)
+    except (ConfigError, PluginError) as err:
+        # Profiles are expanded (plugins imported, placed, started) only here: name the
+        # file the bad plugin reference came from.
+        if args.config and not str(err).startswith(f"{args.config}:"):
+            raise type(err)(f"{args.config}: {err}") from err
+        raise
     if args.output == "json":
         print(json.dumps(result.json, indent=2, sort_keys=False))
     else:

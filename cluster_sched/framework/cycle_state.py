@@ -10,7 +10,7 @@ class CycleState:
     in Filter/Score. ``clone`` is shallow: stored values must be treated as immutable,
     except by PreFilter AddPod/RemovePod extensions, which replace (never mutate) them."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins", "pods_to_activate")
+    __slots__ = ("_data", "pods_to_activate", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}

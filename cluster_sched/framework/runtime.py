@@ -261,7 +261,7 @@ class Framework:
             if not failing.any():
                 continue
             # Only rejections are verdicts; any other code (Error, Skip, Wait) is an error.
-            bad = failing & ~np.isin(sub.codes, _REJECTION_CODES)
+            bad = failing & ~_IS_REJECTION[sub.codes]
             if bad.any():
                 j = int(np.flatnonzero(bad)[0])
                 raise SchedulerError(
@@ -456,9 +456,9 @@ class Framework:
             pl.post_bind(state, pod, node_name)
 
 
-_REJECTION_CODES = np.asarray(
-    [Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING], dtype=np.int8
-)
+#: Code value -> is it a rejection (a Filter verdict) rather than an error.
+_IS_REJECTION = np.zeros(max(Code) + 1, dtype=bool)
+_IS_REJECTION[[Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING]] = True
 
 #: Upstream maxTimeout for Permit waits (15 minutes).
 MAX_PERMIT_TIMEOUT = 15 * 60.0

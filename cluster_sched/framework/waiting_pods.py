@@ -20,6 +20,8 @@ class WaitingPod:
     node_name: str
     #: plugin name -> absolute deadline (monotonic seconds)
     pending: dict[str, float]
+    #: plugin name -> the timeout it asked for, in seconds (named in the rejection)
+    timeouts: dict[str, float] = field(default_factory=dict)
     _done: threading.Event = field(default_factory=threading.Event)
     _result: Status | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -47,7 +49,11 @@ class WaitingPod:
                 deadline = self.pending[deadline_plugin]
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.reject(deadline_plugin, f"rejected due to timeout after waiting at permit ({deadline_plugin})")
+                waited = go_duration(self.timeouts.get(deadline_plugin, 0.0))
+                self.reject(
+                    deadline_plugin,
+                    f"rejected due to timeout after waiting {waited} at plugin {deadline_plugin}",
+                )
                 continue
             self._done.wait(remaining)
 
@@ -89,4 +95,30 @@ class WaitingPods:
 
 def new_waiting_pod(pod_key: str, node_name: str, timeouts: dict[str, float]) -> WaitingPod:
     now = time.monotonic()
-    return WaitingPod(pod_key, node_name, {p: now + t for p, t in timeouts.items()})
+    return WaitingPod(pod_key, node_name, {p: now + t for p, t in timeouts.items()}, dict(timeouts))
+
+
+def go_duration(seconds: float) -> str:
+    """Go's ``time.Duration.String()``: ``0s``, ``1.5ms``, ``100µs``, ``2s``, ``1m30s``."""
+    ns = round(seconds * 1e9)
+    if ns == 0:
+        return "0s"
+    sign, u = ("-", -ns) if ns < 0 else ("", ns)
+
+    def frac(v: int, digits: int) -> str:
+        whole, rest = divmod(v, 10**digits)
+        tail = f"{rest:0{digits}d}".rstrip("0")
+        return f"{whole}.{tail}" if tail else str(whole)
+
+    if u < 1_000:
+        return f"{sign}{u}ns"
+    if u < 1_000_000:
+        return f"{sign}{frac(u, 3)}µs"
+    if u < 1_000_000_000:
+        return f"{sign}{frac(u, 6)}ms"
+    hours, rem = divmod(u, 3_600 * 10**9)
+    minutes, rem = divmod(rem, 60 * 10**9)
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return f"{sign}{out}{frac(rem, 9)}s"

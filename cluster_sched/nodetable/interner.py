@@ -28,6 +28,13 @@ class Interner(Generic[K]):
             self.values.append(value)
         return i
 
+    def copy(self) -> Interner[K]:
+        """An independent interner with the same ids (simulation tables grow their own)."""
+        out: Interner[K] = Interner()
+        out._ids = dict(self._ids)
+        out.values = list(self.values)
+        return out
+
     def get(self, value: K, default: int = -1) -> int:
         return self._ids.get(value, default)
 

@@ -26,11 +26,15 @@ def zone_key(labels: dict[str, str] | object) -> str:
     return f"{region}:\x00:{zone}"
 
 
-def zone_interleaved_order(rows: np.ndarray, zone_codes: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+def zone_interleaved_order(
+    rows: np.ndarray, zone_codes: np.ndarray, seqs: np.ndarray, zone_ranks: np.ndarray | None = None
+) -> np.ndarray:
     """Order ``rows`` (int64[n]) as the nodeTree lists them.
 
     ``zone_codes``/``seqs`` are full columns indexed by row: the interned zone key and the
-    insertion sequence number. Zones are ranked by their earliest surviving node.
+    insertion sequence number. ``zone_ranks`` (int64[n_zone_codes]) orders the zones: the
+    nodeTree keeps a zone's place while it has nodes, so a table passes when each zone
+    last gained its first node. Without it, zones are ranked by their earliest node.
     """
     if len(rows) == 0:
         return rows.astype(np.int64)
@@ -42,7 +46,7 @@ def zone_interleaved_order(rows: np.ndarray, zone_codes: np.ndarray, seqs: np.nd
     starts = np.r_[0, np.flatnonzero(np.diff(z_sorted)) + 1]
     counts = np.diff(np.r_[starts, len(z_sorted)])
     rank_in_zone = np.arange(len(z_sorted)) - np.repeat(starts, counts)
-    first_seq = s[by_zone][starts]
+    first_seq = s[by_zone][starts] if zone_ranks is None else zone_ranks[z_sorted[starts]]
     zone_rank = np.empty(len(starts), dtype=np.int64)
     zone_rank[np.argsort(first_seq, kind="stable")] = np.arange(len(starts))
     final = np.lexsort((np.repeat(zone_rank, counts), rank_in_zone))

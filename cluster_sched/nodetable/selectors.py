@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from cluster_sched.api.objects import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from cluster_sched.api.selectors import _parse_int
 from cluster_sched.nodetable.table import NodeTable
 
 NAME_FIELD = "metadata.name"
@@ -34,15 +35,19 @@ def requirement_mask(table: NodeTable, req: NodeSelectorRequirement) -> np.ndarr
         hit = np.isin(col, np.asarray(codes, dtype=col.dtype)) if codes else np.zeros(cap, dtype=bool)
         return hit if op == "In" else ~hit
     if op in ("Gt", "Lt"):
-        numeric = table.label_numeric(req.key)
-        try:
-            bound = int(req.values[0])
-        except (IndexError, ValueError):
+        # Exact int64 comparison with Go's strconv.ParseInt rules ("1_0" and values
+        # beyond int64 never match), decided once per distinct label value, not per node.
+        bound = _parse_int(req.values[0]) if len(req.values) == 1 else None
+        if bound is None:
             return np.zeros(cap, dtype=bool)
-        assert numeric is not None
-        vals = np.where(col >= 0, numeric[np.maximum(col, 0)], np.nan)
-        with np.errstate(invalid="ignore"):
-            return vals > bound if op == "Gt" else vals < bound
+        values = table.label_values[req.key].values
+        parsed = (_parse_int(v) for v in values)
+        ok = np.fromiter(
+            (v is not None and (v > bound if op == "Gt" else v < bound) for v in parsed),
+            dtype=bool,
+            count=len(values),
+        )
+        return (col >= 0) & ok[np.maximum(col, 0)] if len(values) else np.zeros(cap, dtype=bool)
     return np.zeros(cap, dtype=bool)
 
 

@@ -6,9 +6,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from cluster_sched.framework.interfaces import NodeToStatus
-from cluster_sched.framework.status import Status
+from cluster_sched.framework.status import Code, Status
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
+#: upstream ErrNoNodesAvailable: the cluster has no node at all.
+ERR_NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 
 
 @dataclass(slots=True)
@@ -22,13 +24,25 @@ class Diagnosis:
 
     def add_status(self, node: str, status: Status) -> None:
         self.node_to_status.statuses[node] = status
-        if status.plugin:
+        self.add_plugin_status(status)
+
+    def add_plugin_status(self, status: Status) -> None:
+        """upstream Diagnosis.AddPluginStatus: rejecting plugins (Pending included) are
+        unschedulable plugins; Pending ones are pending plugins too."""
+        if not status.plugin:
+            return
+        if status.is_rejected:
             self.unschedulable_plugins.add(status.plugin)
+        if status.code == Code.PENDING:
+            self.pending_plugins.add(status.plugin)
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
     """upstream FitError.Error(): a sorted histogram of reasons, PreFilter's message
     instead when PreFilter rejected, then PostFilter's (preemption) message."""
+    if num_all_nodes == 0:
+        # upstream schedulePod returns ErrNoNodesAvailable, not a FitError (no PostFilter)
+        return ERR_NO_NODES_AVAILABLE
     msg = NO_NODE_AVAILABLE_MSG.format(num_all_nodes) + ":"
     if diagnosis.pre_filter_msg:
         msg += f" {diagnosis.pre_filter_msg}."
@@ -45,7 +59,9 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         if histogram:
             msg += f" {', '.join(histogram)}."
     if diagnosis.post_filter_msg:
-        msg += f" {diagnosis.post_filter_msg}."
+        # No period of its own: PostFilter messages end with one ("preemption: 0/3 nodes
+        # are available: ... ." is itself a FitError message).
+        msg += f" {diagnosis.post_filter_msg}"
     return msg
 
 

@@ -39,7 +39,11 @@ def build_framework(config: SchedulerConfiguration, pod: Pod, cache: Cache, seed
             handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(seed))
             handle.services["snapshot"] = cache
             handle.services["cache"] = cache
-            return Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
+            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
+            # DefaultPreemption's dry runs filter simulated nodes with the profile's
+            # Framework; no preemption executor is registered, so nothing is evicted.
+            handle.services["framework"] = fwk
+            return fwk
     raise ConfigError(
         f'pod {pod.key}: spec.schedulerName "{pod.scheduler_name}" matches no profile in the configuration'
     )
@@ -71,7 +75,7 @@ def explain(cache: Cache, pod: Pod, config: SchedulerConfiguration, seed: int | 
         out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)
         out["filter"] = {name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()}
         preemption = None
-        if fwk.post_filter:
+        if fwk.post_filter and err.num_all_nodes:
             post, status = fwk.run_post_filter(state, pod, diagnosis.node_to_status)
             if status.reasons:
                 diagnosis.post_filter_msg = status.message()

@@ -1,0 +1,62 @@
+"""Out-of-tree test plugins, named in configurations as ``cs_sample_plugins:<Class>``.
+
+``tests/framework/conftest.py`` and the CLI tests put this directory on ``sys.path``
+(``PYTHONPATH`` for subprocesses); nothing in ``cluster_sched`` knows these classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.status import Code
+from cluster_sched.framework.verdicts import NodeVerdicts
+
+REJECT_LABEL = "sample.example.com/reject"
+REJECT_REASON = "node(s) carry the sample reject label"
+
+
+class PreferNamed:
+    """Score: 100 for the nodes named in ``args["prefer"]``, 0 elsewhere. Built through
+    its ``new`` classmethod, so it sees its raw args."""
+
+    def __init__(self, prefer: frozenset[str]) -> None:
+        self.prefer = prefer
+
+    @classmethod
+    def new(cls, args: Mapping[str, Any] | None, handle: Any) -> PreferNamed:
+        return cls(frozenset((args or {}).get("prefer", ())))
+
+    def score(self, state: CycleState, pod: Any, nodes: NodeSlice) -> np.ndarray:
+        return np.asarray([100 if n in self.prefer else 0 for n in nodes.names()], dtype=np.int64)
+
+
+class RejectLabel:
+    """Filter: Unschedulable on nodes labelled ``REJECT_LABEL``. No ``new``, so it is
+    built as ``RejectLabel(args, handle)``; no ``events_to_register`` on purpose."""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.args = args
+
+    def filter(self, state: CycleState, pod: Any, nodes: NodeSlice) -> NodeVerdicts:
+        col = nodes.table.label_column(REJECT_LABEL)
+        fails = np.zeros(len(nodes), dtype=bool) if col is None else col[nodes.rows] >= 0
+        return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, REJECT_REASON)
+
+
+class RefusesArgs:
+    """A plugin whose constructor rejects its arguments."""
+
+    @staticmethod
+    def new(args: Any, handle: Any) -> RefusesArgs:
+        raise ValueError("prefer must be a list")
+
+    def filter(self, state: CycleState, pod: Any, nodes: NodeSlice) -> NodeVerdicts:
+        return NodeVerdicts.passing(len(nodes))
+
+
+NOT_A_CLASS = 42
