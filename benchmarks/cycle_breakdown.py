@@ -37,9 +37,17 @@ def main() -> None:
     cache = Cache()
     zones = ["zone-a", "zone-b", "zone-c"]
     for i in range(args.nodes):
-        cache.add_node(parse_object(node_manifest(f"node-{i}", labels={"topology.kubernetes.io/zone": zones[i % 3]})))
+        cache.add_node(
+            parse_object(
+                node_manifest(f"node-{i}", labels={"topology.kubernetes.io/zone": zones[i % 3]})
+            )
+        )
     config = parse_config(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "percentageOfNodesToScore": args.percentage}
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "percentageOfNodesToScore": args.percentage,
+        }
     )
     pod = parse_object(pod_manifest("bench"))
     fwk = build_framework(config, pod, cache, seed=1)
@@ -62,7 +70,10 @@ def main() -> None:
     raw = fwk.run_score(state, pod, nodes)
     timed("normalize_scores", lambda: fwk.normalize_scores(state, pod, raw))
     sched = Scheduler(args.percentage, random.Random(1))
-    timed("schedule_pod (whole attempt)", lambda: sched.schedule_pod(fwk, CycleState(), pod, table, cache))
+    timed(
+        "schedule_pod (whole attempt)",
+        lambda: sched.schedule_pod(fwk, CycleState(), pod, table, cache),
+    )
 
 
 if __name__ == "__main__":
@@ -76,7 +87,13 @@ def profile(n_nodes: int = 5000) -> None:  # pragma: no cover - manual use
     cache = Cache()
     for i in range(n_nodes):
         cache.add_node(parse_object(node_manifest(f"node-{i}")))
-    config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration", "percentageOfNodesToScore": 100})
+    config = parse_config(
+        {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "percentageOfNodesToScore": 100,
+        }
+    )
     pod = parse_object(pod_manifest("bench"))
     fwk = build_framework(config, pod, cache, seed=1)
     sched = Scheduler(100, random.Random(1))

@@ -22,7 +22,6 @@ CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
     "percentageOfNodesToScore": 100,
-
 }
 
 
@@ -30,11 +29,20 @@ def run(n_nodes: int, n_pods: int) -> float:
     cache = Cache()
     zones = ["zone-a", "zone-b", "zone-c"]
     for i in range(n_nodes):
-        cache.add_node(parse_object(node_manifest(f"node-{i}", labels={"topology.kubernetes.io/zone": zones[i % 3]})))
+        cache.add_node(
+            parse_object(
+                node_manifest(f"node-{i}", labels={"topology.kubernetes.io/zone": zones[i % 3]})
+            )
+        )
     # some load so scores differ
     rng = random.Random(1)
     for j in range(n_nodes):
-        pod = parse_object({**pod_manifest(f"running-{j}", cpu=f"{rng.randint(1, 30) * 100}m"), "spec": {**pod_manifest("x")["spec"], "nodeName": f"node-{rng.randrange(n_nodes)}"}})
+        pod = parse_object(
+            {
+                **pod_manifest(f"running-{j}", cpu=f"{rng.randint(1, 30) * 100}m"),
+                "spec": {**pod_manifest("x")["spec"], "nodeName": f"node-{rng.randrange(n_nodes)}"},
+            }
+        )
         cache.add_pod(pod)
     config = parse_config(CONFIG)
     pod = parse_object(pod_manifest("bench"))
@@ -54,7 +62,9 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=200)
     args = ap.parse_args()
     for n in args.nodes:
-        print(f"{n:>7} nodes: {run(n, args.pods):8.1f} µs per pod (default profile, percentageOfNodesToScore=100)")
+        print(
+            f"{n:>7} nodes: {run(n, args.pods):8.1f} µs per pod (default profile, percentageOfNodesToScore=100)"
+        )
 
 
 if __name__ == "__main__":

@@ -21,10 +21,14 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p = sub.add_parser("explain", help="explain the scheduling decision for one pod")
     p.add_argument("--cluster", required=True, help="nodes, namespaces, running pods (YAML/JSON)")
     p.add_argument("--pod", required=True, help="the pending pod (YAML/JSON)")
-    p.add_argument("--config", help="KubeSchedulerConfiguration v1 (default: upstream's default profile)")
+    p.add_argument(
+        "--config", help="KubeSchedulerConfiguration v1 (default: upstream's default profile)"
+    )
     p.add_argument("--seed", type=int, default=None, help="seed for tie-breaking among top nodes")
     p.add_argument("--output", choices=("table", "json"), default="table")
-    p.add_argument("--all", action="store_true", help="table: show every node, not only the top ones")
+    p.add_argument(
+        "--all", action="store_true", help="table: show every node, not only the top ones"
+    )
     p.add_argument("--top", type=int, default=20, help="table: how many nodes to show (default 20)")
     p.set_defaults(func=_cmd_explain)
 

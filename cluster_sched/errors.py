@@ -45,7 +45,9 @@ class InvalidObjectError(ClusterSchedError):
         prefix = ": ".join(parts)
         return f"{prefix}: {self.reason}" if prefix else self.reason
 
-    def located(self, *, obj: str | None = None, source: str | None = None, field_prefix: str = "") -> InvalidObjectError:
+    def located(
+        self, *, obj: str | None = None, source: str | None = None, field_prefix: str = ""
+    ) -> InvalidObjectError:
         """Return a copy that also names where the object came from."""
         field = self.field
         if field_prefix:

@@ -21,7 +21,7 @@ STAMP = VENV / ".installed"
 
 def _ensure_venv() -> None:
     """Create the venv and (re)install when pyproject.toml changed since last install."""
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - runs before anything checks the version
         sys.exit("cluster-sched needs Python 3.11 or newer")
     if not (BIN / "python").exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
@@ -43,7 +43,11 @@ def main(argv: list[str]) -> int:
     if cmd == "setup":
         return 0
     if cmd == "run":
-        args = rest or [str(ROOT / "examples" / "scheduling-basic.yaml"), "--output", str(ROOT / "out")]
+        args = rest or [
+            str(ROOT / "examples" / "scheduling-basic.yaml"),
+            "--output",
+            str(ROOT / "out"),
+        ]
         return subprocess.call([str(BIN / "cluster-sched"), "run", *args], cwd=ROOT)
     return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest], cwd=ROOT)
 

@@ -133,14 +133,18 @@ class QueueSortPlugin(Protocol):
 class PreFilterExtensions(Protocol):
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str) -> Status: ...
 
-    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str) -> Status: ...
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str
+    ) -> Status: ...
 
 
 @runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]: ...
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]: ...
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
 
@@ -249,4 +253,6 @@ EXTENSION_METHODS: dict[str, str] = {
 
 def capabilities_of(plugin_cls: type) -> frozenset[str]:
     """The extension points a plugin class implements, by the methods it defines."""
-    return frozenset(ep for ep, meth in EXTENSION_METHODS.items() if callable(getattr(plugin_cls, meth, None)))
+    return frozenset(
+        ep for ep, meth in EXTENSION_METHODS.items() if callable(getattr(plugin_cls, meth, None))
+    )

@@ -50,22 +50,32 @@ def _in_tree() -> dict[str, PluginSpec]:
     specs = [
         PluginSpec(names.PRIORITY_SORT, priority_sort.new, priority_sort.PrioritySort),
         PluginSpec(names.SCHEDULING_GATES, scheduling_gates.new, scheduling_gates.SchedulingGates),
-        PluginSpec(names.NODE_UNSCHEDULABLE, node_unschedulable.new, node_unschedulable.NodeUnschedulable),
+        PluginSpec(
+            names.NODE_UNSCHEDULABLE, node_unschedulable.new, node_unschedulable.NodeUnschedulable
+        ),
         PluginSpec(names.NODE_NAME, node_name.new, node_name.NodeName),
         PluginSpec(names.TAINT_TOLERATION, taint_toleration.new, taint_toleration.TaintToleration),
         PluginSpec(names.NODE_AFFINITY, node_affinity.new, node_affinity.NodeAffinity),
         PluginSpec(names.NODE_PORTS, node_ports.new, node_ports.NodePorts),
         PluginSpec(names.NODE_RESOURCES_FIT, fit.new, fit.Fit),
         PluginSpec(
-            names.NODE_RESOURCES_BALANCED_ALLOCATION, balanced_allocation.new, balanced_allocation.BalancedAllocation
+            names.NODE_RESOURCES_BALANCED_ALLOCATION,
+            balanced_allocation.new,
+            balanced_allocation.BalancedAllocation,
         ),
         PluginSpec(names.IMAGE_LOCALITY, image_locality.new, image_locality.ImageLocality),
         PluginSpec(names.DEFAULT_BINDER, default_binder.new, default_binder.DefaultBinder),
-        PluginSpec(names.VOLUME_RESTRICTIONS, volumes.new_volume_restrictions, volumes.VolumeRestrictions),
-        PluginSpec(names.NODE_VOLUME_LIMITS, volumes.new_node_volume_limits, volumes.NodeVolumeLimits),
+        PluginSpec(
+            names.VOLUME_RESTRICTIONS, volumes.new_volume_restrictions, volumes.VolumeRestrictions
+        ),
+        PluginSpec(
+            names.NODE_VOLUME_LIMITS, volumes.new_node_volume_limits, volumes.NodeVolumeLimits
+        ),
         PluginSpec(names.VOLUME_BINDING, volumes.new_volume_binding, volumes.VolumeBinding),
         PluginSpec(names.VOLUME_ZONE, volumes.new_volume_zone, volumes.VolumeZone),
-        PluginSpec(names.DYNAMIC_RESOURCES, volumes.new_dynamic_resources, volumes.DynamicResources),
+        PluginSpec(
+            names.DYNAMIC_RESOURCES, volumes.new_dynamic_resources, volumes.DynamicResources
+        ),
     ]
     specs.extend(_cross_node_specs())
     return {s.name: s for s in specs}
@@ -75,9 +85,21 @@ def _cross_node_specs() -> list[PluginSpec]:
     """InterPodAffinity, PodTopologySpread and DefaultPreemption, when present."""
     out: list[PluginSpec] = []
     for module_name, cls_name, name in (
-        ("cluster_sched.plugins.interpodaffinity.plugin", "InterPodAffinity", names.INTER_POD_AFFINITY),
-        ("cluster_sched.plugins.podtopologyspread.plugin", "PodTopologySpread", names.POD_TOPOLOGY_SPREAD),
-        ("cluster_sched.plugins.defaultpreemption.plugin", "DefaultPreemption", names.DEFAULT_PREEMPTION),
+        (
+            "cluster_sched.plugins.interpodaffinity.plugin",
+            "InterPodAffinity",
+            names.INTER_POD_AFFINITY,
+        ),
+        (
+            "cluster_sched.plugins.podtopologyspread.plugin",
+            "PodTopologySpread",
+            names.POD_TOPOLOGY_SPREAD,
+        ),
+        (
+            "cluster_sched.plugins.defaultpreemption.plugin",
+            "DefaultPreemption",
+            names.DEFAULT_PREEMPTION,
+        ),
     ):
         try:
             module = importlib.import_module(module_name)
@@ -102,7 +124,9 @@ def load_out_of_tree(name: str) -> PluginSpec:
     if target is None:
         raise PluginError(f'plugin "{name}": module {module_name!r} has no attribute {attr!r}')
     if not isinstance(target, type):
-        raise PluginError(f'plugin "{name}": {attr!r} must be a class (its methods say which extension points it implements)')
+        raise PluginError(
+            f'plugin "{name}": {attr!r} must be a class (its methods say which extension points it implements)'
+        )
     factory: Factory = getattr(target, "new", None) or target
     return PluginSpec(name, factory, target)
 

@@ -69,16 +69,22 @@ def instrumented(extension_point: str) -> Callable[[Callable[..., Any]], Callabl
             if not self.instrumented:
                 return fn(self, *args, **kwargs)
             start = time.perf_counter()
-            with self.tracing.span(span_name, {ATTR_PROFILE: self.profile_name, ATTR_PHASE: extension_point}) as span:
+            with self.tracing.span(
+                span_name, {ATTR_PROFILE: self.profile_name, ATTR_PHASE: extension_point}
+            ) as span:
                 try:
                     result = fn(self, *args, **kwargs)
                 except Exception:
-                    self.metrics.observe_extension_point(extension_point, "Error", self.profile_name, time.perf_counter() - start)
+                    self.metrics.observe_extension_point(
+                        extension_point, "Error", self.profile_name, time.perf_counter() - start
+                    )
                     raise
                 label = _status_label(result)
                 if self.tracing.enabled:
                     span.set_attribute(ATTR_STATUS, label)
-                self.metrics.observe_extension_point(extension_point, label, self.profile_name, time.perf_counter() - start)
+                self.metrics.observe_extension_point(
+                    extension_point, label, self.profile_name, time.perf_counter() - start
+                )
                 return result
 
         run.__name__ = fn.__name__
@@ -174,7 +180,9 @@ class Framework:
                     except PluginError:
                         raise
                     except Exception as exc:  # a plugin rejecting its args
-                        raise PluginError(f'{field}: plugin "{name}" failed to start: {exc}') from exc
+                        raise PluginError(
+                            f'{field}: plugin "{name}" failed to start: {exc}'
+                        ) from exc
                     if not getattr(instances[name], "name", None):
                         instances[name].name = name
                 plugins.setdefault(point, []).append((instances[name], weight))
@@ -196,7 +204,16 @@ class Framework:
         upstream does, so its pods are never stuck.
         """
         out: dict[str, tuple[ClusterEvent, ...]] = {}
-        rejecting = {pl.name for pl in (*self.pre_enqueue, *self.pre_filter, *self.filter, *self.reserve, *self.permit)}
+        rejecting = {
+            pl.name
+            for pl in (
+                *self.pre_enqueue,
+                *self.pre_filter,
+                *self.filter,
+                *self.reserve,
+                *self.permit,
+            )
+        }
         for name, pl in self.plugins.items():
             fn = getattr(pl, "events_to_register", None)
             if fn is not None:
@@ -232,7 +249,15 @@ class Framework:
                 if s.code == Code.UNSCHEDULABLE:
                     rejected = s.with_plugin(pl.name)
                     continue
-                return None, Status(Code.ERROR, (f'running PreFilter plugin "{pl.name}": {s.message()}',), pl.name), narrowing
+                return (
+                    None,
+                    Status(
+                        Code.ERROR,
+                        (f'running PreFilter plugin "{pl.name}": {s.message()}',),
+                        pl.name,
+                    ),
+                    narrowing,
+                )
             if r is not None and r.node_names is not None:
                 narrowing.add(pl.name)
                 result = r if result is None else result.merge(r)
@@ -240,7 +265,11 @@ class Framework:
                     msg = f"node(s) didn't satisfy plugin(s) {_go_list(sorted(narrowing))} simultaneously"
                     if len(narrowing) == 1:
                         msg = f"node(s) didn't satisfy plugin {pl.name}"
-                    return result, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), pl.name), narrowing
+                    return (
+                        result,
+                        Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (msg,), pl.name),
+                        narrowing,
+                    )
         if rejected is not None:
             return result, rejected, narrowing | {rejected.plugin}
         return result, SUCCESS, narrowing
@@ -256,7 +285,9 @@ class Framework:
             if pl.name in state.skip_filter_plugins or not len(alive):
                 continue
             # While no node failed, later plugins get the caller's slice (a prefix stays one).
-            sub = pl.filter(state, pod, nodes if len(alive) == k else NodeSlice(nodes.table, nodes.rows[alive]))
+            sub = pl.filter(
+                state, pod, nodes if len(alive) == k else NodeSlice(nodes.table, nodes.rows[alive])
+            )
             failing = sub.codes != 0
             if not failing.any():
                 continue
@@ -281,9 +312,15 @@ class Framework:
         code = int(outcome.verdicts.codes[i])
         if code == 0:
             return SUCCESS
-        return Status(Code(code), outcome.verdicts.reasons_of(i), self.filter_names[int(outcome.plugin_idx[i])])
+        return Status(
+            Code(code),
+            outcome.verdicts.reasons_of(i),
+            self.filter_names[int(outcome.plugin_idx[i])],
+        )
 
-    def run_pre_filter_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str) -> Status:
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str
+    ) -> Status:
         for pl in self.pre_filter:
             if pl.name in state.skip_filter_plugins:
                 continue
@@ -295,7 +332,9 @@ class Framework:
                 return error(f'running AddPod on PreFilter plugin "{pl.name}": {s.message()}')
         return SUCCESS
 
-    def run_pre_filter_remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str) -> Status:
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str
+    ) -> Status:
         for pl in self.pre_filter:
             if pl.name in state.skip_filter_plugins:
                 continue
@@ -334,14 +373,18 @@ class Framework:
     # ------------------------------------------------------------------ score
 
     @instrumented("PreScore")
-    def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice) -> Status:
+    def run_pre_score(
+        self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice
+    ) -> Status:
         for pl in self.pre_score:
             s = pl.pre_score(state, pod, snapshot, feasible)
             if s.is_skip:
                 state.skip_score_plugins.add(pl.name)
                 continue
             if not s.is_success:
-                return Status(Code.ERROR, (f'running PreScore plugin "{pl.name}": {s.message()}',), pl.name)
+                return Status(
+                    Code.ERROR, (f'running PreScore plugin "{pl.name}": {s.message()}',), pl.name
+                )
         return SUCCESS
 
     def active_score_plugins(self, state: CycleState) -> list[Any]:
@@ -356,7 +399,9 @@ class Framework:
         return out
 
     @instrumented("ScoreExtensionNormalize")
-    def normalize_scores(self, state: CycleState, pod: Pod, raw: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def normalize_scores(
+        self, state: CycleState, pod: Pod, raw: Mapping[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
         """NormalizeScore over all feasible nodes, then upstream's range check."""
         out: dict[str, np.ndarray] = {}
         for name, scores in raw.items():
@@ -388,7 +433,9 @@ class Framework:
             if not s.is_success:
                 if s.is_rejected:
                     return s.with_plugin(pl.name)
-                return Status(Code.ERROR, (f'running Reserve plugin "{pl.name}": {s.message()}',), pl.name)
+                return Status(
+                    Code.ERROR, (f'running Reserve plugin "{pl.name}": {s.message()}',), pl.name
+                )
         return SUCCESS
 
     @instrumented("Unreserve")
@@ -410,10 +457,15 @@ class Framework:
             if s.code == Code.WAIT:
                 timeouts[pl.name] = min(max(float(timeout), 0.0), MAX_PERMIT_TIMEOUT)
                 continue
-            return Status(Code.ERROR, (f'running Permit plugin "{pl.name}": {s.message()}',), pl.name)
+            return Status(
+                Code.ERROR, (f'running Permit plugin "{pl.name}": {s.message()}',), pl.name
+            )
         if timeouts:
             self.handle.waiting_pods.add(new_waiting_pod(pod.key, node_name, timeouts))
-            return Status(Code.WAIT, (f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"',))
+            return Status(
+                Code.WAIT,
+                (f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"',),
+            )
         return SUCCESS
 
     @instrumented("WaitOnPermit")
@@ -431,8 +483,12 @@ class Framework:
         for pl in self.pre_bind:
             s = pl.pre_bind(state, pod, node_name)
             if not s.is_success:
-                return s.with_plugin(pl.name) if s.is_rejected else Status(
-                    Code.ERROR, (f'running PreBind plugin "{pl.name}": {s.message()}',), pl.name
+                return (
+                    s.with_plugin(pl.name)
+                    if s.is_rejected
+                    else Status(
+                        Code.ERROR, (f'running PreBind plugin "{pl.name}": {s.message()}',), pl.name
+                    )
                 )
         return SUCCESS
 
@@ -444,8 +500,12 @@ class Framework:
             if s.is_skip:
                 continue
             if not s.is_success:
-                return s.with_plugin(pl.name) if s.is_rejected else Status(
-                    Code.ERROR, (f'running Bind plugin "{pl.name}": {s.message()}',), pl.name
+                return (
+                    s.with_plugin(pl.name)
+                    if s.is_rejected
+                    else Status(
+                        Code.ERROR, (f'running Bind plugin "{pl.name}": {s.message()}',), pl.name
+                    )
                 )
             return SUCCESS
         return Status(Code.SKIP, ("no bind plugin bound the pod",))

@@ -32,7 +32,9 @@ def requirement_mask(table: NodeTable, req: NodeSelectorRequirement) -> np.ndarr
         return col < 0
     if op in ("In", "NotIn"):
         codes = [c for c in (table.label_code(req.key, v) for v in req.values) if c >= 0]
-        hit = np.isin(col, np.asarray(codes, dtype=col.dtype)) if codes else np.zeros(cap, dtype=bool)
+        hit = (
+            np.isin(col, np.asarray(codes, dtype=col.dtype)) if codes else np.zeros(cap, dtype=bool)
+        )
         return hit if op == "In" else ~hit
     if op in ("Gt", "Lt"):
         # Exact int64 comparison with Go's strconv.ParseInt rules ("1_0" and values
@@ -107,7 +109,9 @@ def label_map_mask(table: NodeTable, labels: Mapping[str, str]) -> np.ndarray:
     return table.memo(("labels", items), compute)
 
 
-def preferred_terms_score(table: NodeTable, terms: tuple[tuple[int, NodeSelectorTerm], ...]) -> np.ndarray:
+def preferred_terms_score(
+    table: NodeTable, terms: tuple[tuple[int, NodeSelectorTerm], ...]
+) -> np.ndarray:
     """int64[cap]: sum of weights of matching preferred terms (weight 0 terms ignored)."""
 
     def compute() -> np.ndarray:

@@ -449,8 +449,18 @@ class NodeTable:
         t.size = k
         idx = rows if k else np.zeros(1, dtype=np.int64)
         for attr in (
-            "alive", "allocatable", "requested", "free", "nonzero", "pod_count", "allowed_pods",
-            "unschedulable", "zone_code", "seq", "taint_pos", "port_count",
+            "alive",
+            "allocatable",
+            "requested",
+            "free",
+            "nonzero",
+            "pod_count",
+            "allowed_pods",
+            "unschedulable",
+            "zone_code",
+            "seq",
+            "taint_pos",
+            "port_count",
         ):
             col = getattr(self, attr)[..., idx].copy()
             if not k:

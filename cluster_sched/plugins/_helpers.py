@@ -13,7 +13,9 @@ def div_trunc(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     return np.where((np.asarray(a) < 0) ^ (np.asarray(b) < 0), -q, q)
 
 
-def default_normalize_score(scores: np.ndarray, reverse: bool, max_priority: int = MAX_NODE_SCORE) -> np.ndarray:
+def default_normalize_score(
+    scores: np.ndarray, reverse: bool, max_priority: int = MAX_NODE_SCORE
+) -> np.ndarray:
     """Upstream helper.DefaultNormalizeScore: scale to [0, max] by the max (reversed if asked)."""
     max_count = int(scores.max()) if len(scores) else 0
     if max_count <= 0:

@@ -65,7 +65,9 @@ class NodeAffinity:
 
     # -- filter
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
         required = required_selector(pod)
         if required is None and self._added_required is None and not pod.node_selector:
             return None, skip()
@@ -96,7 +98,9 @@ class NodeAffinity:
         if self._added_required is not None:
             enforced = nodes.take(node_selector_mask(table, self._added_required))
             verdicts.merge_first_failure(
-                NodeVerdicts.from_mask(~enforced, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED)
+                NodeVerdicts.from_mask(
+                    ~enforced, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_ENFORCED
+                )
             )
         s: _PreFilterState | None = state.get(STATE_KEY)
         if s is None:
@@ -137,7 +141,10 @@ class NodeAffinity:
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:
         return (
-            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
+            ClusterEvent(
+                EventResource.NODE,
+                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ),
         )
 
 

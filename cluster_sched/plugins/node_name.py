@@ -27,7 +27,9 @@ class NodeName:
             return NodeVerdicts.passing(len(nodes))
         row = nodes.table.index.get(pod.node_name, -1)
         fails = nodes.rows != row
-        return NodeVerdicts.from_mask(np.asarray(fails), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON)
+        return NodeVerdicts.from_mask(
+            np.asarray(fails), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON
+        )
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:
         return (ClusterEvent(EventResource.NODE, ActionType.ADD),)

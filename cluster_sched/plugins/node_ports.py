@@ -48,7 +48,9 @@ def conflicting_columns(table: NodeTable, wanted: tuple[PortKey, ...]) -> np.nda
 class NodePorts:
     name = NAME
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
         ports = tuple(pod_host_ports(pod))
         if not ports:
             return None, skip()
@@ -72,7 +74,10 @@ class NodePorts:
     def events_to_register(self) -> tuple[ClusterEvent, ...]:
         return (
             ClusterEvent(EventResource.POD, ActionType.DELETE),
-            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL),
+            ClusterEvent(
+                EventResource.NODE,
+                ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL,
+            ),
         )
 
 

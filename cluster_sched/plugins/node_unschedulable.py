@@ -26,7 +26,9 @@ class NodeUnschedulable:
         if tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
             return NodeVerdicts.passing(len(nodes))
         fails = nodes.take(nodes.table.unschedulable)
-        return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE)
+        return NodeVerdicts.from_mask(
+            fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNSCHEDULABLE
+        )
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:
         return (ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),)

@@ -25,7 +25,9 @@ DO_NOT_SCHEDULE = frozenset({NO_SCHEDULE, NO_EXECUTE})
 ERR_REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
-def untolerated_taint_columns(table: NodeTable, tolerations: tuple[Toleration, ...], effects: frozenset[str]) -> np.ndarray:
+def untolerated_taint_columns(
+    table: NodeTable, tolerations: tuple[Toleration, ...], effects: frozenset[str]
+) -> np.ndarray:
     """Taint ids (columns of ``taint_pos``) with an effect in ``effects`` that the
     tolerations do not tolerate. Loops over distinct taints, not nodes."""
     return np.asarray(
@@ -60,7 +62,9 @@ class TaintToleration:
 
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
         fails = nodes.take(_untolerated_mask(nodes.table, pod.tolerations))
-        return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED)
+        return NodeVerdicts.from_mask(
+            fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_UNTOLERATED
+        )
 
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Any) -> Status:
         """Upstream PreScore: the tolerations that matter to Score (empty or

@@ -21,7 +21,9 @@ from cluster_sched.plugins import names
 class _NoVolumes:
     name = ""
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
         return None, skip()
 
     def pre_filter_extensions(self) -> None:

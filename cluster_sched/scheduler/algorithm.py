@@ -75,7 +75,9 @@ class AttemptResult:
 class Scheduler:
     """Holds the cross-cycle state of schedulePod: the next start node index and RNG."""
 
-    def __init__(self, percentage_of_nodes_to_score: int | None = 0, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, percentage_of_nodes_to_score: int | None = 0, rng: random.Random | None = None
+    ) -> None:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = rng or random.Random()
@@ -101,7 +103,9 @@ class Scheduler:
         num_all = table.n_nodes
         if num_all == 0:
             raise FitError(pod.key, 0, Diagnosis())
-        feasible, diagnosis, evaluated = self.find_nodes_that_fit(fwk, state, pod, table, snapshot, nominated, source)
+        feasible, diagnosis, evaluated = self.find_nodes_that_fit(
+            fwk, state, pod, table, snapshot, nominated, source
+        )
         if len(feasible) == 0:
             raise FitError(pod.key, num_all, diagnosis)
         result = AttemptResult(None, evaluated, feasible, table, diagnosis, num_all_nodes=num_all)
@@ -141,7 +145,9 @@ class Scheduler:
             row = table.index.get(pod.nominated_node_name)
             if row is not None:
                 rows = np.asarray([row], dtype=np.int64)
-                passed, statuses = self._filter_rows(fwk, state, pod, table, rows, nominated, source)
+                passed, statuses = self._filter_rows(
+                    fwk, state, pod, table, rows, nominated, source
+                )
                 if passed[0]:
                     return rows, diagnosis, 1
                 # Upstream shares the diagnosis' NodeToStatus with evaluateNominatedNode:
@@ -155,7 +161,8 @@ class Scheduler:
             nodes = all_rows[keep]
             plugins = "[" + " ".join(sorted(narrowing)) + "]"
             diagnosis.node_to_status.absent_status = Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) {plugins}",)
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                (f"node(s) didn't satisfy plugin(s) {plugins}",),
             )
             diagnosis.unschedulable_plugins |= narrowing
 
@@ -292,10 +299,14 @@ class Scheduler:
             if not s.is_success:
                 # upstream addGENominatedPods: an AddPod failure fails the whole attempt
                 raise SchedulerError(s.message())
-        first = _single_status(fwk, fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64))))
+        first = _single_status(
+            fwk, fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64)))
+        )
         if not first.is_success:
             return first
-        return _single_status(fwk, fwk.run_filter(state, pod, NodeSlice(table, np.asarray([row], dtype=np.int64))))
+        return _single_status(
+            fwk, fwk.run_filter(state, pod, NodeSlice(table, np.asarray([row], dtype=np.int64)))
+        )
 
     # ------------------------------------------------------------------ scoring
 
@@ -335,7 +346,9 @@ class Scheduler:
         result.top_nodes = [(table.names[int(feasible[i])], int(totals[i])) for i in top]  # type: ignore[misc]
 
 
-def select_host(totals: np.ndarray, rng: random.Random, count: int = HIGHEST_SCORED_NODES_TO_REPORT) -> tuple[int, list[int]]:
+def select_host(
+    totals: np.ndarray, rng: random.Random, count: int = HIGHEST_SCORED_NODES_TO_REPORT
+) -> tuple[int, list[int]]:
     """Uniform choice among the top-scoring nodes (upstream's reservoir sampling has the
     same distribution), plus the ``count`` best indices with the chosen one first."""
     best = int(totals.max())

@@ -75,7 +75,9 @@ class BindingExecutor(Protocol):
     def close(self) -> None: ...
 
 
-def run_binding_cycle(fwk: Framework, job: BindingJob, bind: Callable[[], Status] | None = None) -> Status:
+def run_binding_cycle(
+    fwk: Framework, job: BindingJob, bind: Callable[[], Status] | None = None
+) -> Status:
     """One binding cycle; ``bind`` overrides the Bind extension point (batched binds)."""
     pod, node = job.pod, job.node_name
     if job.waiting:
@@ -96,7 +98,9 @@ def bind_status(outcome: BindOutcome | int, pod_key: str, node: str) -> Status:
     if outcome == BindOutcome.BOUND:
         return SUCCESS
     name = BindOutcome(outcome).name.lower().replace("_", " ")
-    return Status(Code.ERROR, (f"binding pod {pod_key} to node {node}: conflict ({name})",), "DefaultBinder")
+    return Status(
+        Code.ERROR, (f"binding pod {pod_key} to node {node}: conflict ({name})",), "DefaultBinder"
+    )
 
 
 def store_binder(store: Store) -> Callable[[Pod, str], Status]:
@@ -231,7 +235,9 @@ class LocalBindingExecutor:
 
     def _run_batch(self, jobs: Sequence[BindingJob]) -> None:
         batched = [j for j in jobs if _binds_with_default_binder_only(self._frameworks[j.profile])]
-        others = [j for j in jobs if not _binds_with_default_binder_only(self._frameworks[j.profile])]
+        others = [
+            j for j in jobs if not _binds_with_default_binder_only(self._frameworks[j.profile])
+        ]
         for job in others:
             self._run_one(job)
         if not batched:
@@ -255,7 +261,9 @@ class LocalBindingExecutor:
         if not ready:
             return
         try:
-            results = self._store.bind_many([(j.pod.key, j.node_name, j.pod.uid or None) for j in ready])
+            results = self._store.bind_many(
+                [(j.pod.key, j.node_name, j.pod.uid or None) for j in ready]
+            )
         except Exception as exc:
             for job in ready:
                 failed = Status(Code.ERROR, (f"binding failed: {exc}",))
@@ -273,10 +281,9 @@ class LocalBindingExecutor:
             self._end_span(span, s)
             self._done.put(BindingOutcome(job, s))
         if events:
-            try:
+            # Events are informational: a failed write loses no pod.
+            with contextlib.suppress(Exception):
                 self._store.record_events(events)
-            except Exception:  # events are informational; a failed write loses no pod
-                pass
 
 
 def binding_span_attributes(job: BindingJob) -> dict[str, Any]:

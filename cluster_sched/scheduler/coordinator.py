@@ -9,6 +9,7 @@ of the loop, on this thread, before the next cycle.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -40,8 +41,13 @@ from cluster_sched.scheduler.diagnosis import Diagnosis, FitError, fit_error_mes
 from cluster_sched.scheduler.event_handlers import EventHandlers, queued_info_for
 from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
-from cluster_sched.scheduler.sharding import InProcessShardClient, ShardClient, ShardedSource, ShardRouter
 from cluster_sched.scheduler.preemption_executor import StorePreemptionExecutor
+from cluster_sched.scheduler.sharding import (
+    InProcessShardClient,
+    ShardClient,
+    ShardedSource,
+    ShardRouter,
+)
 from cluster_sched.scheduler.stats import RunStats
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.metrics import Metrics
@@ -114,7 +120,10 @@ class Coordinator:
             if shard_clients is not None:
                 clients = shard_clients(shards)
             else:
-                clients = [InProcessShardClient(ShardCore(i, config, seed=seed or 0)) for i in range(shards)]
+                clients = [
+                    InProcessShardClient(ShardCore(i, config, seed=seed or 0))
+                    for i in range(shards)
+                ]
                 for client in clients:
                     # in-process shards read the coordinator's cluster-wide facts directly
                     for fwk in client.core.frameworks.values():  # type: ignore[attr-defined]
@@ -124,7 +133,9 @@ class Coordinator:
         self.frameworks: dict[str, Framework] = {}
         self.preemption = StorePreemptionExecutor(self)
         for i, profile in enumerate(config.profiles):
-            handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(self.rng.random()))
+            handle = Handle(
+                profile_name=profile.scheduler_name, rng=random.Random(self.rng.random())
+            )
             handle.binder = store_binder(store)
             handle.services.update(
                 snapshot=self.cache,
@@ -145,14 +156,18 @@ class Coordinator:
             queue_client,
             prefix=prefix,
             clock=self.clock,
-            sort_key=(lambda info: sort_plugin.sort_key(info.priority, info.timestamp)) if sort_plugin else None,  # type: ignore[arg-type]
+            sort_key=(lambda info: sort_plugin.sort_key(info.priority, info.timestamp))
+            if sort_plugin
+            else None,  # type: ignore[arg-type]
             plugin_events=plugin_events,
             pre_enqueue=self._pre_enqueue,
             pod_initial_backoff=float(config.pod_initial_backoff_seconds),
             pod_max_backoff=float(config.pod_max_backoff_seconds),
             on_incoming=self.metrics.inc_incoming if self.metrics.enabled else None,
         )
-        self.algorithm = Scheduler(config.percentage_of_nodes_to_score, random.Random(self.rng.random()))
+        self.algorithm = Scheduler(
+            config.percentage_of_nodes_to_score, random.Random(self.rng.random())
+        )
         self.handlers = EventHandlers(self)
         self.informer = Informer(
             store,
@@ -163,7 +178,9 @@ class Coordinator:
                 on_invalid=self._on_invalid,
             ),
         )
-        factory = binding_executor or (lambda s, f: LocalBindingExecutor(s, f, tracing=self.tracing))
+        factory = binding_executor or (
+            lambda s, f: LocalBindingExecutor(s, f, tracing=self.tracing)
+        )
         self.binder: BindingExecutor = factory(store, self.frameworks)
         #: node -> {pod key: pod} nominated there (mirror of the Redis nominator)
         self.nominated: dict[str, dict[str, Pod]] = {}
@@ -231,7 +248,11 @@ class Coordinator:
         self._pending_done.append(pod_key)
 
     def flush_done(self, force: bool = True) -> None:
-        if not force and len(self._pending_done) < DONE_BATCH and time.monotonic() - self._last_done < DONE_INTERVAL:
+        if (
+            not force
+            and len(self._pending_done) < DONE_BATCH
+            and time.monotonic() - self._last_done < DONE_INTERVAL
+        ):
             return
         self._last_done = time.monotonic()
         if self._pending_done:
@@ -241,10 +262,8 @@ class Coordinator:
     def _on_invalid(self, kind: str, key: str, err: InvalidObjectError) -> None:
         line = str(err) if err.obj else f"{kind} {key}: {err}"
         self.invalid_objects.append(line)
-        try:
+        with contextlib.suppress(ClusterSchedError):
             self.store.record_event(kind, key, "FailedParsing", line, type="Warning")
-        except ClusterSchedError:
-            pass
 
     def _set_nominated(self, pod: Pod, node: str) -> None:
         self._clear_nominated(pod.key)
@@ -287,11 +306,21 @@ class Coordinator:
             return True
         pop_ns = time.time_ns()
         root = self.tracing.start_span(
-            SCHEDULE_POD, {ATTR_POD_NAMESPACE: info.pod_key.split("/", 1)[0], ATTR_POD_NAME: info.pod_key.split("/", 1)[1], ATTR_CYCLE: cycle, ATTR_ATTEMPTS: info.attempts}, start_time_ns=pop_started_ns
+            SCHEDULE_POD,
+            {
+                ATTR_POD_NAMESPACE: info.pod_key.split("/", 1)[0],
+                ATTR_POD_NAME: info.pod_key.split("/", 1)[1],
+                ATTR_CYCLE: cycle,
+                ATTR_ATTEMPTS: info.attempts,
+            },
+            start_time_ns=pop_started_ns,
         )
         try:
             with self.tracing.use_span(root):
-                self.tracing.end(self.tracing.start_span(QUEUE_POP, start_time_ns=pop_started_ns), end_time_ns=pop_ns)
+                self.tracing.end(
+                    self.tracing.start_span(QUEUE_POP, start_time_ns=pop_started_ns),
+                    end_time_ns=pop_ns,
+                )
                 self.schedule_one(info, cycle)
         finally:
             self.tracing.end(root)
@@ -355,7 +384,9 @@ class Coordinator:
             self._attempt_done(fwk, start, RESULT_UNSCHEDULABLE)
             return
         except (PreFilterError, SchedulerError) as exc:
-            status = exc.status if isinstance(exc, PreFilterError) else Status(Code.ERROR, (str(exc),))
+            status = (
+                exc.status if isinstance(exc, PreFilterError) else Status(Code.ERROR, (str(exc),))
+            )
             self.handle_scheduling_failure(fwk, pod, info, cycle, status, "")
             self._attempt_done(fwk, start, RESULT_ERROR)
             return
@@ -368,7 +399,9 @@ class Coordinator:
         except SchedulerError as exc:
             # e.g. an earlier incarnation of the pod (same name) is still assumed: retry
             # with backoff once its binding cycle ends (upstream: assume error → Error).
-            self.handle_scheduling_failure(fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), "")
+            self.handle_scheduling_failure(
+                fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
+            )
             self._attempt_done(fwk, start, RESULT_ERROR)
             return
         s = fwk.run_reserve(state, assumed, host)
@@ -379,7 +412,9 @@ class Coordinator:
             self._undo(fwk, state, assumed, host)
             info, s = self._rejected_on_node(info, host, s)
             self.handle_scheduling_failure(fwk, pod, info, cycle, s, "")
-            self._attempt_done(fwk, start, RESULT_ERROR if s.code == Code.ERROR else RESULT_UNSCHEDULABLE)
+            self._attempt_done(
+                fwk, start, RESULT_ERROR if s.code == Code.ERROR else RESULT_UNSCHEDULABLE
+            )
             return
         self._done(pod.key)
         if self.nominated and any(pod.key in pods for pods in self.nominated.values()):
@@ -390,7 +425,16 @@ class Coordinator:
         self._attempt_done(fwk, start, RESULT_SCHEDULED, host)
         carrier = self.tracing.carrier_of(self._cycle_span) if self._cycle_span is not None else {}
         self.binder.submit(
-            BindingJob(assumed, host, fwk.profile_name, state, info, cycle, waiting=waiting, trace_carrier=carrier)
+            BindingJob(
+                assumed,
+                host,
+                fwk.profile_name,
+                state,
+                info,
+                cycle,
+                waiting=waiting,
+                trace_carrier=carrier,
+            )
         )
 
     def _attempt_done(self, fwk: Framework, start: float, result: str, node: str = "") -> None:
@@ -424,7 +468,9 @@ class Coordinator:
         return True
 
     @staticmethod
-    def _rejected_on_node(info: QueuedPodInfo, host: str, status: Status) -> tuple[QueuedPodInfo, Status]:
+    def _rejected_on_node(
+        info: QueuedPodInfo, host: str, status: Status
+    ) -> tuple[QueuedPodInfo, Status]:
         """upstream: a rejection at Reserve, Permit or WaitOnPermit is a FitError on the
         one chosen node, its plugin the pod's rejector (so the pod waits for its events)."""
         if not status.is_rejected:
@@ -455,10 +501,18 @@ class Coordinator:
         self.handle_scheduling_failure(fwk, original, info, job.scheduling_cycle, status, "")
         if forgotten and status.is_rejected:
             key = job.pod.key
-            self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, lambda i: i.pod_key != key)
+            self.queue.move_all_to_active_or_backoff_queue(
+                EVENT_ASSIGNED_POD_DELETE, lambda i: i.pod_key != key
+            )
 
     def _on_fit_error(
-        self, fwk: Framework, state: CycleState, pod: Pod, info: QueuedPodInfo, cycle: int, fit: FitError
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        info: QueuedPodInfo,
+        cycle: int,
+        fit: FitError,
     ) -> None:
         diagnosis = fit.diagnosis
         nominated_node = ""
@@ -480,7 +534,13 @@ class Coordinator:
         )
 
     def handle_scheduling_failure(
-        self, fwk: Framework, pod: Pod, info: QueuedPodInfo, cycle: int, status: Status, nominated_node: str
+        self,
+        fwk: Framework,
+        pod: Pod,
+        info: QueuedPodInfo,
+        cycle: int,
+        status: Status,
+        nominated_node: str,
     ) -> None:
         """upstream handleSchedulingFailure: back to the queue with the pod's cycle, the
         nomination recorded, a FailedScheduling event and the PodScheduled condition."""
@@ -494,7 +554,11 @@ class Coordinator:
             self.queue.done(pod.key)
         else:
             self.queue.add_unschedulable_if_not_present(
-                replace(info, priority=current.priority, nominated_node_name=nominated_node or info.nominated_node_name),
+                replace(
+                    info,
+                    priority=current.priority,
+                    nominated_node_name=nominated_node or info.nominated_node_name,
+                ),
                 cycle,
             )
         if nominated_node:
@@ -506,7 +570,12 @@ class Coordinator:
             self.store.record_event("Pod", pod.key, "FailedScheduling", message, type="Warning")
             self.store.update_pod_status(
                 pod.key,
-                condition={"type": "PodScheduled", "status": "False", "reason": reason, "message": message},
+                condition={
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                },
                 nominated_node_name=nominated_node if nominated_node else None,
                 pod_uid=pod.uid or None,
             )

@@ -68,7 +68,9 @@ def pod_spec_updated(old: Pod, new: Pod) -> bool:
     return strip(old) != strip(new)
 
 
-def affinity_term_matches(owner: Pod, target: Pod, ns_labels: Callable[[str], Mapping[str, str]]) -> bool:
+def affinity_term_matches(
+    owner: Pod, target: Pod, ns_labels: Callable[[str], Mapping[str, str]]
+) -> bool:
     """Does any required pod-affinity term of ``owner`` select ``target``?"""
     aff = owner.affinity
     if aff is None or aff.pod_affinity is None:
@@ -188,7 +190,9 @@ class EventHandlers:
         self.c.stats.on_unbound(pod.key)
         self.c.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
 
-    def _affinity_match(self, info: QueuedPodInfo, assigned: Pod, ns: Callable[[str], Mapping[str, str]]) -> bool:
+    def _affinity_match(
+        self, info: QueuedPodInfo, assigned: Pod, ns: Callable[[str], Mapping[str, str]]
+    ) -> bool:
         owner = self.c.informer.pods.get(info.pod_key)
         return owner is not None and affinity_term_matches(owner, assigned, ns)
 

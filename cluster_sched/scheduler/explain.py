@@ -32,7 +32,9 @@ class Explanation:
     json: dict[str, Any]
 
 
-def build_framework(config: SchedulerConfiguration, pod: Pod, cache: Cache, seed: int | None) -> Framework:
+def build_framework(
+    config: SchedulerConfiguration, pod: Pod, cache: Cache, seed: int | None
+) -> Framework:
     """The framework of the profile the pod names, with a handle that sees the cache."""
     for i, profile in enumerate(config.profiles):
         if profile.scheduler_name == pod.scheduler_name:
@@ -49,7 +51,9 @@ def build_framework(config: SchedulerConfiguration, pod: Pod, cache: Cache, seed
     )
 
 
-def explain(cache: Cache, pod: Pod, config: SchedulerConfiguration, seed: int | None = None) -> Explanation:
+def explain(
+    cache: Cache, pod: Pod, config: SchedulerConfiguration, seed: int | None = None
+) -> Explanation:
     fwk = build_framework(config, pod, cache, seed)
     table = cache.sink.table  # type: ignore[attr-defined]
     sched = Scheduler(config.percentage_of_nodes_to_score, random.Random(seed))
@@ -73,7 +77,9 @@ def explain(cache: Cache, pod: Pod, config: SchedulerConfiguration, seed: int | 
     except FitError as err:
         diagnosis = err.diagnosis
         out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)
-        out["filter"] = {name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()}
+        out["filter"] = {
+            name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()
+        }
         preemption = None
         if fwk.post_filter and err.num_all_nodes:
             post, status = fwk.run_post_filter(state, pod, diagnosis.node_to_status)

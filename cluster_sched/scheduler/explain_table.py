@@ -1,4 +1,4 @@
-"""The human view of ``explain``: nodes × plugins, best nodes first."""
+"""The human view of ``explain``: nodes by plugins, best nodes first."""
 
 from __future__ import annotations
 
@@ -20,7 +20,14 @@ def _rows(data: dict[str, Any]) -> list[str]:
     return feasible + failing
 
 
-def render_table(result: Explanation, pod: Pod, *, show_all: bool = False, top: int = 20, console: Console | None = None) -> None:
+def render_table(
+    result: Explanation,
+    pod: Pod,
+    *,
+    show_all: bool = False,
+    top: int = 20,
+    console: Console | None = None,
+) -> None:
     console = console or Console()
     data = result.json
     plugins = sorted({p for scores in data["scores"].values() for p in scores})
@@ -34,7 +41,11 @@ def render_table(result: Explanation, pod: Pod, *, show_all: bool = False, top: 
     shown = names if show_all else names[:top]
     for name in shown:
         f = data["filter"][name]
-        verdict = "✓" if f["code"] == "Success" else f"{f['plugin']}: {', '.join(f['reasons'])} ({f['code']})"
+        verdict = (
+            "✓"
+            if f["code"] == "Success"
+            else f"{f['plugin']}: {', '.join(f['reasons'])} ({f['code']})"
+        )
         cells = [name + (" *" if name == data["selectedNode"] else ""), verdict]
         for p in plugins:
             raw = data["rawScores"].get(name, {}).get(p)

@@ -34,7 +34,16 @@ WATCHED_KINDS = (
 
 
 #: Listing order: nodes first so pods find their nodes, pods last.
-LIST_ORDER = ("Node", "Namespace", "PodDisruptionBudget", "Service", "ReplicaSet", "StatefulSet", "ReplicationController", "Pod")
+LIST_ORDER = (
+    "Node",
+    "Namespace",
+    "PodDisruptionBudget",
+    "Service",
+    "ReplicaSet",
+    "StatefulSet",
+    "ReplicationController",
+    "Pod",
+)
 
 
 @dataclass(slots=True)
@@ -90,7 +99,11 @@ class Informer:
         resourceVersions means the stream was trimmed past us: relist instead."""
         events = self.store.read_events(self.last_id, count=count, block_ms=block_ms)
         if events and self.last_rv and events[0].rv > self.last_rv + 1:
-            log.warning("watch events %d..%d were lost to trimming: relisting", self.last_rv + 1, events[0].rv - 1)
+            log.warning(
+                "watch events %d..%d were lost to trimming: relisting",
+                self.last_rv + 1,
+                events[0].rv - 1,
+            )
             self.relists += 1
             self.list_and_watch()
             return len(events)
@@ -183,7 +196,12 @@ def _bound_fast_path(old: Pod | None, doc: Mapping[str, Any]) -> Pod | None:
     for k, v in meta.items():
         if k != "resourceVersion" and old_meta.get(k) != v:
             return None
-    return replace(old, node_name=node, raw=doc, meta=replace(old.meta, resource_version=str(meta.get("resourceVersion", ""))))
+    return replace(
+        old,
+        node_name=node,
+        raw=doc,
+        meta=replace(old.meta, resource_version=str(meta.get("resourceVersion", ""))),
+    )
 
 
 def is_other_kind(obj: object) -> bool:

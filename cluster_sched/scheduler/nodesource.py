@@ -59,7 +59,9 @@ class LocalSource:
         return fwk.run_score(state, pod, NodeSlice(self.table, rows, prefix))
 
 
-def merge_filter_outcomes(k: int, parts: Sequence[tuple[np.ndarray, FilterOutcome]]) -> FilterOutcome:
+def merge_filter_outcomes(
+    k: int, parts: Sequence[tuple[np.ndarray, FilterOutcome]]
+) -> FilterOutcome:
     """Scatter per-shard outcomes (each for the positions ``idx`` of the request) into
     one outcome for all ``k`` requested rows."""
     codes = np.zeros(k, dtype=np.int8)
@@ -75,7 +77,9 @@ def merge_filter_outcomes(k: int, parts: Sequence[tuple[np.ndarray, FilterOutcom
     return FilterOutcome(NodeVerdicts(codes, reason_ids, reasons), plugin_idx)
 
 
-def merge_scores(k: int, parts: Sequence[tuple[np.ndarray, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
+def merge_scores(
+    k: int, parts: Sequence[tuple[np.ndarray, dict[str, np.ndarray]]]
+) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for idx, scores in parts:
         for name, arr in scores.items():

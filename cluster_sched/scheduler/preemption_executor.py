@@ -32,7 +32,9 @@ class StorePreemptionExecutor:
         events: list[dict[str, str]] = []
         for victim in victims:
             fwk = c.frameworks.get(victim.scheduler_name)
-            if fwk is not None and fwk.handle.waiting_pods.reject(victim.key, "DefaultPreemption", "preempted"):
+            if fwk is not None and fwk.handle.waiting_pods.reject(
+                victim.key, "DefaultPreemption", "preempted"
+            ):
                 continue
             deletes.append(("Pod", victim.key))
             events.append(

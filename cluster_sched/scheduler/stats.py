@@ -48,9 +48,14 @@ class RunStats:
     def summary(self, unschedulable: int) -> dict[str, object]:
         scheduled = [k for k in self.bound_node if k in self.attempts]
         latencies = np.asarray(
-            [self.bound_at[k] - self.enqueued_at[k] for k in scheduled if k in self.enqueued_at], dtype=np.float64
+            [self.bound_at[k] - self.enqueued_at[k] for k in scheduled if k in self.enqueued_at],
+            dtype=np.float64,
         )
-        span = (self.last_bind - self.first_pop) if self.first_pop is not None and self.last_bind is not None else 0.0
+        span = (
+            (self.last_bind - self.first_pop)
+            if self.first_pop is not None and self.last_bind is not None
+            else 0.0
+        )
         attempts = np.asarray(list(self.attempts.values()) or [0], dtype=np.float64)
         attempt_ms = np.asarray(self.attempt_seconds or [0.0]) * 1e3
 
@@ -67,7 +72,14 @@ class RunStats:
                 "p90": pct(latencies * 1e3, 90),
                 "p99": pct(latencies * 1e3, 99),
             },
-            "attempt_latency_ms": {"p50": pct(attempt_ms, 50), "p90": pct(attempt_ms, 90), "p99": pct(attempt_ms, 99)},
-            "attempts_per_pod": {"mean": round(float(attempts.mean()), 3), "max": int(attempts.max())},
+            "attempt_latency_ms": {
+                "p50": pct(attempt_ms, 50),
+                "p90": pct(attempt_ms, 90),
+                "p99": pct(attempt_ms, 99),
+            },
+            "attempts_per_pod": {
+                "mean": round(float(attempts.mean()), 3),
+                "max": int(attempts.max()),
+            },
             "duration_s": round(span, 3),
         }

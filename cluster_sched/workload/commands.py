@@ -31,8 +31,14 @@ def _register_run(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--output", default=None, help="directory for placements.json and summary.json")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--group-timeout", type=float, default=600.0, help="seconds a pod group may take")
-    p.add_argument("--otlp-endpoint", default=None, help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)")
+    p.add_argument(
+        "--group-timeout", type=float, default=600.0, help="seconds a pod group may take"
+    )
+    p.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     _add_executor(p)
     _add_redis(p)
     p.set_defaults(func=_cmd_run)
@@ -46,7 +52,11 @@ def _add_executor(p: argparse.ArgumentParser) -> None:
         help="where Filter/Score run: the coordinator's table, in-process shards, or Ray actors",
     )
     p.add_argument("--shards", type=int, default=1, help="node shards for --executor shards|ray")
-    p.add_argument("--ray-address", default=None, help="join an existing Ray cluster (default: start a local one)")
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="join an existing Ray cluster (default: start a local one)",
+    )
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -91,7 +101,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _register_apply(sub: Any) -> None:
     p = sub.add_parser("apply", help="create or update objects in the store")
-    p.add_argument("-f", "--filename", action="append", required=True, help="manifest or Workload file")
+    p.add_argument(
+        "-f", "--filename", action="append", required=True, help="manifest or Workload file"
+    )
     _add_redis(p)
     p.set_defaults(func=_cmd_apply)
 
@@ -103,7 +115,9 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
     url = resolve_url(args.redis)
     if url is None:
-        raise InvalidObjectError("apply needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL")
+        raise InvalidObjectError(
+            "apply needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL"
+        )
     store = Store(connect(url))
     invalid: list[str] = []
     total = 0
@@ -126,8 +140,14 @@ def _register_serve(sub: Any) -> None:
     p = sub.add_parser("serve", help="run the coordinator against an existing store")
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port")
-    p.add_argument("--otlp-endpoint", default=None, help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)")
+    p.add_argument(
+        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
+    )
+    p.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
+    )
     _add_executor(p)
     _add_redis(p)
     p.set_defaults(func=_cmd_serve)
@@ -141,7 +161,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     url = resolve_url(args.redis)
     if url is None:
-        raise InvalidObjectError("serve needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL")
+        raise InvalidObjectError(
+            "serve needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL"
+        )
     client = connect(url)
     config = load_config(args.config)
     tracing = setup_tracing(args.otlp_endpoint)
@@ -180,7 +202,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def shard_clients_for(executor: str, config_path: str | None, seed: int | None, address: str | None) -> Any:
+def shard_clients_for(
+    executor: str, config_path: str | None, seed: int | None, address: str | None
+) -> Any:
     """Ray actors for ``--executor ray``; None: in-process shards (or none)."""
     if executor != "ray":
         return None
@@ -189,7 +213,9 @@ def shard_clients_for(executor: str, config_path: str | None, seed: int | None, 
     return lambda n: ray_shard_clients(n, config_path=config_path, seed=seed or 0, address=address)
 
 
-def binding_executor_for(executor: str, redis_url: str, config_path: str | None, tracing: Any) -> Any:
+def binding_executor_for(
+    executor: str, redis_url: str, config_path: str | None, tracing: Any
+) -> Any:
     """Binding cycles as Ray tasks with ``--executor ray``; None: in-process threads."""
     if executor != "ray":
         return None

@@ -114,7 +114,9 @@ def _progress(quiet: bool, total: int) -> Iterator[Any]:
         yield progress
 
 
-def run_workload(workload: Workload, coord: Coordinator, store: Store, *, quiet: bool, group_timeout: float) -> None:
+def run_workload(
+    workload: Workload, coord: Coordinator, store: Store, *, quiet: bool, group_timeout: float
+) -> None:
     store.apply_many(workload.objects)
     for start in range(0, len(workload.node_docs), APPLY_BATCH):
         store.apply_many(workload.node_docs[start : start + APPLY_BATCH])
@@ -144,7 +146,9 @@ def run_workload(workload: Workload, coord: Coordinator, store: Store, *, quiet:
                     coord.poll_informer()
                     break
                 now = time.monotonic()
-                if now > deadline or (now - last_progress > STALL_SECONDS and coord.binder.pending() == 0):
+                if now > deadline or (
+                    now - last_progress > STALL_SECONDS and coord.binder.pending() == 0
+                ):
                     break
         # Let the last bindings arrive through the watch.
         end = time.monotonic() + 10
@@ -182,13 +186,18 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             prefix=opts.prefix,
             executor="local" if opts.executor == "local" else "shards",
             shards=opts.shards,
-            shard_clients=shard_clients_for(opts.executor, opts.config, opts.seed, opts.ray_address),
+            shard_clients=shard_clients_for(
+                opts.executor, opts.config, opts.seed, opts.ray_address
+            ),
             binding_executor=binding_executor_for(opts.executor, session.url, opts.config, tracing),
             tracing=tracing,
         )
         try:
             run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
-            unschedulable = coord.queue.counts()[Location.UNSCHEDULABLE] + coord.queue.counts()[Location.BACKOFF]
+            unschedulable = (
+                coord.queue.counts()[Location.UNSCHEDULABLE]
+                + coord.queue.counts()[Location.BACKOFF]
+            )
             summary = coord.stats.summary(unschedulable)
             placements = placements_from_store(store)
         finally:

@@ -80,7 +80,9 @@ def _name_prefix(template: Mapping[str, Any]) -> str:
     return base if str(base).endswith("-") else f"{base}-"
 
 
-def _instance(template: Mapping[str, Any], name: str, labels: Mapping[str, Sequence[str]], i: int) -> dict[str, Any]:
+def _instance(
+    template: Mapping[str, Any], name: str, labels: Mapping[str, Sequence[str]], i: int
+) -> dict[str, Any]:
     doc = copy.deepcopy(dict(template))
     meta = dict(doc.get("metadata") or {})
     meta.pop("generateName", None)
@@ -100,7 +102,12 @@ def _check(doc: Mapping[str, Any], source: str) -> None:
 
 def _int(value: Any, field_: str, source: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidObjectError(f"must be a non-negative integer, got {value!r}", obj=f"Workload {source}", field=field_, source=source)
+        raise InvalidObjectError(
+            f"must be a non-negative integer, got {value!r}",
+            obj=f"Workload {source}",
+            field=field_,
+            source=source,
+        )
     return value
 
 
@@ -137,7 +144,12 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
             raise err.located(field_prefix=f"{path}.template") from None
         rate = group.get("rate", 0) or 0
         if not isinstance(rate, int | float) or rate < 0:
-            raise InvalidObjectError(f"must be a non-negative number, got {rate!r}", obj=f"Workload {name}", field=f"{path}.rate", source=source)
+            raise InvalidObjectError(
+                f"must be a non-negative number, got {rate!r}",
+                obj=f"Workload {name}",
+                field=f"{path}.rate",
+                source=source,
+            )
         w.pod_groups.append(
             PodGroup(
                 name=str(group.get("name") or f"group-{gi}"),
@@ -160,7 +172,9 @@ def load_workload(path: str | Path) -> Workload:
         if docs[0].get("apiVersion") != API_VERSION:
             raise InvalidObjectError(
                 f'unsupported apiVersion "{docs[0].get("apiVersion")}", expected "{API_VERSION}"',
-                obj=f"Workload {Path(path).stem}", field="apiVersion", source=source,
+                obj=f"Workload {Path(path).stem}",
+                field="apiVersion",
+                source=source,
             )
         return _parse_workload(docs[0], source)
     w = Workload(name=Path(path).stem)

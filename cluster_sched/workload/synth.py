@@ -32,7 +32,11 @@ def pod_manifest(
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "containers": [
-            {"name": "pause", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }
         ]
     }
     spec.update(extra_spec or {})

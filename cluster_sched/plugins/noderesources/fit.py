@@ -84,7 +84,9 @@ class Fit:
             scalars.append((name, pod.requests[name]))
         return tuple(base + scalars)
 
-    def pre_filter(self, state: CycleState, pod: Pod, snapshot: Any) -> tuple[PreFilterResult | None, Status]:
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, _PreFilterState(self._checked_requests(pod)))
         return None, SUCCESS
 
@@ -130,10 +132,14 @@ class Fit:
         weights = 1 << np.arange(bits.shape[1], dtype=np.int64)
         combo = (bits.astype(np.int64) * weights).sum(axis=1)
         uniq, inverse = np.unique(combo[failing], return_inverse=True)
-        reason_list = [tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()]
+        reason_list = [
+            tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()
+        ]
         unres = (np.stack(unresolvable, axis=1) & bits).any(axis=1)
         codes = np.zeros(k, dtype=np.int8)
-        codes[failing] = np.where(unres[failing], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE)
+        codes[failing] = np.where(
+            unres[failing], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
+        )
         reason_ids = np.zeros(k, dtype=np.int32)
         reason_ids[failing] = inverse
         return NodeVerdicts(codes, reason_ids, reason_list)
@@ -141,13 +147,19 @@ class Fit:
     # -- score
 
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Any) -> Status:
-        state.write(SCORE_STATE_KEY, _PreScoreState(pod_request_list(pod, self.resources, nonzero=True)))
+        state.write(
+            SCORE_STATE_KEY, _PreScoreState(pod_request_list(pod, self.resources, nonzero=True))
+        )
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         s: _PreScoreState | None = state.get(SCORE_STATE_KEY)
-        pod_requests = s.pod_requests if s is not None else pod_request_list(pod, self.resources, nonzero=True)
-        alloc, req = allocatable_and_requested(nodes, self.resources, pod_requests, use_requested=False)
+        pod_requests = (
+            s.pod_requests if s is not None else pod_request_list(pod, self.resources, nonzero=True)
+        )
+        alloc, req = allocatable_and_requested(
+            nodes, self.resources, pod_requests, use_requested=False
+        )
         return self._scorer(alloc, req)
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:
@@ -155,7 +167,10 @@ class Fit:
             ClusterEvent(EventResource.POD, ActionType.DELETE),
             ClusterEvent(
                 EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL,
+                ActionType.ADD
+                | ActionType.UPDATE_NODE_ALLOCATABLE
+                | ActionType.UPDATE_NODE_TAINT
+                | ActionType.UPDATE_NODE_LABEL,
             ),
         )
 

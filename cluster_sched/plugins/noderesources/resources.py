@@ -42,7 +42,11 @@ def pod_request_list(pod: Pod, resources: Sequence[ResourceSpec], *, nonzero: bo
 
 
 def allocatable_and_requested(
-    nodes: NodeSlice, resources: Sequence[ResourceSpec], pod_requests: np.ndarray, *, use_requested: bool
+    nodes: NodeSlice,
+    resources: Sequence[ResourceSpec],
+    pod_requests: np.ndarray,
+    *,
+    use_requested: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(allocatable, requested) int64[m, k] per configured resource, including the pod.
 

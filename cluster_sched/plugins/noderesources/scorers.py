@@ -32,7 +32,9 @@ def floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.floor(a / b).astype(np.int64)
 
 
-def _weighted_mean(per_resource: np.ndarray, counted: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _weighted_mean(
+    per_resource: np.ndarray, counted: np.ndarray, weights: np.ndarray
+) -> np.ndarray:
     w = np.where(counted, weights[:, None], 0)
     total = (per_resource * w).sum(axis=0)
     wsum = w.sum(axis=0)
@@ -84,7 +86,9 @@ def broken_linear(shape: Sequence[tuple[int, int]], p: np.ndarray) -> np.ndarray
     return out
 
 
-def requested_to_capacity_ratio(resources: Sequence[ResourceSpec], shape: Sequence[UtilizationShapePoint]) -> Scorer:
+def requested_to_capacity_ratio(
+    resources: Sequence[ResourceSpec], shape: Sequence[UtilizationShapePoint]
+) -> Scorer:
     weights = np.asarray([r.weight for r in resources], dtype=np.int64)
     scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
     points = [(pt.utilization, pt.score * scale) for pt in shape]
@@ -114,7 +118,9 @@ def balanced_allocation(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
         return ((1 - np.abs((f0 - f1) / 2)) * float(MAX_NODE_SCORE)).astype(np.int64)
     valid = alloc > 0
     with np.errstate(divide="ignore", invalid="ignore"):
-        frac = np.where(valid, np.minimum(req / np.where(valid, alloc, 1).astype(np.float64), 1.0), 0.0)
+        frac = np.where(
+            valid, np.minimum(req / np.where(valid, alloc, 1).astype(np.float64), 1.0), 0.0
+        )
     count = valid.sum(axis=0)
     std = np.zeros(k, dtype=np.float64)
     two = count == 2
