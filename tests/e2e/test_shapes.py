@@ -69,7 +69,7 @@ def test_shape_respects_every_constraint(shape, tmp_path, redis_url, redis_clien
     assert violations == []
     assert checked >= len(placements)
 
-    n_nodes, (first, second) = SCALED[shape]
+    _, (first, second) = SCALED[shape]
     if shape == "scheduling-pod-anti-affinity":
         assert len(placements) == first + second  # one pod per node, every pod fits
     elif shape == "preemption-basic":
