@@ -98,9 +98,16 @@ class EventHandlers:
         # or update cancels or replaces the pending add.
         self._pending_adds: dict[str, Pod] = {}
         self._pending_assigned: list[Pod] = []
+        #: cluster events from node changes, applied once per batch (order kept)
+        self._pending_moves: dict[ClusterEvent, None] = {}
 
     def flush(self) -> None:
         """Apply the queue writes deferred during the last informer batch."""
+        if self._pending_moves:
+            events = list(self._pending_moves)
+            self._pending_moves.clear()
+            for event in events:
+                self.c.queue.move_all_to_active_or_backoff_queue(event)
         if self._pending_adds:
             pods = list(self._pending_adds.values())
             self._pending_adds.clear()
@@ -204,12 +211,10 @@ class EventHandlers:
             self.c.cache.remove_node(old.name)
             return
         self.c.cache.add_node(new)
-        if old is None:
-            self.c.queue.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD)
-            return
-        event = node_change_event(old, new)
+        event = EVENT_NODE_ADD if old is None else node_change_event(old, new)
         if event is not None:
-            self.c.queue.move_all_to_active_or_backoff_queue(event)
+            # One move per distinct event per batch: a burst of node adds is one move.
+            self._pending_moves[event] = None
 
     # ------------------------------------------------------------------ other kinds
 

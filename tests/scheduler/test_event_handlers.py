@@ -227,10 +227,12 @@ def test_node_events_go_to_the_cache_and_move_pods(h: Harness) -> None:
         make_node("n1").capacity(cpu="2", memory="32Gi", pods=110).annotation("a", "b").obj()
     )
     h.coord.handlers.on_node(old, annotated)
+    h.coord.handlers.flush()  # the informer flushes after each batch of events
     assert h.queue.location("default/big") is Location.UNSCHEDULABLE
     # More allocatable does.
     grown = make_node("n1").capacity(cpu="4", memory="32Gi", pods=110).annotation("a", "b").obj()
     h.coord.handlers.on_node(annotated, grown)
+    h.coord.handlers.flush()
     assert h.cache.nodes["n1"] is grown
     assert h.queue.location("default/big") in (Location.ACTIVE, Location.BACKOFF)
 
@@ -243,6 +245,7 @@ def test_node_add_moves_pods(h: Harness) -> None:
     h.apply(pod("big", cpu="3"))
     h.cycle()
     h.coord.handlers.on_node(None, make_node("n2").capacity(cpu="8", pods=110).obj())
+    h.coord.handlers.flush()  # the informer flushes after each batch of events
     assert "n2" in h.cache.nodes
     assert h.queue.location("default/big") in (Location.ACTIVE, Location.BACKOFF)
 
