@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,10 +49,21 @@ class ShardSnapshot:
 
 
 class ShardCore:
-    def __init__(self, shard_id: int, config: SchedulerConfiguration | Mapping[str, Any] | None = None, seed: int = 0) -> None:
+    def __init__(
+        self,
+        shard_id: int,
+        config: SchedulerConfiguration | Mapping[str, Any] | None = None,
+        seed: int = 0,
+    ) -> None:
         self.shard_id = shard_id
         if config is None or isinstance(config, Mapping):
-            config = parse_config(config or {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"})
+            config = parse_config(
+                config
+                or {
+                    "apiVersion": "kubescheduler.config.k8s.io/v1",
+                    "kind": "KubeSchedulerConfiguration",
+                }
+            )
         self.table = NodeTable()
         self.snapshot = ShardSnapshot()
         self.frameworks: dict[str, Framework] = {}
@@ -77,22 +88,37 @@ class ShardCore:
             elif op == "node-":
                 t.remove_node(d[1])
             elif op == "pod+":
-                pod = d[2] if isinstance(d[2], Pod) else parse_object(d[2])
-                assert isinstance(pod, Pod)
+                pod = self._pod_on(d[2], d[1])
                 self._pods[pod.key] = pod
                 t.add_pod(t.index[d[1]], pod)
             elif op == "pod-":
-                pod = self._pods.pop(d[2], None)
-                if pod is not None and d[1] in t.index:
-                    t.remove_pod(t.index[d[1]], pod)
+                gone = self._pods.pop(d[2], None)
+                if gone is not None and d[1] in t.index:
+                    t.remove_pod(t.index[d[1]], gone)
             elif op == "pod=":
-                pod = d[2] if isinstance(d[2], Pod) else parse_object(d[2])
-                assert isinstance(pod, Pod)
+                pod = self._pod_on(d[2], d[1])
                 self._pods[pod.key] = pod
                 t.row_pods[t.index[d[1]]][pod.key] = pod
             else:
                 raise ValueError(f"unknown shard delta {op!r}")
         return len(deltas)
+
+    @staticmethod
+    def _pod_on(obj: Pod | Mapping[str, Any], node: str) -> Pod:
+        """The pod of a delta on ``node``. A manifest from another process may predate its
+        binding (an assumed pod is the informer's object with ``node_name`` set), so the
+        delta's node is what counts."""
+        if isinstance(obj, Pod):
+            return obj
+        pod = parse_object(obj)
+        if not isinstance(pod, Pod):
+            raise ValueError(f"pod delta holds a {type(pod).__name__}, not a Pod")
+        return pod if pod.node_name == node else replace(pod, node_name=node)
+
+    def set_snapshot(self, num_nodes: int, images: Mapping[str, tuple[int, int]] | None) -> None:
+        """The coordinator's cluster-wide facts for the next call (``ShardSnapshot``)."""
+        self.snapshot.num_nodes = num_nodes
+        self.snapshot.images = images
 
     # ------------------------------------------------------------------ one cycle
 
@@ -100,11 +126,15 @@ class ShardCore:
         fwk = self.frameworks[profile]
         return fwk.run_filter(state, pod, NodeSlice(self.table, rows))
 
-    def score(self, profile: str, pod: Pod, state: CycleState, rows: np.ndarray) -> dict[str, np.ndarray]:
+    def score(
+        self, profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> dict[str, np.ndarray]:
         fwk = self.frameworks[profile]
         return fwk.run_score(state, pod, NodeSlice(self.table, rows))
 
-    def prepare_state(self, profile: str, pod: Pod, *, scoring: bool, rows: np.ndarray | None = None) -> CycleState:
+    def prepare_state(
+        self, profile: str, pod: Pod, *, scoring: bool, rows: np.ndarray | None = None
+    ) -> CycleState:
         """Rebuild the cycle's CycleState here (plugins' PreFilter/PreScore are
         deterministic from the pod and the snapshot): used when the coordinator's state
         object cannot travel, i.e. across processes."""
@@ -112,6 +142,8 @@ class ShardCore:
         state = CycleState()
         fwk.run_pre_filter(state, pod, self.snapshot)
         if scoring:
-            feasible = NodeSlice(self.table, rows if rows is not None else np.zeros(0, dtype=np.int64))
+            feasible = NodeSlice(
+                self.table, rows if rows is not None else np.zeros(0, dtype=np.int64)
+            )
             fwk.run_pre_score(state, pod, self.snapshot, feasible)
         return state

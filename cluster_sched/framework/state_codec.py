@@ -37,7 +37,7 @@ import importlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgpack
 import numpy as np
@@ -165,7 +165,7 @@ def _default(obj: Any) -> Any:
             if hit is not None and hit[0] is obj:
                 return hit[1]
         if wire:
-            ext = msgpack.ExtType(EXT_WIRE, _pack([tag, obj.to_wire()]))
+            ext = msgpack.ExtType(EXT_WIRE, _pack([tag, cast(Any, obj).to_wire()]))
         else:
             doc = {name: getattr(obj, name) for name in _field_names(t)}
             ext = msgpack.ExtType(EXT_DATACLASS, _pack([tag, doc]))
@@ -312,9 +312,10 @@ def _ext_hook(code: int, data: bytes) -> Any:
 def _decode_class_instance(code: int, data: bytes) -> Any:
     if code == EXT_DATACLASS:
         tag, doc = _unpack(data)
-        cls = _resolve(tag)
+        cls: type = _resolve(tag)
         if not dataclasses.is_dataclass(cls):
             raise StateCodecError(f"refusing type tag {tag!r}: not a dataclass")
+        cls = cast(type, cls)
         if not isinstance(doc, dict):
             raise StateCodecError(f"{tag}: fields must be a map")
         names = _field_names(cls)
@@ -322,16 +323,16 @@ def _decode_class_instance(code: int, data: bytes) -> Any:
             raise StateCodecError(
                 f"{tag}: fields {sorted(map(str, doc))} do not match {list(names)}"
             )
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for name in names:
             object.__setattr__(obj, name, doc[name])
         return obj
     if code == EXT_WIRE:
         tag, doc = _unpack(data)
-        cls = _resolve(tag)
-        if not callable(getattr(cls, "from_wire", None)):
+        wire_cls: Any = _resolve(tag)
+        if not callable(getattr(wire_cls, "from_wire", None)):
             raise StateCodecError(f"refusing type tag {tag!r}: it has no from_wire")
-        return cls.from_wire(doc)
+        return wire_cls.from_wire(doc)
     raise StateCodecError(f"unknown extension type {code}")  # pragma: no cover
 
 

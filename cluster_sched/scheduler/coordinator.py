@@ -207,6 +207,9 @@ class Coordinator:
     def close(self) -> None:
         self.binder.close()
         self.queue.close()
+        close_source = getattr(self.source, "close", None)
+        if close_source is not None:
+            close_source()  # shard actors end with the coordinator
 
     # ------------------------------------------------------------------ helpers
 

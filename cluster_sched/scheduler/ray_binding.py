@@ -1,0 +1,508 @@
+"""Binding cycles as Ray tasks: ``RayBindingExecutor``.
+
+The coordinator hands each assumed pod over as a BindingJob and never waits for it
+(binding.py). This executor ships jobs to Ray tasks in batches: one task binds several
+pods, each binding's outcome still its own (the task writes them with one
+``Store.bind_many``, which refuses a second binding of any pod, so a pod is never bound
+twice whatever happens to a task).
+
+Where each phase runs:
+
+- **WaitOnPermit** runs in the coordinator process, on a small thread pool: the
+  waiting-pods map Permit plugins park pods in lives in the coordinator's Framework
+  handle, and the plugins that allow or reject them run there. A job whose Permit said
+  Wait is held on one of those threads and sent to Ray only once it is allowed; a
+  rejected or timed-out one comes back as a failed outcome without touching Ray.
+- **PreBind, Bind, PostBind** run in the Ray task, through Frameworks the worker builds
+  from the same configuration (cached per worker process, as is its Redis client);
+  DefaultBinder's ``handle.binder`` writes through ``Store.bind``. Profiles that bind with
+  DefaultBinder alone are bound with one ``bind_many`` per task. The task records the
+  Scheduled events and returns ``[code, reasons, plugin]`` per job as msgpack.
+
+Batching is adaptive: a batch leaves as soon as fewer than ``max_in_flight`` tasks are
+running (so an idle cluster binds at once), otherwise jobs accumulate until a task
+finishes or ``batch`` jobs wait. ``poll`` never blocks (``ray.wait(timeout=0)``).
+
+A task that fails as a whole (its worker was killed, Ray lost it) turns into outcomes per
+job: the executor reads each pod back from the store, and a pod already bound to the
+job's node (the binding landed before the crash) succeeds; every other job fails with an
+error, and the coordinator runs Unreserve + Forget and requeues it. Tasks are never
+retried by Ray, so no binding can land after its job was reported failed.
+
+Each task opens a ``bindingCycle`` span per job, linked to the job's scheduling cycle
+(``BindingJob.trace_carrier``); PreBind, Bind and PostBind are its children. The worker
+exports to the coordinator's OTLP endpoint, sent with the task (``worker_tracing``: one
+exporter per endpoint per worker process, else ``process_tracing``'s environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Pod
+from cluster_sched.config.load import default_config, parse_config
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.state_codec import (
+    StateCodecError,
+    decode_state,
+    decode_value,
+    encode_state,
+    encode_value,
+)
+from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.plugins.default_binder import DefaultBinder
+from cluster_sched.scheduler.binding import (
+    BindingJob,
+    BindingOutcome,
+    bind_status,
+    binding_span_attributes,
+    run_binding_cycle,
+    scheduled_event,
+    store_binder,
+)
+from cluster_sched.store.store import Store
+from cluster_sched.telemetry.spans import ATTR_RESULT, BINDING_CYCLE, RESULT_ERROR, RESULT_SCHEDULED
+from cluster_sched.telemetry.tracing import DISABLED, Tracing
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "RayBindingExecutor",
+    "bind_jobs",
+    "ray_binding_executor",
+    "redis_url_of",
+]
+
+DEFAULT_BATCH: Final = 256
+"""Most jobs one binding task carries."""
+DEFAULT_MAX_IN_FLIGHT: Final = 2
+"""Binding tasks running at once before jobs wait for the next batch."""
+DEFAULT_WAITERS: Final = 8
+"""Coordinator threads holding pods parked by Permit (WaitOnPermit)."""
+BINDING_TASK_CPUS: Final = 1.0
+"""Logical CPUs one binding task reserves."""
+
+
+# ---------------------------------------------------------------------------- worker side
+
+
+@dataclass(slots=True)
+class _WorkerJob:
+    pod: Pod
+    node_name: str
+    profile: str
+    state: CycleState
+    scheduling_cycle: int
+    trace_carrier: dict[str, str] = field(default_factory=dict)
+    waiting: bool = False
+
+
+_worker_lock = threading.Lock()
+_STORES: dict[tuple[str, str], Store] = {}
+_FRAMEWORKS: dict[tuple[bytes, str, str, int], dict[str, Framework]] = {}
+
+
+def _worker_store(redis_url: str, prefix: str) -> Store:
+    with _worker_lock:
+        store = _STORES.get((redis_url, prefix))
+        if store is None:
+            store = _STORES[(redis_url, prefix)] = Store.from_url(redis_url, prefix)
+        return store
+
+
+def _worker_frameworks(
+    config: bytes, store: Store, redis_url: str, prefix: str, tracing: Tracing
+) -> dict[str, Framework]:
+    key = (config, redis_url, prefix, id(tracing))
+    with _worker_lock:
+        hit = _FRAMEWORKS.get(key)
+        if hit is not None:
+            return hit
+        cfg = parse_config(decode_value(config)) if config else default_config()
+        frameworks: dict[str, Framework] = {}
+        for i, profile in enumerate(cfg.profiles):
+            handle = Handle(profile_name=profile.scheduler_name)
+            handle.binder = store_binder(store)
+            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
+            handle.services["framework"] = fwk
+            if tracing.enabled:
+                from cluster_sched.telemetry.metrics import Metrics
+
+                fwk.instrument(tracing, Metrics.disabled())
+            frameworks[profile.scheduler_name] = fwk
+        _FRAMEWORKS[key] = frameworks
+        return frameworks
+
+
+def _binds_with_default_binder_only(fwk: Framework) -> bool:
+    return len(fwk.bind) == 1 and isinstance(fwk.bind[0], DefaultBinder)
+
+
+def bind_jobs(
+    store: Store,
+    frameworks: Mapping[str, Framework],
+    jobs: Sequence[Any],
+    tracing: Tracing = DISABLED,
+) -> list[Status]:
+    """PreBind → Bind → PostBind for each job (``pod``, ``node_name``, ``profile``,
+    ``state``, ``scheduling_cycle``, ``trace_carrier``), each outcome independent. Jobs
+    of DefaultBinder-only profiles are bound together with one ``bind_many``."""
+    statuses: list[Status | None] = [None] * len(jobs)
+    spans: list[Any] = [None] * len(jobs)
+    events: list[dict[str, Any]] = []
+
+    def start(i: int) -> Any:
+        if tracing.enabled:
+            spans[i] = tracing.start_span(
+                BINDING_CYCLE,
+                binding_span_attributes(jobs[i]),
+                links=[tracing.link_from_carrier(jobs[i].trace_carrier)],
+            )
+        return spans[i]
+
+    def finish(i: int, status: Status) -> None:
+        statuses[i] = status
+        span = spans[i]
+        if span is not None:
+            span.set_attribute(ATTR_RESULT, RESULT_SCHEDULED if status.is_success else RESULT_ERROR)
+            if not status.is_success:
+                tracing.set_error(span, status.message())
+            tracing.end(span)
+
+    ready: list[int] = []
+    for i, job in enumerate(jobs):
+        fwk = frameworks.get(job.profile)
+        if fwk is None:
+            finish(i, Status(Code.ERROR, (f"binding worker has no profile {job.profile!r}",)))
+            continue
+        span = start(i)
+        try:
+            with tracing.use_span(span) if span is not None else contextlib.nullcontext():
+                if _binds_with_default_binder_only(fwk):
+                    s = fwk.run_pre_bind(job.state, job.pod, job.node_name)
+                    if s.is_success:
+                        ready.append(i)
+                        continue
+                else:
+                    s = run_binding_cycle(fwk, job)
+                    if s.is_success:
+                        events.append(scheduled_event(job.pod, job.node_name))
+        except Exception as exc:  # a plugin crashed: the pod goes back, nothing is lost
+            s = Status(Code.ERROR, (f"binding cycle failed: {exc}",))
+        finish(i, s)
+    if ready:
+        try:
+            results = store.bind_many(
+                [(jobs[i].pod.key, jobs[i].node_name, jobs[i].pod.uid or None) for i in ready]
+            )
+        except Exception as exc:
+            for i in ready:
+                finish(i, Status(Code.ERROR, (f"binding failed: {exc}",)))
+        else:
+            for i, res in zip(ready, results, strict=True):
+                job = jobs[i]
+                s = bind_status(res.outcome, job.pod.key, job.node_name)
+                if s.is_success:
+                    span = spans[i]
+                    try:
+                        with (
+                            tracing.use_span(span) if span is not None else contextlib.nullcontext()
+                        ):
+                            frameworks[job.profile].run_post_bind(job.state, job.pod, job.node_name)
+                    except Exception:  # PostBind is informational: the pod is bound
+                        pass
+                    events.append(scheduled_event(job.pod, job.node_name))
+                finish(i, s)
+    if events:
+        with contextlib.suppress(Exception):  # events are informational; no pod is lost
+            store.record_events(events)
+    return [s if s is not None else Status(Code.ERROR, ("binding job lost",)) for s in statuses]
+
+
+def _decode_pod(obj: Any, node: str) -> Pod:
+    pod = obj if isinstance(obj, Pod) else parse_object(obj)
+    if not isinstance(pod, Pod):
+        raise StateCodecError(f"binding job holds a {type(pod).__name__}, not a Pod")
+    if pod.node_name != node:
+        from dataclasses import replace
+
+        pod = replace(pod, node_name=node)
+    return pod
+
+
+def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) -> bytes:
+    """The body of one binding task (plain function; ``_remote_bind_task`` wraps it)."""
+    from workers.ray_runtime import worker_tracing
+
+    req = decode_value(payload)
+    tracing = worker_tracing(trace_endpoint)
+    store = _worker_store(redis_url, prefix)
+    frameworks = _worker_frameworks(req["config"], store, redis_url, prefix, tracing)
+    jobs: list[_WorkerJob | None] = []
+    decode_errors: dict[int, Status] = {}
+    for i, (pod_doc, node, profile, state, cycle, carrier) in enumerate(req["jobs"]):
+        try:
+            jobs.append(
+                _WorkerJob(
+                    _decode_pod(pod_doc, node),
+                    node,
+                    profile,
+                    decode_state(state),
+                    cycle,
+                    dict(carrier),
+                )
+            )
+        except Exception as exc:  # a job that cannot be read fails alone
+            jobs.append(None)
+            decode_errors[i] = Status(Code.ERROR, (f"binding job unreadable: {exc}",))
+    runnable = [j for j in jobs if j is not None]
+    done = iter(bind_jobs(store, frameworks, runnable, tracing))
+    out = []
+    for i, job in enumerate(jobs):
+        s = decode_errors[i] if job is None else next(done)
+        out.append([int(s.code), list(s.reasons), s.plugin])
+    return encode_value(out)
+
+
+_REMOTE: Any = None
+
+
+def _remote_bind_task() -> Any:
+    """The one place ``bind_task`` becomes a Ray task. No retries: a retried task could
+    land a binding after its job was already reported failed and requeued."""
+    import ray
+
+    global _REMOTE
+    if _REMOTE is None:
+        _REMOTE = ray.remote(bind_task).options(
+            num_cpus=BINDING_TASK_CPUS, max_retries=0, retry_exceptions=False
+        )
+    return _REMOTE
+
+
+# ---------------------------------------------------------------------------- coordinator side
+
+
+def redis_url_of(store: Store) -> str:
+    """A redis:// URL for the store's own client (TCP or unix socket)."""
+    kw = store.client.connection_pool.connection_kwargs
+    auth = ""
+    if kw.get("password"):
+        from urllib.parse import quote
+
+        auth = f"{quote(str(kw.get('username') or ''))}:{quote(str(kw['password']))}@"
+    if kw.get("path"):
+        return f"unix://{auth}{kw['path']}?db={kw.get('db', 0)}"
+    return f"redis://{auth}{kw.get('host', 'localhost')}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+
+
+class RayBindingExecutor:
+    """BindingExecutor running binding cycles as Ray tasks (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: Store,
+        frameworks: dict[str, Framework],
+        *,
+        redis_url: str | None = None,
+        config: bytes = b"",
+        tracing: Tracing | None = None,
+        batch: int = DEFAULT_BATCH,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        waiters: int = DEFAULT_WAITERS,
+        address: str | None = None,
+    ) -> None:
+        from workers.ray_runtime import ensure_ray
+
+        ensure_ray(address)
+        self._store = store
+        self._frameworks = frameworks
+        self._redis_url = redis_url or redis_url_of(store)
+        self._prefix = store.keys.prefix
+        self._config = config
+        self._tracing = tracing or DISABLED
+        self._endpoint = getattr(self._tracing, "endpoint", "") if self._tracing.enabled else ""
+        self._batch = max(1, batch)
+        self._max_in_flight = max(1, max_in_flight)
+        self._buffer: list[BindingJob] = []
+        #: object ref -> the jobs its task carries
+        self._in_flight: dict[Any, list[BindingJob]] = {}
+        #: outcomes decided on waiter threads (rejected in WaitOnPermit)
+        self._done: queue.Queue[BindingOutcome] = queue.Queue()
+        #: jobs allowed by WaitOnPermit, to be sent by the coordinator's thread
+        self._allowed: queue.Queue[BindingJob] = queue.Queue()
+        self._pending = 0
+        self._waiters = ThreadPoolExecutor(
+            max_workers=max(1, waiters), thread_name_prefix="wait-on-permit"
+        )
+        #: binding tasks that failed as a whole (fault tests, metrics)
+        self.failed_tasks = 0
+
+    # -- BindingExecutor
+
+    def submit(self, job: BindingJob) -> None:
+        self._pending += 1
+        if job.waiting:
+            self._waiters.submit(self._wait_on_permit, job)
+            return
+        self._buffer.append(job)
+        self._flush()
+
+    def poll(self) -> list[BindingOutcome]:
+        import ray
+
+        out: list[BindingOutcome] = []
+        while True:
+            try:
+                out.append(self._done.get_nowait())
+            except queue.Empty:
+                break
+        while True:
+            try:
+                self._buffer.append(self._allowed.get_nowait())
+            except queue.Empty:
+                break
+        if self._in_flight:
+            refs = list(self._in_flight)
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            for ref in ready:
+                out.extend(self._collect(ref, self._in_flight.pop(ref)))
+        self._flush()
+        self._pending -= len(out)
+        return out
+
+    def pending(self) -> int:
+        return self._pending
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Send what is buffered and wait (up to ``timeout``) for running tasks, so no
+        binding is still being written after the coordinator stops."""
+        import ray
+
+        self._waiters.shutdown(wait=False, cancel_futures=True)
+        self._flush(force=True)
+        if self._in_flight:
+            ray.wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=timeout)
+
+    # -- internals
+
+    def _wait_on_permit(self, job: BindingJob) -> None:
+        """On a coordinator thread: the pod waits in the coordinator's waiting-pods map."""
+        fwk = self._frameworks[job.profile]
+        try:
+            s = fwk.wait_on_permit(job.pod)
+        except Exception as exc:
+            s = Status(Code.ERROR, (f"WaitOnPermit failed: {exc}",))
+        if s.is_success:
+            self._allowed.put(job)
+        else:
+            self._done.put(BindingOutcome(job, s))
+
+    def _flush(self, force: bool = False) -> None:
+        while self._buffer and (
+            force or len(self._in_flight) < self._max_in_flight or len(self._buffer) >= self._batch
+        ):
+            jobs, self._buffer = self._buffer[: self._batch], self._buffer[self._batch :]
+            self._send(jobs)
+
+    def _send(self, jobs: list[BindingJob]) -> None:
+        wire: list[list[Any]] = []
+        sendable: list[BindingJob] = []
+        for job in jobs:
+            try:
+                state = encode_state(job.state)
+            except StateCodecError as exc:
+                self._done.put(
+                    BindingOutcome(job, Status(Code.ERROR, (f"binding job cannot travel: {exc}",)))
+                )
+                continue
+            raw = job.pod.raw
+            wire.append(
+                [
+                    raw if raw is not None else job.pod,
+                    job.node_name,
+                    job.profile,
+                    state,
+                    job.scheduling_cycle,
+                    job.trace_carrier,
+                ]
+            )
+            sendable.append(job)
+        if not sendable:
+            return
+        payload = encode_value({"config": self._config, "jobs": wire})
+        ref = _remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
+        self._in_flight[ref] = sendable
+
+    def _collect(self, ref: Any, jobs: list[BindingJob]) -> list[BindingOutcome]:
+        import ray
+
+        try:
+            reply = decode_value(ray.get(ref))
+            return [
+                BindingOutcome(
+                    job,
+                    SUCCESS if code == Code.SUCCESS else Status(Code(code), tuple(reasons), plugin),
+                )
+                for job, (code, reasons, plugin) in zip(jobs, reply, strict=True)
+            ]
+        except Exception as exc:  # the task failed as a whole (worker died, bad reply)
+            self.failed_tasks += 1
+            return self._recover(jobs, exc)
+
+    def _recover(self, jobs: list[BindingJob], exc: BaseException) -> list[BindingOutcome]:
+        """Outcomes for the jobs of a failed task, from what the store says now."""
+        lines = str(exc).strip().splitlines()
+        why = f"binding task failed: {type(exc).__name__}: {lines[-1] if lines else ''}"
+        try:
+            docs = self._store.get_many("Pod", [j.pod.key for j in jobs])
+        except Exception:
+            docs = [None] * len(jobs)
+        out = []
+        for job, doc in zip(jobs, docs, strict=True):
+            spec = (doc or {}).get("spec") or {}
+            uid = ((doc or {}).get("metadata") or {}).get("uid") or ""
+            landed = spec.get("nodeName") == job.node_name and (
+                not job.pod.uid or uid == job.pod.uid
+            )
+            out.append(BindingOutcome(job, SUCCESS if landed else Status(Code.ERROR, (why,))))
+        return out
+
+
+def ray_binding_executor(
+    *,
+    redis_url: str | None = None,
+    config_path: str | None = None,
+    tracing: Tracing | None = None,
+    address: str | None = None,
+    batch: int = DEFAULT_BATCH,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+) -> Callable[[Store, dict[str, Framework]], RayBindingExecutor]:
+    """The ``binding_executor`` factory for Coordinator: binding cycles as Ray tasks whose
+    Frameworks come from the configuration file at ``config_path`` (None: defaults)."""
+    from workers.ray_runtime import config_document
+
+    config = config_document(config_path)
+
+    def factory(store: Store, frameworks: dict[str, Framework]) -> RayBindingExecutor:
+        return RayBindingExecutor(
+            store,
+            frameworks,
+            redis_url=redis_url,
+            config=config,
+            tracing=tracing,
+            batch=batch,
+            max_in_flight=max_in_flight,
+            address=address,
+        )
+
+    return factory

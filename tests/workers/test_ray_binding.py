@@ -1,0 +1,197 @@
+"""Binding cycles as Ray tasks against a real Redis and a real local Ray."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+
+from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Pod
+from cluster_sched.config.load import default_config
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.status import Code
+from cluster_sched.framework.waiting_pods import new_waiting_pod
+from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler.binding import BindingJob, BindingOutcome, store_binder
+from cluster_sched.scheduler.ray_binding import RayBindingExecutor, ray_binding_executor
+from cluster_sched.store.store import Store
+from cluster_sched.telemetry.spans import BINDING_CYCLE
+from cluster_sched.telemetry.tracing import setup_tracing
+from cluster_sched.testing.builders import make_node, make_pod
+from cluster_sched.testing.otlp_receiver import OtlpReceiver
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+#: liveness bound for outcomes to come back (never a timing assertion)
+PATIENCE = 60.0
+
+
+def cluster(store: Store, pods: int) -> list[Pod]:
+    store.apply_many(
+        [make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods=110).manifest() for i in range(3)]
+    )
+    store.apply_many([make_pod(f"p{i}").req(cpu="100m").manifest() for i in range(pods)])
+    out = []
+    for i in range(pods):
+        pod = parse_object(store.get("Pod", f"default/p{i}"))  # type: ignore[arg-type]
+        assert isinstance(pod, Pod)
+        out.append(pod)
+    return out
+
+
+def frameworks(store: Store) -> dict[str, Framework]:
+    profile = default_config().profiles[0]
+    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
+    handle.binder = store_binder(store)
+    fwk = Framework.from_profile(profile, handle=handle, field="profiles[0]")
+    return {profile.scheduler_name: fwk}
+
+
+def job(pod: Pod, node: str, cycle: int = 1, **kw: Any) -> BindingJob:
+    state = CycleState()
+    state.write("PreFilterExample", (1, "two"))
+    return BindingJob(pod, node, "default-scheduler", state, QueuedPodInfo(pod.key), cycle, **kw)
+
+
+def drain(
+    ex: RayBindingExecutor, n: int, until: Callable[[], None] | None = None
+) -> list[BindingOutcome]:
+    out: list[BindingOutcome] = []
+    deadline = time.monotonic() + PATIENCE
+    while len(out) < n:
+        assert time.monotonic() < deadline, f"only {len(out)} of {n} binding outcomes arrived"
+        out.extend(ex.poll())
+        time.sleep(0.005)
+    assert ex.pending() == 0
+    return out
+
+
+def bound_node(store: Store, key: str) -> str | None:
+    return ((store.get("Pod", key) or {}).get("spec") or {}).get("nodeName")
+
+
+def test_batches_bind_each_pod_once_and_report_each_outcome(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    store = Store(redis_client)
+    pods = cluster(store, 12)
+    taken = pods[11]
+    store.bind(taken.key, "n0")  # bound by someone else meanwhile: a conflict, alone
+    ex = ray_binding_executor(redis_url=redis_url, batch=4, max_in_flight=1)(
+        store, frameworks(store)
+    )
+    try:
+        for i, pod in enumerate(pods):
+            ex.submit(job(pod, f"n{i % 3}", cycle=i))
+        outcomes = {o.job.pod.key: o.status for o in drain(ex, len(pods))}
+    finally:
+        ex.close()
+    assert all(outcomes[p.key].is_success for p in pods[:11])
+    assert outcomes[taken.key].code == Code.ERROR
+    assert "already bound" in outcomes[taken.key].message()
+    for i, pod in enumerate(pods[:11]):
+        assert bound_node(store, pod.key) == f"n{i % 3}"
+    assert bound_node(store, taken.key) == "n0"
+    scheduled = [e["key"] for e in store.events(reason="Scheduled")]
+    assert sorted(scheduled) == sorted(p.key for p in pods[:11])
+
+
+def test_wait_on_permit_runs_in_the_coordinator(redis_client: redis.Redis, redis_url: str) -> None:
+    store = Store(redis_client)
+    allowed, rejected = cluster(store, 2)
+    fwks = frameworks(store)
+    waiting = fwks["default-scheduler"].handle.waiting_pods
+    waiting.add(new_waiting_pod(allowed.key, "n1", {"Gate": 300}))
+    waiting.add(new_waiting_pod(rejected.key, "n2", {"Gate": 300}))
+    ex = RayBindingExecutor(store, fwks, redis_url=redis_url)
+    try:
+        ex.submit(job(allowed, "n1", waiting=True))
+        ex.submit(job(rejected, "n2", waiting=True))
+        assert ex.poll() == [] and ex.pending() == 2 and not ex._in_flight
+        threading.Timer(0.05, lambda: waiting.get(allowed.key).allow("Gate")).start()  # type: ignore[union-attr]
+        threading.Timer(0.05, lambda: waiting.reject(rejected.key, "Gate", "no")).start()
+        outcomes = {o.job.pod.key: o.status for o in drain(ex, 2)}
+    finally:
+        ex.close()
+    assert outcomes[allowed.key].is_success and bound_node(store, allowed.key) == "n1"
+    assert (
+        outcomes[rejected.key].code == Code.UNSCHEDULABLE
+        and outcomes[rejected.key].plugin == "Gate"
+    )
+    assert bound_node(store, rejected.key) is None
+
+
+def test_a_failed_task_reports_what_the_store_holds(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    import ray
+
+    store = Store(redis_client)
+    pods = cluster(store, 3)
+    ex = RayBindingExecutor(store, frameworks(store), redis_url=redis_url, batch=8, max_in_flight=1)
+    try:
+        # The whole task is killed (force-cancel kills its worker if it is running).
+        ex.submit(job(pods[0], "n0"))
+        (ref,) = ex._in_flight
+        ray.cancel(ref, force=True)
+        (outcome,) = drain(ex, 1)
+        # Whether or not the binding landed first, the outcome agrees with the store.
+        assert outcome.status.is_success == (bound_node(store, pods[0].key) == "n0")
+        assert ex.failed_tasks == 1 or outcome.status.is_success
+        # A binding that landed before its task died is a success, others fail.
+        store.bind(pods[1].key, "n1")
+        got = ex._recover(
+            [job(pods[1], "n1"), job(pods[2], "n2")], RuntimeError("worker died\nfor good")
+        )
+        assert got[0].status.is_success
+        assert got[1].status.code == Code.ERROR
+        assert got[1].status.message() == "binding task failed: RuntimeError: for good"
+    finally:
+        ex.close()
+
+
+def test_binding_spans_are_linked_to_their_scheduling_cycle(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    store = Store(redis_client)
+    (pod,) = cluster(store, 1)
+    with OtlpReceiver() as rx:
+        tracing = setup_tracing(rx.endpoint)
+        try:
+            with tracing.span("schedulingCycle") as cycle_span:
+                carrier = tracing.current_context_carrier()
+                cycle_id = format(cycle_span.get_span_context().span_id, "016x")
+            ex = ray_binding_executor(redis_url=redis_url, tracing=tracing)(
+                store, frameworks(store)
+            )
+            try:
+                ex.submit(job(pod, "n2", cycle=42, trace_carrier=carrier))
+                (outcome,) = drain(ex, 1)
+            finally:
+                ex.close()
+            assert outcome.status.is_success
+            spans = rx.wait_for(lambda spans: any(s.name == BINDING_CYCLE for s in spans))
+            (binding,) = [s for s in spans if s.name == BINDING_CYCLE]
+            children = rx.wait_for(
+                lambda spans: (
+                    {"preBind", "postBind"}
+                    <= {s.name for s in spans if s.parent_span_id == binding.span_id}
+                )
+            )
+        finally:
+            tracing.shutdown()
+    assert binding.is_root
+    assert [sid for _, sid in binding.links] == [cycle_id]
+    assert binding.attributes["k8s.pod.name"] == "p0"
+    assert binding.attributes["scheduler.cycle"] == 42
+    assert all(
+        s.trace_id == binding.trace_id for s in children if s.parent_span_id == binding.span_id
+    )

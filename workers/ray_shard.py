@@ -1,0 +1,421 @@
+"""Node shards as Ray actors: ``ShardCore`` behind msgpack bytes.
+
+``ShardActor`` is a thin adapter: every method takes and returns msgpack bytes (built
+with ``cluster_sched.framework.state_codec``, never pickle), decodes them and calls the
+plain ``ShardCore`` (workers/shard.py), where all the logic is and is unit-tested without
+Ray. ``ray.remote(ShardActor).options(...)`` happens in one place, ``_start_actor``.
+
+Round trips per scheduling cycle, with ``n`` shards: one Filter fan-out per evaluation
+window — usually exactly one window, as the first window asks for as many nodes as the
+cycle needs (numFeasibleNodesToFind) and only grows when too few pass — and one Score
+fan-out when more than one node is feasible. A fan-out is one actor call to each shard
+owning rows of the request, all in flight together; the coordinator waits for the
+slowest. PreFilter, PreScore, NormalizeScore, host selection and assume stay on the
+coordinator (its replica of the node columns answers them without a round trip), so a
+call carries everything the shard needs:
+
+- the shard's pending **deltas** (nodes and pods as their raw manifests, ``Node.raw`` /
+  ``Pod.raw``; an assumed pod's manifest lacks ``spec.nodeName``, the delta names the
+  node), applied in order before the call;
+- the **pod** (raw manifest) and the profile name;
+- the **CycleState** after PreFilter (Filter) or PreScore (Score), via ``encode_state``;
+- the shard **rows** to evaluate, int64 bytes, in the coordinator's evaluation order;
+- the cluster-wide **facts** plugins read from ``handle.services["snapshot"]``: the node
+  count and, for the pod's images, (size, nodes holding it), installed in the shard's
+  ``ShardSnapshot`` before the plugins run;
+- the trace context of the coordinator's current span, if any (a ``shardRun`` span).
+
+Replies are msgpack too: Filter's codes (int8), reason ids (int32), reason tuples and the
+failing plugin index (int16) per row; Score's int64 scores per plugin.
+
+Faults: every Ray failure of a call (the actor's process died, the actor is unreachable,
+the call raised half-way through applying deltas) becomes ``ShardLostError``;
+``ShardedSource`` (cluster_sched/scheduler/sharding.py) then calls ``rebuild``, which
+kills what is left of the actor, starts a new one and replays the replica's full state
+into it, and repeats the call once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.runtime import FilterOutcome
+from cluster_sched.framework.state_codec import (
+    StateCodecError,
+    decode_state,
+    decode_value,
+    encode_state,
+    encode_value,
+)
+from cluster_sched.framework.verdicts import NodeVerdicts
+from cluster_sched.nodetable.table import normalized_image_name
+from cluster_sched.scheduler.sharding import Delta, ShardLostError
+from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
+from cluster_sched.telemetry.tracing import resolve_endpoint
+from workers.ray_runtime import config_document, ensure_ray, worker_tracing
+from workers.shard import ShardCore
+
+__all__ = [
+    "ACTOR_NAME_PREFIX",
+    "DEFAULT_SHARD_CPUS",
+    "RayShardClient",
+    "ShardActor",
+    "decode_filter_outcome",
+    "decode_scores",
+    "encode_deltas",
+    "encode_filter_outcome",
+    "encode_request",
+    "ray_shard_clients",
+    "snapshot_facts",
+    "wire_deltas",
+]
+
+ACTOR_NAME_PREFIX: Final = "cluster-sched-shard-"
+"""Shard actors are named ``<prefix><run>-<shard>-<generation>`` (ray.util.list_named_actors)."""
+DEFAULT_SHARD_CPUS: Final = 0.0
+"""Logical CPUs a shard actor reserves: none, so shards never wait for binding tasks."""
+
+
+# ---------------------------------------------------------------------------- wire format
+
+
+def _wire_object(obj: Any) -> Any:
+    """A Node/Pod as its manifest when it has one (the common case), else the object
+    (state_codec carries it as a dataclass)."""
+    raw = getattr(obj, "raw", None)
+    return raw if raw is not None else obj
+
+
+def wire_deltas(deltas: Sequence[Delta]) -> list[Delta]:
+    out: list[Delta] = []
+    for d in deltas:
+        op = d[0]
+        if op == "node":
+            out.append(["node", _wire_object(d[1]), d[2]])
+        elif op in ("pod+", "pod="):
+            out.append([op, d[1], _wire_object(d[2])])
+        else:
+            out.append(list(d))
+    return out
+
+
+def snapshot_facts(snapshot: Any, pod: Pod) -> list[Any]:
+    """``[num_nodes, {image: [size, nodes]}]`` for the pod's images, as the coordinator
+    sees them (what ImageLocality reads from the snapshot)."""
+    if snapshot is None:
+        return [-1, {}]
+    images: dict[str, list[int]] = {}
+    for c in (*pod.init_containers, *pod.containers):
+        name = normalized_image_name(c.image)
+        st = snapshot.image_state(name)
+        if st is not None:
+            images[name] = [int(st[0]), int(st[1])]
+    return [int(snapshot.num_nodes), images]
+
+
+def encode_deltas(deltas: Sequence[Delta]) -> bytes:
+    return encode_value(wire_deltas(deltas))
+
+
+def encode_request(
+    deltas: Sequence[Delta] | bytes,
+    profile: str,
+    pod: Pod,
+    state: CycleState,
+    rows: np.ndarray,
+    snapshot: Any = None,
+    trace: Mapping[str, str] | None = None,
+) -> bytes:
+    """One Filter/Score request (see the module docstring); ``deltas`` may come
+    encoded already (``encode_deltas``); ``trace`` defaults to the current span's context."""
+    return encode_value(
+        {
+            "deltas": deltas if isinstance(deltas, bytes) else encode_deltas(deltas),
+            "profile": profile,
+            "pod": _wire_object(pod),
+            "state": encode_state(state),
+            "rows": np.ascontiguousarray(rows, dtype=np.int64).tobytes(),
+            "facts": snapshot_facts(snapshot, pod),
+            "trace": dict(trace) if trace is not None else _current_carrier(),
+        }
+    )
+
+
+def encode_filter_outcome(out: FilterOutcome) -> bytes:
+    v = out.verdicts
+    return encode_value([v.codes, v.reason_ids, [tuple(r) for r in v.reasons], out.plugin_idx])
+
+
+def decode_filter_outcome(data: bytes) -> FilterOutcome:
+    codes, reason_ids, reasons, plugin_idx = decode_value(data)
+    return FilterOutcome(NodeVerdicts(codes, reason_ids, [tuple(r) for r in reasons]), plugin_idx)
+
+
+def decode_scores(data: bytes) -> dict[str, np.ndarray]:
+    scores = decode_value(data)
+    return {str(k): np.asarray(v, dtype=np.int64) for k, v in scores.items()}
+
+
+# ---------------------------------------------------------------------------- the actor
+
+
+class ShardActor:
+    """The Ray-facing side of one shard (wrapped by ``ray.remote`` in ``_start_actor``)."""
+
+    def __init__(self, shard_id: int, config: bytes, seed: int, trace_endpoint: str = "") -> None:
+        doc = decode_value(config) if config else None
+        self.core = ShardCore(shard_id, doc, seed=seed)
+        self.shard_id = shard_id
+        self._trace_endpoint = trace_endpoint or None
+        self._pod_doc: Any = None
+        self._pod: Pod | None = None
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def nodes(self) -> int:
+        return self.core.table.n_nodes
+
+    def apply(self, payload: bytes) -> int:
+        """Apply encoded deltas (``encode_deltas``)."""
+        return self.core.apply(decode_value(payload))
+
+    def filter(self, payload: bytes) -> bytes:
+        req = decode_value(payload)
+        with self._span(req):
+            profile, pod, state, rows = self._prepare(req)
+            return encode_filter_outcome(self.core.filter(profile, pod, state, rows))
+
+    def score(self, payload: bytes) -> bytes:
+        req = decode_value(payload)
+        with self._span(req):
+            profile, pod, state, rows = self._prepare(req)
+            return encode_value(self.core.score(profile, pod, state, rows))
+
+    def _prepare(self, req: Mapping[str, Any]) -> tuple[str, Pod, CycleState, np.ndarray]:
+        self.core.apply(decode_value(req["deltas"]))
+        num_nodes, images = req["facts"]
+        self.core.set_snapshot(
+            num_nodes if num_nodes >= 0 else self.core.table.n_nodes,
+            {k: (int(v[0]), int(v[1])) for k, v in images.items()},
+        )
+        return (
+            req["profile"],
+            self._pod_of(req["pod"]),
+            decode_state(req["state"]),
+            np.frombuffer(req["rows"], dtype=np.int64),
+        )
+
+    def _pod_of(self, doc: Any) -> Pod:
+        """The incoming pod; Filter and Score of one cycle send the same manifest."""
+        if isinstance(doc, Pod):
+            return doc
+        if self._pod is None or doc != self._pod_doc:
+            pod = ShardCore._pod_on(doc, (doc.get("spec") or {}).get("nodeName") or "")
+            self._pod_doc, self._pod = doc, pod
+        assert self._pod is not None
+        return self._pod
+
+    def _span(self, req: Mapping[str, Any]) -> Any:
+        tracing = worker_tracing(self._trace_endpoint) if req.get("trace") else None
+        if tracing is None or not tracing.enabled:
+            return _NULL
+        return tracing.span(
+            SHARD_RUN,
+            {ATTR_SHARD_ID: self.shard_id, ATTR_SHARD_NODES: self.core.table.n_nodes},
+            parent=tracing.context_from_carrier(req["trace"]),
+        )
+
+
+class _Null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NULL: Final = _Null()
+_REMOTE: Any = None
+
+
+def _start_actor(shard_id: int, config: bytes, seed: int, name: str, trace_endpoint: str) -> Any:
+    """The one place ShardActor becomes a Ray actor. No restarts and no task retries:
+    after a crash the coordinator rebuilds the shard itself, from its replica, because
+    a restarted actor would come back empty."""
+    import ray
+
+    global _REMOTE
+    if _REMOTE is None:
+        _REMOTE = ray.remote(ShardActor)
+    return _REMOTE.options(
+        name=name,
+        num_cpus=DEFAULT_SHARD_CPUS,
+        max_restarts=0,
+        max_task_retries=0,
+        max_concurrency=1,
+        scheduling_strategy="SPREAD",
+    ).remote(shard_id, config, seed, trace_endpoint)
+
+
+# ---------------------------------------------------------------------------- the client
+
+
+def _current_carrier() -> dict[str, str]:
+    """The W3C context of the coordinator's current span ({} when there is none)."""
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    if not trace.get_current_span().get_span_context().is_valid:
+        return {}
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier
+
+
+class _RayPending:
+    __slots__ = ("client", "decode", "ref")
+
+    def __init__(self, client: RayShardClient, ref: Any, decode: Callable[[bytes], Any]) -> None:
+        self.client = client
+        self.ref = ref
+        self.decode = decode
+
+    def result(self) -> Any:
+        import ray
+
+        try:
+            reply = ray.get(self.ref)
+        except ray.exceptions.RayError as exc:
+            raise ShardLostError(self.client.shard_id, _one_line(exc)) from exc
+        return self.decode(reply)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}".strip()
+
+
+class RayShardClient:
+    """ShardClient for one ShardActor (see the module docstring for the wire format)."""
+
+    def __init__(self, shard_id: int, start: Callable[[int], Any]) -> None:
+        """``start(generation)`` creates the actor (generation 0, then one per rebuild)."""
+        self.shard_id = shard_id
+        self._start = start
+        self.generation = 0
+        self.actor = start(0)
+        self.snapshot: Any = None
+
+    def attach_snapshot(self, snapshot: Any) -> None:
+        """The coordinator's cluster-wide view (its Cache) to read facts from per call."""
+        self.snapshot = snapshot
+
+    def _submit(
+        self,
+        method: str,
+        decode: Callable[[bytes], Any],
+        deltas: list[Delta],
+        profile: str,
+        pod: Pod,
+        state: CycleState,
+        rows: np.ndarray,
+    ) -> _RayPending:
+        """Send one request. The caller has handed ``deltas`` over for good: if the rest
+        of the request cannot be encoded (a CycleState value that cannot travel), the
+        deltas still go, alone, before the error is raised, so the shard never diverges
+        from the replica."""
+        try:
+            encoded = encode_deltas(deltas)
+        except StateCodecError as exc:  # the shard cannot be brought up to date
+            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        try:
+            payload = encode_request(encoded, profile, pod, state, rows, self.snapshot)
+        except Exception:
+            if deltas:
+                self.actor.apply.remote(encoded)  # ordered before any later call
+            raise
+        return _RayPending(self, getattr(self.actor, method).remote(payload), decode)
+
+    def submit_filter(
+        self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> _RayPending:
+        return self._submit("filter", decode_filter_outcome, deltas, profile, pod, state, rows)
+
+    def submit_score(
+        self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> _RayPending:
+        return self._submit("score", decode_scores, deltas, profile, pod, state, rows)
+
+    def submit_apply(self, deltas: list[Delta]) -> _RayPending:
+        try:
+            encoded = encode_deltas(deltas)
+        except StateCodecError as exc:
+            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        return _RayPending(self, self.actor.apply.remote(encoded), int)
+
+    def pid(self) -> int:
+        """The actor's worker process id (fault tests kill it)."""
+        return int(_RayPending(self, self.actor.pid.remote(), int).result())
+
+    def rebuild(self, deltas: list[Delta]) -> None:
+        """Replace the actor by a new one holding ``deltas`` (the replica's full state for
+        this shard). Raises ShardLostError if the new actor fails too."""
+        import ray
+
+        with contextlib.suppress(Exception):  # already gone: nothing to clean up
+            ray.kill(self.actor, no_restart=True)
+        self.generation += 1
+        try:
+            self.actor = self._start(self.generation)
+        except Exception as exc:  # e.g. the cluster has no room left
+            raise ShardLostError(
+                self.shard_id, f"cannot start a new actor: {_one_line(exc)}"
+            ) from exc
+        self.submit_apply(deltas).result()
+
+    def close(self) -> None:
+        import ray
+
+        with contextlib.suppress(Exception):
+            ray.kill(self.actor, no_restart=True)
+
+
+_RUNS = itertools.count()
+
+
+def ray_shard_clients(
+    n: int,
+    *,
+    config_path: str | None = None,
+    seed: int = 0,
+    address: str | None = None,
+) -> list[RayShardClient]:
+    """``n`` shard actors (joining Ray at ``address``, $RAY_ADDRESS, or a local instance),
+    each building its Frameworks from the configuration file at ``config_path``."""
+    if n < 1:
+        raise ValueError(f"need at least one shard, got {n}")
+    ensure_ray(address)
+    config = config_document(config_path)
+    endpoint = resolve_endpoint(None) or ""
+    run = f"{uuid.uuid4().hex[:8]}{next(_RUNS)}"
+
+    def starter(shard: int) -> Callable[[int], Any]:
+        return lambda gen: _start_actor(
+            shard, config, seed, f"{ACTOR_NAME_PREFIX}{run}-{shard}-{gen}", endpoint
+        )
+
+    clients = [RayShardClient(i, starter(i)) for i in range(n)]
+    # Fail now, with the cause, if an actor cannot start (bad config, no cluster).
+    for c in clients:
+        c.submit_apply([]).result()
+    return clients
