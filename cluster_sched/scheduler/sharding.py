@@ -19,6 +19,7 @@ or over-commit a node: it only delays the cycles that needed it.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 import numpy as np
@@ -29,6 +30,14 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
+from cluster_sched.telemetry.spans import (
+    ATTR_PHASE,
+    ATTR_PROFILE,
+    ATTR_SHARD_ID,
+    ATTR_SHARD_NODES,
+    SHARD_CALL,
+    phase_span,
+)
 
 Delta = list[Any]
 
@@ -260,24 +269,57 @@ class ShardedSource:
     ) -> list[tuple[np.ndarray, Any]]:
         if not self._attached:
             self._attach(fwk)
-        calls: list[tuple[int, np.ndarray, np.ndarray, Pending | None, ShardLostError | None]] = []
+        tracing = fwk.tracing
+        calls: list[
+            tuple[int, np.ndarray, np.ndarray, Pending | None, ShardLostError | None, Any]
+        ] = []
         for s, idx, srows in self._split(rows):
+            span = (
+                tracing.start_span(
+                    SHARD_CALL, {ATTR_SHARD_ID: s, ATTR_SHARD_NODES: len(srows), ATTR_PHASE: kind}
+                )
+                if tracing.enabled
+                else None
+            )
             try:
                 if s in self.lost:
                     self._rebuild(s)
-                calls.append((s, idx, srows, self._submit(kind, s, fwk, state, pod, srows), None))
+                with tracing.use_span(span):
+                    pending = self._submit(kind, s, fwk, state, pod, srows)
+                calls.append((s, idx, srows, pending, None, span))
             except ShardLostError as exc:
-                calls.append((s, idx, srows, None, exc))
+                calls.append((s, idx, srows, None, exc, span))
         parts = []
-        for s, idx, srows, pending, failed in calls:
+        for s, idx, srows, pending, failed, span in calls:
             try:
                 if failed is not None:
                     raise failed
                 assert pending is not None
                 parts.append((idx, pending.result()))
             except ShardLostError as exc:
+                if span is not None:
+                    tracing.set_error(span, str(exc))
                 parts.append((idx, self._recover(kind, s, fwk, state, pod, srows, exc)))
+            finally:
+                if span is not None:
+                    tracing.end(span)
         return parts
+
+    def _phase(self, fwk: Framework, extension_point: str, run: Any) -> Any:
+        """The extension point's span and duration metric, as the local runtime has them
+        (here Filter/Score run in the shards, so the coordinator times the fan-out)."""
+        if not fwk.instrumented:
+            return run()
+        start = time.perf_counter()
+        with fwk.tracing.span(
+            phase_span(extension_point),
+            {ATTR_PROFILE: fwk.profile_name, ATTR_PHASE: extension_point},
+        ):
+            result = run()
+        fwk.metrics.observe_extension_point(
+            extension_point, "Success", fwk.profile_name, time.perf_counter() - start
+        )
+        return result
 
     def _recover(
         self,
@@ -304,12 +346,22 @@ class ShardedSource:
     ) -> FilterOutcome:
         """``prefix`` (rows are 0..k-1 of the replica) changes nothing here: each shard
         gets its own rows, which are not a prefix of its table in general."""
-        return merge_filter_outcomes(len(rows), self._fan_out("filter", fwk, state, pod, rows))
+        return self._phase(
+            fwk,
+            "Filter",
+            lambda: merge_filter_outcomes(
+                len(rows), self._fan_out("filter", fwk, state, pod, rows)
+            ),
+        )
 
     def score(
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]:
-        return merge_scores(len(rows), self._fan_out("score", fwk, state, pod, rows))
+        return self._phase(
+            fwk,
+            "Score",
+            lambda: merge_scores(len(rows), self._fan_out("score", fwk, state, pod, rows)),
+        )
 
     def close(self) -> None:
         """Release the clients that hold resources (Ray actors); idempotent."""
