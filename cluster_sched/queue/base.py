@@ -298,8 +298,27 @@ class QueueBase:
                 self._emit(result, event_label)
         return results
 
-    def _move_pods(self, candidates: Iterable[Queued], event: ClusterEvent) -> int:
-        """Upstream movePodsToActiveOrBackoffQueue; returns how many pods left the pool."""
+    def _unschedulable_for_event(self) -> list[Queued]:
+        """The unschedulable pool, read in the same round trip that records the move
+        request (move_cycle := cycle) an event of interest makes; then moving the
+        candidates needs a second round trip only when there are any."""
+        pipe = self._client.pipeline(transaction=False)
+        pipe.zrangebyscore(self._keys.unschedulable, "-inf", "+inf")
+        core = list(self._keys.core)
+        pipe.evalsha(self._scripts.sha("requeue"), len(core), *core, "1")
+        try:
+            members, _ = pipe.execute()
+        except redis.exceptions.NoScriptError:
+            self._scripts.requeue(self._keys, [], move_request=True)
+            return self._unschedulable()
+        queued = self._read([as_text(m) for m in members])
+        return [q for q in queued.values() if q.where is Location.UNSCHEDULABLE]
+
+    def _move_pods(
+        self, candidates: Iterable[Queued], event: ClusterEvent, *, move_request: bool = True
+    ) -> int:
+        """Upstream movePodsToActiveOrBackoffQueue; returns how many pods left the pool.
+        ``move_request=False`` when the caller already recorded it."""
         if not rq.is_event_of_interest(event, self._plugin_events):
             return 0
         now = self._clock.now()
@@ -313,5 +332,9 @@ class QueueBase:
                 continue
             placements.append(self._requeue_placement(queued, info, strategy, now))
         sources = [Location.UNSCHEDULABLE] * len(placements)
-        results = self._apply(placements, sources, event_label=event.label, move_request=True)
+        if not placements and not move_request:
+            return 0
+        results = self._apply(
+            placements, sources, event_label=event.label, move_request=move_request
+        )
         return sum(1 for r in results if r and r != Location.UNSCHEDULABLE)

@@ -252,10 +252,10 @@ class SchedulingQueue(QueueBase):
         plugin cares about the event. Returns how many pods left the pool."""
         if not rq.is_event_of_interest(event, self._plugin_events):
             return 0
-        candidates = self._unschedulable()
+        candidates = self._unschedulable_for_event()
         if pre_check is not None:
             candidates = [q for q in candidates if pre_check(q.info)]
-        return self._move_pods(candidates, event)
+        return self._move_pods(candidates, event, move_request=False)
 
     def _cross_topology_candidates(
         self, pod: Pod, matches: Callable[[QueuedPodInfo], bool]
@@ -288,12 +288,12 @@ class SchedulingQueue(QueueBase):
             return 0
         namespaces = {p.namespace for p in pods}
         found = []
-        for q in self._unschedulable():
+        for q in self._unschedulable_for_event():
             namespace = q.info.pod_key.split("/", 1)[0]
             spread = _POD_TOPOLOGY_SPREAD in q.info.unschedulable_plugins
             if (spread and namespace in namespaces) or any(matches(q.info, p) for p in pods):
                 found.append(q)
-        return self._move_pods(found, ev.EVENT_ASSIGNED_POD_ADD)
+        return self._move_pods(found, ev.EVENT_ASSIGNED_POD_ADD, move_request=False)
 
     @translate_redis_errors("move pods on an assigned pod")
     def assigned_pod_updated(

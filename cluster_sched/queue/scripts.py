@@ -92,6 +92,10 @@ class QueueScripts:
             name: client.register_script(_source(name)) for name in _QUEUE_SCRIPTS + _PLAIN_SCRIPTS
         }
 
+    def sha(self, name: str) -> str:
+        """The SHA1 of a registered script, for calls inside a caller's pipeline."""
+        return str(self._scripts[name].sha)
+
     def _run(self, name: str, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
         return self._scripts[name](keys=list(keys), args=list(args))
 
@@ -115,17 +119,8 @@ class QueueScripts:
         return bool(self._run("done", keys.core, [pod_key]))
 
     def done_many(self, keys: QueueKeys, pod_keys: Sequence[str]) -> int:
-        """done.lua once per pod, pipelined: one round trip for the batch."""
-        script = self._scripts["done"]
-        core = list(keys.core)
-        try:
-            # evalsha directly: a pipeline of Script calls would first ask SCRIPT EXISTS.
-            pipe = self._client.pipeline(transaction=False)
-            for key in pod_keys:
-                pipe.evalsha(script.sha, len(core), *core, key)
-            return sum(1 for r in pipe.execute() if r)
-        except redis.exceptions.NoScriptError:
-            return sum(1 for key in pod_keys if self.done(keys, key))
+        """done.lua once for the whole batch: one round trip, one script run."""
+        return int(self._run("done", keys.core, list(pod_keys)))
 
     def add_unschedulable(
         self,

@@ -1,12 +1,15 @@
--- done.lua: forget an in-flight pod whose scheduling cycle ended (upstream Done).
+-- done.lua: forget in-flight pods whose scheduling cycle ended (upstream Done).
 -- KEYS: QueueKeys.core (see _lib.lua)
--- ARGV[1]: pod key
--- Returns: 1 if the pod was in flight and is now forgotten, else 0 (a pod that went
---   back to a sub-queue in the meantime stays there).
-local pod = ARGV[1]
-if location(pod) ~= 'inflight' then
-  return 0
+-- ARGV[1..n]: pod keys
+-- Returns: how many of them were in flight and are now forgotten (a pod that went back
+--   to a sub-queue in the meantime stays there).
+local forgotten = 0
+for i = 1, #ARGV do
+  local pod = ARGV[i]
+  if location(pod) == 'inflight' then
+    detach(pod, 'inflight')
+    forget(pod)
+    forgotten = forgotten + 1
+  end
 end
-detach(pod, 'inflight')
-forget(pod)
-return 1
+return forgotten
