@@ -105,6 +105,11 @@ class PodIndex:
         self.version = 0
         self._derived: dict[Hashable, tuple[int, Any]] = {}
 
+    @property
+    def built(self) -> bool:
+        """False while a lazy index has not been read yet (``add`` is then a no-op)."""
+        return self._built
+
     # ------------------------------------------------------------------ table hooks
 
     def grow(self, cap: int) -> None:

@@ -11,7 +11,7 @@ feasible node, weights, and reservoir sampling among the best.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +23,8 @@ from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.scheduler.diagnosis import Diagnosis, FitError
+from cluster_sched.plugins.crossnode import account_pods, nodes_independent
+from cluster_sched.scheduler.diagnosis import Diagnosis, FilterVerdicts, FitError
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -199,7 +200,7 @@ class Scheduler:
             # first (upstream findNodesThatPassFilters, no extenders here).
             to_find = 1
         start = self.next_start_node_index % n
-        rotated = np.roll(nodes, -start)
+        rotated = np.concatenate((nodes[start:], nodes[:start])) if start else nodes
         if not fwk.filter:
             return rotated[:to_find], min(to_find, n)
         if to_find >= n and n == table.size and not nominated:
@@ -222,8 +223,8 @@ class Scheduler:
             take = passed[:cut]
             feasible_parts.append(chunk[:cut][take])
             found += int(take.sum())
-            for i in np.flatnonzero(~take).tolist():
-                diagnosis.add_status(table.names[int(chunk[i])], statuses(i))  # type: ignore[arg-type]
+            failed = np.flatnonzero(~take)
+            diagnosis.add_failed(table, chunk[failed], statuses, failed)
             pos += cut
             window = min(n - pos, window * 2)
         feasible = np.concatenate(feasible_parts) if feasible_parts else np.zeros(0, dtype=np.int64)
@@ -246,8 +247,8 @@ class Scheduler:
         passed = outcome.passed
         feasible = rotated[passed[rotated]]
         failing = rotated[~passed[rotated]]
-        for r in failing.tolist():
-            diagnosis.add_status(table.names[r], fwk.filter_status(outcome, r))  # type: ignore[arg-type]
+        # Outcome positions are rows here: the failing rows index both.
+        diagnosis.add_failed(table, failing, FilterVerdicts.of(outcome, fwk.filter_names), failing)
         return feasible, n
 
     def _filter_rows(
@@ -259,31 +260,39 @@ class Scheduler:
         rows: np.ndarray,
         nominated: NominatedPods | None,
         source: NodeSource,
-    ) -> tuple[np.ndarray, Callable[[int], Status]]:
+    ) -> tuple[np.ndarray, FilterVerdicts]:
         """Filter ``rows``; nodes with nominated pods of priority >= the pod's get the
         two-pass treatment (RunFilterPluginsWithNominatedPods). Returns the pass mask and
-        a lookup of each failing node's Status."""
+        the verdicts (callable: position -> that node's Status)."""
         special: dict[int, Status] = {}
+        with_nominated: list[int] = []
+        ges: list[list[Pod]] = []
         if nominated:
             hits = np.flatnonzero(np.isin(rows, table.rows_of(nominated.keys())))
             for i in hits.tolist():
-                r = int(rows[i])
-                name = table.names[r]
+                name = table.names[int(rows[i])]
                 assert name is not None
                 ge = [p for p in nominated[name] if p.priority >= pod.priority and p.uid != pod.uid]
                 if ge:
-                    special[i] = self._filter_with_nominated(fwk, state, pod, table, r, ge)
+                    with_nominated.append(i)
+                    ges.append(ge)
+        batch_first = bool(with_nominated) and nodes_independent(fwk, state)
+        if not batch_first:
+            for i, ge in zip(with_nominated, ges, strict=True):
+                special[i] = self._filter_with_nominated(fwk, state, pod, table, int(rows[i]), ge)
         outcome = source.filter(fwk, state, pod, rows)
-        passed = outcome.passed.copy()
-        for i, st in special.items():
-            passed[i] = st.is_success
-
-        def status_of(i: int) -> Status:
-            if i in special:
-                return special[i]
-            return fwk.filter_status(outcome, i)
-
-        return passed, status_of
+        verdicts = FilterVerdicts.of(outcome, fwk.filter_names).with_overrides(special)
+        if batch_first:
+            # Pass 1 for all those nodes at once on one copy of their rows (the pods added
+            # touch no cycle state); pass 2 is the plain outcome above.
+            at = np.asarray(with_nominated, dtype=np.int64)
+            sub = table.subset(rows[at])
+            account_pods(
+                sub, [j for j, ge in enumerate(ges) for _ in ge], [p for ge in ges for p in ge], 1
+            )
+            first = fwk.run_filter(state, pod, NodeSlice(sub, np.arange(len(at), dtype=np.int64)))
+            verdicts = verdicts.overlay(at, FilterVerdicts.of(first, fwk.filter_names))
+        return verdicts.codes == 0, verdicts
 
     def _filter_with_nominated(
         self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int, ge: list[Pod]

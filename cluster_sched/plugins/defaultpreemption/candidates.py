@@ -3,8 +3,9 @@
 - Only nodes whose Filter status is Unschedulable may be helped by removing pods
   (UnschedulableAndUnresolvable ones may not).
 - Upstream dry-runs nodes in parallel from a random offset and stops once it has
-  ``num_candidates`` candidates of which at least one violates no PDB; this runs them
-  in that same order, sequentially, so the outcome is deterministic for a seed.
+  ``num_candidates`` candidates of which at least one violates no PDB; this reads the
+  answers in that same order (computed node by node, or window by window when the
+  nodes are independent, see ``batch``), so the outcome is deterministic for a seed.
 - The winner: fewest PDB violations; lowest highest-priority victim; smallest sum of
   priorities (each shifted by 2^31 so negative priorities cannot win by count); fewest
   victims; latest start among the highest-priority victims; then the first.

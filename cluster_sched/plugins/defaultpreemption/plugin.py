@@ -14,16 +14,24 @@ Every status message is prefixed "preemption: ", as upstream's PostFilter does.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.config.plugin_args import DefaultPreemptionArgs
+from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeToStatus, PostFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import tables_of
+from cluster_sched.plugins.defaultpreemption.batch import (
+    nodes_independent,
+    select_victims_on_nodes,
+)
 from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
 from cluster_sched.plugins.defaultpreemption.executor import (
     EXECUTOR_SERVICE,
@@ -31,12 +39,13 @@ from cluster_sched.plugins.defaultpreemption.executor import (
     NOMINATED_PODS_SERVICE,
 )
 from cluster_sched.plugins.defaultpreemption.victims import (
+    Victims,
     importance_key,
     nominated_for,
     select_victims_on_node,
 )
 from cluster_sched.plugins.names import DEFAULT_PREEMPTION
-from cluster_sched.scheduler.diagnosis import Diagnosis, fit_error_message
+from cluster_sched.scheduler.diagnosis import Diagnosis, fit_error_message, node_codes
 
 NAME = DEFAULT_PREEMPTION
 ERR_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -142,14 +151,16 @@ class DefaultPreemption:
 
     def potential_nodes(
         self, diagnosis: NodeToStatus, tables: list[NodeTable]
-    ) -> list[tuple[NodeTable, int]]:
-        """Nodes whose status is Unschedulable, in nodeTree order."""
-        out: list[tuple[NodeTable, int]] = []
+    ) -> list[tuple[NodeTable, np.ndarray]]:
+        """Nodes whose status is Unschedulable, in nodeTree order: per table, its rows."""
+        absent = (diagnosis.absent_status or _DEFAULT_ABSENT).code
+        out: list[tuple[NodeTable, np.ndarray]] = []
         for t in tables:
-            for row in t.order().tolist():
-                name = t.names[row]
-                if name is not None and _status_of(diagnosis, name).code == Code.UNSCHEDULABLE:
-                    out.append((t, row))
+            order = t.order()
+            codes = node_codes(diagnosis, t, int(absent))
+            rows = order[codes[order] == Code.UNSCHEDULABLE]
+            if len(rows):
+                out.append((t, rows))
         return out
 
     def find_candidates(
@@ -162,41 +173,110 @@ class DefaultPreemption:
         snapshot: Any,
     ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
         """upstream findCandidates + DryRunPreemption: (candidates, failed nodes'
-        statuses, error messages)."""
-        potential = self.potential_nodes(diagnosis, tables)
-        if not potential:
+        statuses, error messages).
+
+        Nodes are dry-run in upstream's order (from a random offset) and the search
+        stops at the same node as upstream's would: once it holds ``num_candidates``
+        candidates of which at least one violates no PDB. When the nodes cannot
+        influence each other (``batch.nodes_independent``) they are simulated in
+        growing windows, all nodes of a window at once; the answers are then read in
+        order, so the candidates are the ones the node-by-node search would find.
+        """
+        per_table = self.potential_nodes(diagnosis, tables)
+        if not per_table:
             return [], {}, []
+        owners = np.concatenate(
+            [np.full(len(rows), ti, dtype=np.int64) for ti, (_, rows) in enumerate(per_table)]
+        )
+        all_rows = np.concatenate([rows for _, rows in per_table])
         pdbs = list((getattr(snapshot, "pdbs", None) or {}).values())
-        n = len(potential)
+        n = len(all_rows)
         offset = self._handle.rng.randrange(n)
         wanted = num_candidates(
             n, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute
         )
         lookup = self._handle.services.get(NOMINATED_PODS_SERVICE)
+        batched = nodes_independent(fwk, state)
+        order = np.roll(np.arange(n, dtype=np.int64), -offset)
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
         errors: list[str] = []
-        for i in range(n):
-            table, row = potential[(offset + i) % n]
-            name = table.names[row]
-            assert name is not None
-            victims, status = select_victims_on_node(
-                fwk, state.clone(), pod, table, row, pdbs, nominated_for(lookup, name)
-            )
-            if status.is_success and victims is not None and victims.pods:
-                bucket = violating if victims.num_pdb_violations else non_violating
-                if len(bucket) < wanted:  # upstream's candidate lists hold at most `wanted`
-                    bucket.append(Candidate(name, victims))
-                if non_violating and len(non_violating) + len(violating) >= wanted:
-                    break
-                continue
-            if status.is_success:
-                status = Status(Code.ERROR, (f'expected at least one victim pod on node "{name}"',))
-            if status.code == Code.ERROR:
-                errors.append(status.message())
-            statuses[name] = status
+        pos = 0
+        hits = 0  # nodes that turned out to be candidates
+        window = max(wanted, 1)
+        while pos < n:
+            chunk = order[pos : pos + window] if batched else order[pos : pos + 1]
+            pos += len(chunk)
+            for (table, row), (victims, status) in self._dry_run(
+                fwk, state, pod, per_table, owners[chunk], all_rows[chunk], pdbs, lookup, batched
+            ):
+                name = table.names[row]
+                assert name is not None
+                if status.is_success and victims is not None and victims.pods:
+                    hits += 1
+                    bucket = violating if victims.num_pdb_violations else non_violating
+                    if len(bucket) < wanted:  # upstream's candidate lists hold at most `wanted`
+                        bucket.append(Candidate(name, victims))
+                    if non_violating and len(non_violating) + len(violating) >= wanted:
+                        return non_violating + violating, statuses, errors
+                    continue
+                if status.is_success:
+                    status = Status(
+                        Code.ERROR, (f'expected at least one victim pod on node "{name}"',)
+                    )
+                if status.code == Code.ERROR:
+                    errors.append(status.message())
+                statuses[name] = status
+            # Next window: what the candidates still missing need at the rate seen so far.
+            missing = wanted - len(non_violating) - len(violating)
+            if hits and missing > 0:
+                window = int(missing * pos / hits * 1.25) + 16
+            else:
+                window *= 2
         return non_violating + violating, statuses, errors
+
+    @staticmethod
+    def _dry_run(
+        fwk: Any,
+        state: CycleState,
+        pod: Pod,
+        per_table: list[tuple[NodeTable, np.ndarray]],
+        owners: np.ndarray,
+        rows: np.ndarray,
+        pdbs: list[Any],
+        lookup: Any,
+        batched: bool,
+    ) -> Iterable[tuple[tuple[NodeTable, int], tuple[Victims | None, Status]]]:
+        """SelectVictimsOnNode for ``rows`` (of the tables ``owners`` names), in order.
+        Node by node, the answers are computed as they are read, so a search that stops
+        early never evaluates the rest."""
+
+        def each() -> Iterator[tuple[tuple[NodeTable, int], tuple[Victims | None, Status]]]:
+            for ti, row in zip(owners.tolist(), rows.tolist(), strict=True):
+                table = per_table[ti][0]
+                name = table.names[row]
+                assert name is not None
+                res = select_victims_on_node(
+                    fwk, state.clone(), pod, table, row, pdbs, nominated_for(lookup, name)
+                )
+                yield (table, row), res
+
+        if not batched:
+            return each()
+        answers: list[Any] = [None] * len(rows)
+        try:
+            for ti in np.unique(owners).tolist():
+                at = np.flatnonzero(owners == ti)
+                table = per_table[ti][0]
+                many = select_victims_on_nodes(fwk, state, pod, table, rows[at], pdbs, lookup)
+                for a, r, x in zip(at.tolist(), rows[at].tolist(), many, strict=True):
+                    answers[a] = ((table, r), x)
+        except SchedulerError:
+            # A Filter error on some node of the window: go node by node, so that it
+            # surfaces only if the search reaches that node, as it would upstream.
+            return each()
+        return answers
 
 
 def new(args: DefaultPreemptionArgs | None, handle: Handle) -> DefaultPreemption:

@@ -63,6 +63,9 @@ class InterPodAffinity:
         self.args = args
         self._handle = handle
         self._terms: OrderedDict[tuple[object, ...], PodTerms] = OrderedDict()
+        #: (pod, namespace labels, answer) of the last ``incoming`` call: one attempt asks
+        #: for the same (immutable) pod at PreFilter, its reduce and PreScore
+        self._last: tuple[Pod, tuple[tuple[str, str], ...], IncomingPod] | None = None
 
     # ------------------------------------------------------------------ shared
 
@@ -70,26 +73,31 @@ class InterPodAffinity:
         """The pod as partials see it. Terms are cached per (namespace, labels, affinity)
         unless a namespaceSelector must be unrolled against the current namespaces."""
         ns_labels = tuple(sorted(namespace_labels(snapshot, pod.meta.namespace).items()))
+        last = self._last
+        if last is not None and last[0] is pod and last[1] == ns_labels:
+            return last[2]
         labels = tuple(sorted(pod.meta.labels.items()))
         if needs_namespace_list(pod):
             namespaces = getattr(snapshot, "namespaces", None) or {}
             terms = incoming_terms(pod, namespaces.values())
-        else:
-            aff = pod.affinity
-            key = (
-                pod.meta.namespace,
-                labels,
-                None if aff is None else aff.pod_affinity,
-                None if aff is None else aff.pod_anti_affinity,
-            )
-            hit = self._terms.get(key)
-            if hit is None:
-                hit = incoming_terms(pod, ())
-                self._terms[key] = hit
-                if len(self._terms) > _TERMS_CACHE_SIZE:
-                    self._terms.popitem(last=False)
-            terms = hit
-        return IncomingPod(pod.meta.namespace, labels, ns_labels, terms)
+            return IncomingPod(pod.meta.namespace, labels, ns_labels, terms)
+        aff = pod.affinity
+        key = (
+            pod.meta.namespace,
+            labels,
+            None if aff is None else aff.pod_affinity,
+            None if aff is None else aff.pod_anti_affinity,
+        )
+        hit = self._terms.get(key)
+        if hit is None:
+            hit = incoming_terms(pod, ())
+            self._terms[key] = hit
+            if len(self._terms) > _TERMS_CACHE_SIZE:
+                self._terms.popitem(last=False)
+        terms = hit
+        out = IncomingPod(pod.meta.namespace, labels, ns_labels, terms)
+        self._last = (pod, ns_labels, out)
+        return out
 
     def _snapshot(self) -> Any:
         return self._handle.services.get("snapshot")

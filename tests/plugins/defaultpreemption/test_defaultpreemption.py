@@ -268,7 +268,14 @@ def test_dry_run_stops_once_enough_candidates(monkeypatch: pytest.MonkeyPatch) -
         seen.append(table.names[row])
         return real(fwk, state, pod, table, row, *rest)
 
+    real_many = dp.select_victims_on_nodes
+
+    def spy_many(fwk: Any, state: Any, pod: Any, table: Any, rows: Any, *rest: Any) -> Any:
+        seen.extend(table.names[r] for r in rows.tolist())
+        return real_many(fwk, state, pod, table, rows, *rest)
+
     monkeypatch.setattr(dp, "select_victims_on_node", spy)
+    monkeypatch.setattr(dp, "select_victims_on_nodes", spy_many)
     objs = [node(f"n{i}") for i in range(6)] + [
         running(f"a{i}", f"n{i}", 1, cpu="1") for i in range(6)
     ]
