@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ from cluster_sched.telemetry.spans import (
     RESULT_SCHEDULED,
 )
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
+
+#: How long the in-process binder waits for more jobs to bind them together (seconds).
+BATCH_LINGER = 0.002
 
 
 @dataclass(slots=True)
@@ -222,9 +226,17 @@ class LocalBindingExecutor:
             if job is None:
                 return
             jobs = [job]
+            # Linger briefly so a burst of cycles shares one bind_many and one events
+            # write: at most BATCH_LINGER after the first job, the pods' bindings wait.
+            deadline = time.monotonic() + BATCH_LINGER
             while len(jobs) < self._batch:
+                remaining = deadline - time.monotonic()
                 try:
-                    nxt = self._jobs.get_nowait()
+                    nxt = (
+                        self._jobs.get(timeout=remaining)
+                        if remaining > 0
+                        else self._jobs.get_nowait()
+                    )
                 except queue.Empty:
                     break
                 if nxt is None:

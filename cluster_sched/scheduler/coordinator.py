@@ -13,7 +13,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -81,6 +81,24 @@ DONE_INTERVAL = 0.01
 GAUGE_INTERVAL = 1.0
 #: How often (seconds) assumed pods whose binding never arrived are expired.
 CLEANUP_INTERVAL = 1.0
+
+
+class _NominatedView(Mapping[str, Sequence[Pod]]):
+    """node -> pods nominated there, over the coordinator's map without copying it."""
+
+    __slots__ = ("_by_node",)
+
+    def __init__(self, by_node: dict[str, dict[str, Pod]]) -> None:
+        self._by_node = by_node
+
+    def __getitem__(self, node: str) -> Sequence[Pod]:
+        return list(self._by_node[node].values())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_node)
+
+    def __len__(self) -> int:
+        return len(self._by_node)
 
 
 class Coordinator:
@@ -184,6 +202,7 @@ class Coordinator:
         self.binder: BindingExecutor = factory(store, self.frameworks)
         #: node -> {pod key: pod} nominated there (mirror of the Redis nominator)
         self.nominated: dict[str, dict[str, Pod]] = {}
+        self._nominated_node: dict[str, str] = {}
         self._last_poll = 0.0
         self._last_cleanup = 0.0
         self._pending_done: list[str] = []
@@ -271,14 +290,19 @@ class Coordinator:
     def _set_nominated(self, pod: Pod, node: str) -> None:
         self._clear_nominated(pod.key)
         self.nominated.setdefault(node, {})[pod.key] = pod
+        self._nominated_node[pod.key] = node
 
     def _clear_nominated(self, key: str) -> None:
-        for node, pods in list(self.nominated.items()):
-            if pods.pop(key, None) is not None and not pods:
-                del self.nominated[node]
+        node = self._nominated_node.pop(key, None)
+        if node is None:
+            return
+        pods = self.nominated.get(node)
+        if pods is not None and pods.pop(key, None) is not None and not pods:
+            del self.nominated[node]
 
-    def nominated_pods(self) -> dict[str, list[Pod]]:
-        return {node: list(pods.values()) for node, pods in self.nominated.items()}
+    def nominated_pods(self) -> Mapping[str, Sequence[Pod]]:
+        """A live view (node -> nominated pods), built per node only when read."""
+        return _NominatedView(self.nominated)
 
     # ------------------------------------------------------------------ the loop
 
@@ -420,7 +444,7 @@ class Coordinator:
             )
             return
         self._done(pod.key)
-        if self.nominated and any(pod.key in pods for pods in self.nominated.values()):
+        if pod.key in self._nominated_node:
             self._clear_nominated(pod.key)
             self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
         if state.pods_to_activate:
