@@ -18,13 +18,18 @@ import contextlib
 import cProfile
 import io
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from cluster_sched.api.manifest import parse_node, parse_pod
 from cluster_sched.cli import main as cli_main
+from cluster_sched.redis_server import RedisServer, connect
 from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.store.store import Store
+from cluster_sched.workload.spec import load_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 #: short name -> example workload
@@ -59,13 +64,50 @@ def _high_priority_seconds(stats: RunStats) -> float | None:
     return max(bound) - min(enq)
 
 
+# Each run gets a private redis-server here, so the event stream can be replayed after.
+def independent_checks(path: Path, placements: dict[str, str], store: Store) -> list[str]:
+    """The e2e tests' independent checks (tests/workload): capacity, taints/selectors,
+    anti-affinity, affinity, final skew, and capacity at every binding of the stream."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.workload.checker import Cluster
+    from tests.workload.crossnode_checker import (
+        affinity_violations,
+        anti_affinity_violations,
+        read_stream,
+        replay_overcommit,
+        spread_violations,
+    )
+
+    workload = load_workload(path)
+    nodes = {n.name: n for n in (parse_node(d) for d in workload.node_docs)}
+    pods = {p.key: p for g in workload.pod_groups for p in (parse_pod(d) for d in g.manifests())}
+    out = list(Cluster.from_workload(workload).check(placements))
+    out += anti_affinity_violations(pods, placements, nodes)
+    out += affinity_violations(pods, placements, nodes)
+    out += spread_violations(pods, placements, nodes)
+    out += replay_overcommit(read_stream(store), nodes, parse_pod)[0]
+    return out
+
+
 def run_shape(
     name: str, path: Path, seed: int, extra: list[str], profile_dir: Path | None
 ) -> dict[str, Any]:
     seen, original = _capture_stats()
+    checks: list[str] | None = None
     try:
-        with tempfile.TemporaryDirectory() as out:
-            argv = ["run", str(path), "--output", out, "--quiet", "--seed", str(seed), *extra]
+        with tempfile.TemporaryDirectory() as out, RedisServer() as redis_server:
+            argv = [
+                "run",
+                str(path),
+                "--output",
+                out,
+                "--quiet",
+                "--seed",
+                str(seed),
+                "--redis",
+                redis_server.url,
+                *extra,
+            ]
             prof = cProfile.Profile() if profile_dir else None
             wall0, cpu0 = time.perf_counter(), time.process_time()
             with contextlib.redirect_stdout(io.StringIO()):
@@ -80,6 +122,8 @@ def run_shape(
             if rc != 0:
                 return {"shape": name, "error": f"cluster-sched run exited {rc}"}
             summary = json.loads((Path(out) / "summary.json").read_text())
+            placements = json.loads((Path(out) / "placements.json").read_text())
+            checks = independent_checks(path, placements, Store(connect(redis_server.url)))
     finally:
         RunStats.summary = original  # type: ignore[method-assign]
     row: dict[str, Any] = {
@@ -92,6 +136,7 @@ def run_shape(
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
     }
+    row["checks"] = "ok" if not checks else f"{len(checks)} violations: {checks[:3]}"
     if name == "preemption" and seen:
         high = _high_priority_seconds(seen[-1])
         row["high_bound_s"] = None if high is None else round(high, 2)
@@ -106,13 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--redis", default=None, help="Redis URL (default: a private redis-server per run)"
-    )
-    parser.add_argument(
         "--profile", type=Path, default=None, help="write a cProfile per shape into DIR"
     )
     args = parser.parse_args(argv)
-    extra = ["--redis", args.redis] if args.redis else []
+    extra: list[str] = []
     for name in [s.strip() for s in args.only.split(",") if s.strip()]:
         if name not in SHAPES:
             print(f"unknown shape {name!r} (known: {', '.join(SHAPES)})")
@@ -125,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:14s} {row['throughput']:>8} pods/s  attempt p50 {row['attempt_p50_ms']} ms"
             f"  p99 {row['attempt_p99_ms']} ms  wall {row['wall_s']} s  cpu {row['cpu_s']} s"
             f"  scheduled {row['scheduled']}  unschedulable {row['unschedulable']}"
+            f"  checks {row['checks']}"
         )
         if "high_bound_s" in row:
             line += (
