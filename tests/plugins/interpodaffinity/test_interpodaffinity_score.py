@@ -9,14 +9,12 @@ import pytest
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
-from cluster_sched.config.load import parse_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.plugins.crossnode import DomainCounts
 from cluster_sched.plugins.interpodaffinity.plugin import new
 from cluster_sched.plugins.interpodaffinity.scoring import PreScoreState, normalize
-from cluster_sched.scheduler.explain import explain
 from cluster_sched.testing.builders import (
     HOSTNAME_LABEL,
     ZONE_LABEL,
@@ -24,32 +22,16 @@ from cluster_sched.testing.builders import (
     make_node,
     make_pod,
 )
+from cluster_sched.testing.isolated import explain_with_only
 
 
 def run(objects: list[Any], pod: Pod, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    cache = Cache()
-    cache.load([make_namespace("default"), *objects])
-    profile: dict[str, Any] = {
-        "schedulerName": "default-scheduler",
-        "plugins": {
-            "multiPoint": {
-                "enabled": [
-                    {"name": n} for n in ("PrioritySort", "InterPodAffinity", "DefaultBinder")
-                ],
-                "disabled": [{"name": "*"}],
-            }
-        },
-    }
-    if args is not None:
-        profile["pluginConfig"] = [{"name": "InterPodAffinity", "args": args}]
-    cfg = parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [profile],
-        }
+    return explain_with_only(
+        ("InterPodAffinity",),
+        objects,
+        pod,
+        {"InterPodAffinity": args} if args is not None else None,
     )
-    return explain(cache, pod, cfg, seed=1).json
 
 
 def nodes(*zones: str) -> list[Any]:

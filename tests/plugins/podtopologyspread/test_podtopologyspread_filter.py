@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from cluster_sched.api.manifest import parse_pod
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
-from cluster_sched.config.load import parse_config
 from cluster_sched.config.plugin_args import PodTopologySpreadArgs
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import ActionType, EventResource
@@ -24,7 +23,6 @@ from cluster_sched.plugins.podtopologyspread.plugin import (
     ERR_REASON_NODE_LABEL_NOT_MATCH,
     new,
 )
-from cluster_sched.scheduler.explain import explain
 from cluster_sched.testing.builders import (
     ZONE_LABEL,
     make_controller,
@@ -32,34 +30,18 @@ from cluster_sched.testing.builders import (
     make_node,
     make_pod,
 )
+from cluster_sched.testing.isolated import explain_with_only
 
 UNRESOLVABLE = "UnschedulableAndUnresolvable"
 
 
 def run(objects: list[Any], pod: Pod, args: dict[str, Any] | None = None) -> dict[str, Any]:
-    cache = Cache()
-    cache.load([make_namespace("default"), *objects])
-    profile: dict[str, Any] = {
-        "schedulerName": "default-scheduler",
-        "plugins": {
-            "multiPoint": {
-                "enabled": [
-                    {"name": n} for n in ("PrioritySort", "PodTopologySpread", "DefaultBinder")
-                ],
-                "disabled": [{"name": "*"}],
-            }
-        },
-    }
-    if args is not None:
-        profile["pluginConfig"] = [{"name": "PodTopologySpread", "args": args}]
-    cfg = parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [profile],
-        }
+    return explain_with_only(
+        ("PodTopologySpread",),
+        objects,
+        pod,
+        {"PodTopologySpread": args} if args is not None else None,
     )
-    return explain(cache, pod, cfg, seed=1).json
 
 
 def codes(doc: dict[str, Any]) -> dict[str, str]:

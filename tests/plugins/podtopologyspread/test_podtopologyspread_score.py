@@ -10,47 +10,26 @@ import numpy as np
 import pytest
 
 from cluster_sched.api.objects import Pod
-from cluster_sched.cache.cache import Cache
-from cluster_sched.config.load import parse_config
 from cluster_sched.plugins.podtopologyspread.scoring import (
     PreScoreState,
     _round_half_away,
     normalize,
     topology_normalizing_weight,
 )
-from cluster_sched.scheduler.explain import explain
 from cluster_sched.testing.builders import (
     HOSTNAME_LABEL,
     ZONE_LABEL,
     make_controller,
-    make_namespace,
     make_node,
     make_pod,
 )
+from cluster_sched.testing.isolated import explain_with_only
 
 
 def run(
     objects: list[Any], pod: Pod, plugins: tuple[str, ...] = ("PodTopologySpread",)
 ) -> dict[str, Any]:
-    cache = Cache()
-    cache.load([make_namespace("default"), *objects])
-    profile = {
-        "schedulerName": "default-scheduler",
-        "plugins": {
-            "multiPoint": {
-                "enabled": [{"name": n} for n in ("PrioritySort", *plugins, "DefaultBinder")],
-                "disabled": [{"name": "*"}],
-            }
-        },
-    }
-    cfg = parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [profile],
-        }
-    )
-    return explain(cache, pod, cfg, seed=1).json
+    return explain_with_only(plugins, objects, pod)
 
 
 def web(name: str, node: str) -> Pod:
