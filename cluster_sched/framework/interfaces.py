@@ -38,7 +38,6 @@ MIN_NODE_SCORE = 0
 MAX_TOTAL_SCORE = 2**63 - 1
 
 
-
 @dataclass(frozen=True, slots=True)
 class NodeSlice:
     """Rows of one shard's table: ``rows`` int64[k] index into ``table``'s columns.

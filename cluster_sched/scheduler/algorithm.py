@@ -23,7 +23,7 @@ from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import account_pods, nodes_independent
+from cluster_sched.plugins.crossnode import nodes_independent
 from cluster_sched.scheduler.diagnosis import Diagnosis, FilterVerdicts, FitError
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
@@ -287,8 +287,8 @@ class Scheduler:
             # touch no cycle state); pass 2 is the plain outcome above.
             at = np.asarray(with_nominated, dtype=np.int64)
             sub = table.subset(rows[at])
-            account_pods(
-                sub, [j for j, ge in enumerate(ges) for _ in ge], [p for ge in ges for p in ge], 1
+            sub.add_pods(
+                [j for j, ge in enumerate(ges) for _ in ge], [p for ge in ges for p in ge], 1
             )
             first = fwk.run_filter(state, pod, NodeSlice(sub, np.arange(len(at), dtype=np.int64)))
             verdicts = verdicts.overlay(at, FilterVerdicts.of(first, fwk.filter_names))

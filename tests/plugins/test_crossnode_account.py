@@ -1,4 +1,4 @@
-"""``account_pods`` leaves a table exactly as ``add_pod`` one by one does: every numpy
+"""``NodeTable.add_pods`` leaves a table exactly as ``add_pod`` one by one does: every numpy
 column, the pods per row (and their order), the interners and the pod index."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import pytest
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import account_pods
 from cluster_sched.testing.builders import make_namespace, make_node, make_pod
 
 
@@ -47,7 +46,7 @@ def _state(t: NodeTable) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_account_pods_equals_add_pod(seed: int) -> None:
+def test_add_pods_equals_add_pod(seed: int) -> None:
     rng = random.Random(seed)
     cache = Cache()
     nodes = [make_node(f"n{i}").capacity(cpu="8", memory="32Gi", pods=110).obj() for i in range(6)]
@@ -64,10 +63,10 @@ def test_account_pods_equals_add_pod(seed: int) -> None:
     at = [rng.randrange(table.size) for _ in pods]
     for r, p in zip(at, pods, strict=True):
         one.add_pod(r, p)
-    account_pods(bulk, at, pods, 1)
+    bulk.add_pods(at, pods, 1)
     assert _state(bulk) == _state(one)
     gone = rng.sample(range(len(pods)), 12)
     for i in gone:
         one.add_pod(at[i], pods[i], -1)
-    account_pods(bulk, [at[i] for i in gone], [pods[i] for i in gone], -1)
+    bulk.add_pods([at[i] for i in gone], [pods[i] for i in gone], -1)
     assert _state(bulk) == _state(one)

@@ -32,7 +32,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Status, unresolvable
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import account_pods, nodes_independent
+from cluster_sched.plugins.crossnode import nodes_independent
 from cluster_sched.plugins.defaultpreemption.victims import (
     ERR_NO_VICTIMS,
     NominatedLookup,
@@ -79,17 +79,17 @@ class _Simulation:
             self.nom_row[i] = j
             at.extend([j] * len(self._nominated[i]))
             pods.extend(self._nominated[i])
-        account_pods(self.nom, at, pods, 1)
+        self.nom.add_pods(at, pods, 1)
 
     def add(self, rows: list[int], pods: list[Pod], sign: int = 1) -> None:
         """Pod ``pods[i]`` added to (``sign`` -1: removed from) local row ``rows[i]``."""
-        account_pods(self.sub, rows, pods, sign)
+        self.sub.add_pods(rows, pods, sign)
         if self.nom is None:
             return
         nom_rows = self.nom_row[rows].tolist()
         mirrored = [(j, p) for j, p in zip(nom_rows, pods, strict=True) if j >= 0]
         if mirrored:
-            account_pods(self.nom, [j for j, _ in mirrored], [p for _, p in mirrored], sign)
+            self.nom.add_pods([j for j, _ in mirrored], [p for _, p in mirrored], sign)
 
     def filter(self, rows: np.ndarray) -> FilterVerdicts:
         """Verdicts for local ``rows`` (RunFilterPluginsWithNominatedPods per node)."""
@@ -145,7 +145,7 @@ def select_victims_on_nodes(
         nominated.append(ge)
         if not mine:
             results[i] = (None, unresolvable(ERR_NO_VICTIMS))
-    account_pods(sub, removed_at, removed, -1)
+    sub.add_pods(removed_at, removed, -1)
     sim = _Simulation(fwk, state, pod, sub, nominated)
     sim.start_nominated()
 
