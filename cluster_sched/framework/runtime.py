@@ -321,29 +321,27 @@ class Framework:
     def run_pre_filter_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node_name: str
     ) -> Status:
-        for pl in self.pre_filter:
-            if pl.name in state.skip_filter_plugins:
-                continue
-            ext = pl.pre_filter_extensions()
-            if ext is None:
-                continue
-            s = ext.add_pod(state, pod, pod_to_add, node_name)
-            if not s.is_success:
-                return error(f'running AddPod on PreFilter plugin "{pl.name}": {s.message()}')
-        return SUCCESS
+        return self._run_pre_filter_extension("AddPod", state, pod, pod_to_add, node_name)
 
     def run_pre_filter_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_name: str
     ) -> Status:
+        return self._run_pre_filter_extension("RemovePod", state, pod, pod_to_remove, node_name)
+
+    def _run_pre_filter_extension(
+        self, op: str, state: CycleState, pod: Pod, other: Pod, node_name: str
+    ) -> Status:
+        """AddPod/RemovePod of every active PreFilter plugin that has extensions."""
         for pl in self.pre_filter:
             if pl.name in state.skip_filter_plugins:
                 continue
             ext = pl.pre_filter_extensions()
             if ext is None:
                 continue
-            s = ext.remove_pod(state, pod, pod_to_remove, node_name)
+            run = ext.add_pod if op == "AddPod" else ext.remove_pod
+            s = run(state, pod, other, node_name)
             if not s.is_success:
-                return error(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message()}')
+                return error(f'running {op} on PreFilter plugin "{pl.name}": {s.message()}')
         return SUCCESS
 
     @instrumented("PostFilter")

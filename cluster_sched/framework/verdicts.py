@@ -33,6 +33,13 @@ class NodeVerdicts:
         codes = np.where(fails, np.int8(code), np.int8(0)).astype(np.int8)
         return cls(codes, np.zeros(len(fails), dtype=np.int32), [tuple(reasons)])
 
+    @classmethod
+    def missing_state(cls, k: int, key: str) -> NodeVerdicts:
+        """Every node errors: a Filter ran without the state its PreFilter writes."""
+        return cls.from_mask(
+            np.ones(k, dtype=bool), Code.ERROR, f'reading "{key}" from cycleState: not found'
+        )
+
     def merge_first_failure(self, other: NodeVerdicts) -> None:
         """Where this passes and ``other`` fails, take ``other``'s verdict (first failing
         plugin wins, as upstream stops a node's filters at the first failure)."""

@@ -20,7 +20,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
-from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip
+from cluster_sched.framework.status import SUCCESS, Status, error, skip
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import DomainCounts, feasible_rows, node_by_name, tables_of
@@ -121,11 +121,7 @@ class PodTopologySpread:
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
         s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if s is None:
-            return NodeVerdicts.from_mask(
-                np.ones(len(nodes), dtype=bool),
-                Code.ERROR,
-                f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found',
-            )
+            return NodeVerdicts.missing_state(len(nodes), PRE_FILTER_STATE_KEY)
         return filtering.filter_rows(s, nodes.table, nodes.rows)
 
     # ------------------------------------------------------------------ score
