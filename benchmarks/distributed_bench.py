@@ -115,9 +115,8 @@ def child(cfg: dict[str, Any]) -> dict[str, Any]:
     from cluster_sched.config.load import load_config
     from cluster_sched.queue.types import Location
     from cluster_sched.redis_server import redis_session
-    from cluster_sched.scheduler.coordinator import Coordinator
+    from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
     from cluster_sched.store.store import Store
-    from cluster_sched.workload.commands import binding_executor_for, shard_clients_for
     from cluster_sched.workload.runner import run_workload
     from cluster_sched.workload.spec import load_workload
 
@@ -133,15 +132,12 @@ def child(cfg: dict[str, Any]) -> dict[str, Any]:
     }
     with redis_session(None) as session:
         store = Store(session.client)
-        coord = Coordinator(
+        coord = new_scheduler(
             store,
             session.client,
             config,
             seed=1,
-            executor="local" if executor == "local" else "shards",
-            shards=shards,
-            shard_clients=shard_clients_for(executor, None, 1, None),
-            binding_executor=binding_executor_for(executor, session.url, None, None),
+            options=ExecutorOptions(executor=executor, shards=shards, redis_url=session.url),
         )
         clients = getattr(coord.source, "clients", [])
         shard_pids = [c.pid() for c in clients if hasattr(c, "pid")]

@@ -20,7 +20,7 @@ call carries everything the shard needs:
 - the **pod** (raw manifest) and the profile name;
 - the **CycleState** after PreFilter (Filter) or PreScore (Score), via ``encode_state``;
 - the shard **rows** to evaluate, int64 bytes, in the coordinator's evaluation order;
-- the cluster-wide **facts** plugins read from ``handle.services["snapshot"]``: the node
+- the cluster-wide **facts** plugins read from ``handle.snapshot``: the node
   count and, for the pod's images, (size, nodes holding it), installed in the shard's
   ``ShardSnapshot`` before the plugins run;
 - the trace context of the coordinator's current span, if any (a ``shardRun`` span).
@@ -58,11 +58,11 @@ from cluster_sched.framework.state_codec import (
 )
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import normalized_image_name
+from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
-from workers.shard import ShardCore
 
 __all__ = [
     "ACTOR_NAME_PREFIX",

@@ -38,6 +38,7 @@ from typing import Protocol
 from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import SchedulerError
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
 
 #: How long a pod whose binding finished may stay assumed before it is expired.
@@ -138,6 +139,16 @@ class Cache:
         self.controllers: dict[tuple[str, str], WorkloadController] = {}
         #: bumps on every change (cheap "did anything change" check for snapshots)
         self.generation = 0
+        table = getattr(self.sink, "table", None)
+        #: what plugins read: live references to the containers above, kept current here
+        self.snapshot = Snapshot(
+            tables=(table,) if table is not None else (),
+            nodes=self.nodes,
+            namespaces=self.namespaces,
+            pdbs=self.pdbs,
+            controllers=self.controllers,
+            images={},
+        )
 
     # ------------------------------------------------------------------ nodes
 
@@ -148,6 +159,7 @@ class Cache:
         if old is not None:
             self._drop_images(old)
         self.nodes[node.name] = node
+        self.snapshot.num_nodes = len(self.nodes)
         self._add_images(node)
         self.sink.upsert_node(node)
         if not known:
@@ -161,6 +173,7 @@ class Cache:
         node = self.nodes.pop(name, None)
         if node is None:
             return
+        self.snapshot.num_nodes = len(self.nodes)
         self._drop_images(node)
         self.sink.remove_node(name)
         if not self.node_pods.get(name):
@@ -174,6 +187,7 @@ class Cache:
                 if st is None:
                     st = self.images[name] = ImageState(image.size_bytes)
                 st.nodes.add(node.name)
+                self._image_counts[name] = (st.size, len(st.nodes))
 
     def _drop_images(self, node: Node) -> None:
         for image in node.images:
@@ -183,10 +197,16 @@ class Cache:
                     st.nodes.discard(node.name)
                     if not st.nodes:
                         del self.images[name]
+                        del self._image_counts[name]
+                    else:
+                        self._image_counts[name] = (st.size, len(st.nodes))
 
     def image_state(self, name: str) -> tuple[int, int] | None:
-        st = self.images.get(name)
-        return None if st is None else (st.size, len(st.nodes))
+        return self.snapshot.image_state(name)
+
+    @property
+    def _image_counts(self) -> dict[str, tuple[int, int]]:
+        return self.snapshot.images
 
     @property
     def num_nodes(self) -> int:

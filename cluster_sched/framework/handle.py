@@ -1,34 +1,42 @@
-"""What a plugin may reach beyond its own arguments: the framework handle."""
+"""What a plugin may reach beyond its own arguments: the framework handle.
+
+Upstream's framework.Handle gives plugins the snapshot lister, the waiting-pods map, the
+nominator (PodNominator), the preemption evaluator's helpers and the framework itself.
+Here each is a typed member, filled by whoever assembles the scheduler
+(``cluster_sched.scheduler.profile``); a plugin built outside a scheduler (explain, a
+shard, a test) sees None where nothing is provided.
+"""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from cluster_sched.api.objects import Pod
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Status
 from cluster_sched.framework.waiting_pods import WaitingPods
 
-
-class SnapshotView(Protocol):
-    """Cluster-wide facts a plugin may read during a cycle (upstream SharedLister).
-
-    With sharded execution these are the coordinator's reductions over every shard, so a
-    shard-local plugin call still sees cluster-wide numbers.
-    """
-
-    @property
-    def num_nodes(self) -> int: ...
-
-    def image_state(self, name: str) -> tuple[int, int] | None:
-        """(size in bytes as first reported, number of nodes holding it) or None."""
-        ...
-
+__all__ = ["Binder", "Handle", "NominatedPods", "PreemptionExecutor"]
 
 #: Writes a binding to the store: (pod, node name) -> Status.
 Binder = Callable[[Pod, str], Status]
+#: node name -> pods nominated there (a live view: the nominator's).
+NominatedPods = Mapping[str, Sequence[Pod]]
+
+
+@runtime_checkable
+class PreemptionExecutor(Protocol):
+    """Carries out a preemption decision (upstream Evaluator.prepareCandidate)."""
+
+    def prepare_candidate(self, pod: Pod, node_name: str, victims: Sequence[Pod]) -> Status:
+        """Before ``pod`` is nominated to ``node_name``: reject victims waiting in Permit
+        and delete the others, and clear the nominations of lower-priority pods nominated
+        to ``node_name``. A non-success Status aborts the preemption; it is returned as
+        PostFilter's status."""
+        ...
 
 
 @dataclass(slots=True)
@@ -40,5 +48,12 @@ class Handle:
     binder: Binder | None = None
     #: Seedable randomness (host selection ties, preemption offsets).
     rng: random.Random = field(default_factory=random.Random)
-    #: Filled by the scheduler: cache, nominator, store... (what later plugins need).
-    services: dict[str, Any] = field(default_factory=dict)
+    #: The cluster this profile's cycles read; None outside a scheduler.
+    snapshot: Snapshot | None = None
+    #: The profile's own Framework (``runtime.Framework``; typed loosely because the
+    #: runtime imports this module). DefaultPreemption runs Filter through it.
+    framework: Any = None
+    #: Acts on PostFilter's preemption decisions; None makes preemption a dry run.
+    preemption_executor: PreemptionExecutor | None = None
+    #: The nominator's view (node -> nominated pods); None: no nominations.
+    nominated_pods: NominatedPods | None = None

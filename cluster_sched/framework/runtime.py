@@ -158,11 +158,12 @@ class Framework:
         cls,
         profile: Profile,
         *,
-        registry: Registry | None = None,
+        registry: Registry,
         handle: Handle | None = None,
         field: str = "profiles[0]",
     ) -> Framework:
-        registry = registry or Registry()
+        """Build the profile's plugins from ``registry`` (the in-tree one comes from
+        ``cluster_sched.plugins.registry``; ``scheduler.profile`` wires both)."""
         handle = handle or Handle(profile_name=profile.scheduler_name)
         handle.profile_name = profile.scheduler_name
         referenced = _referenced_names(profile)

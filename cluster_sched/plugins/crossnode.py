@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import Namespace, Node
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.interner import Interner
 from cluster_sched.nodetable.table import NodeTable
 
@@ -30,28 +30,19 @@ __all__ = [
     "feasible_rows",
     "merge_domain_counts",
     "namespace_labels",
-    "node_by_name",
     "nodes_independent",
     "tables_of",
 ]
 
 
-def tables_of(snapshot: Any) -> list[NodeTable]:
-    """The node tables PreFilter/PreScore may map over for this snapshot.
-
-    Accepts the coordinator's Cache (``snapshot.sink.table``), anything with a
-    ``tables`` sequence (a future shard view), or a bare NodeTable (tests).
-    """
+def tables_of(snapshot: Snapshot | NodeTable | None) -> list[NodeTable]:
+    """The node tables PreFilter/PreScore may map over for this snapshot (a bare
+    NodeTable stands for a snapshot of itself; None sees no nodes)."""
+    if snapshot is None:
+        return []
     if isinstance(snapshot, NodeTable):
         return [snapshot]
-    tables = getattr(snapshot, "tables", None)
-    if tables is not None:
-        return list(tables)
-    sink = getattr(snapshot, "sink", None)
-    table = getattr(sink, "table", None)
-    if isinstance(table, NodeTable):
-        return [table]
-    return []
+    return list(snapshot.tables)
 
 
 def nodes_independent(fwk: Any, state: Any) -> bool:
@@ -69,25 +60,11 @@ def nodes_independent(fwk: Any, state: Any) -> bool:
     return True
 
 
-def namespace_labels(snapshot: Any, namespace: str) -> dict[str, str]:
+def namespace_labels(snapshot: Snapshot | NodeTable | None, namespace: str) -> dict[str, str]:
     """Labels of ``namespace`` (empty when unknown, as upstream assumes)."""
-    namespaces: Mapping[str, Namespace] = getattr(snapshot, "namespaces", None) or {}
-    ns = namespaces.get(namespace)
-    return dict(ns.meta.labels) if ns is not None else {}
-
-
-def node_by_name(snapshot: Any, name: str) -> Node | None:
-    """The Node object named ``name`` (the cache's, or the table holding it)."""
-    nodes = getattr(snapshot, "nodes", None)
-    if isinstance(nodes, Mapping):
-        node = nodes.get(name)
-        if node is not None:
-            return node  # type: ignore[no-any-return]
-    for table in tables_of(snapshot):
-        row = table.index.get(name)
-        if row is not None:
-            return table.nodes[row]
-    return None
+    if isinstance(snapshot, Snapshot):
+        return snapshot.namespace_labels(namespace)
+    return {}
 
 
 def feasible_rows(feasible: Any, table: NodeTable) -> np.ndarray:

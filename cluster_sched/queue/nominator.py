@@ -10,9 +10,19 @@ each pod's priority so callers can filter without loading pods.
 Every change is one ``nominate.lua`` call guarded by the node the caller read as current;
 a concurrent change makes the call retry, so two processes never leave a pod listed
 under two nodes.
+
+The Nominator is also the one in-memory view Filter reads (node -> nominated pods): every
+change this process makes goes through ``_set``, which updates Redis and then the view,
+so no path (pod deleted, bound, updated, preempted away) can leave a stale reservation
+behind. Redis stays the source of truth: ``load`` rebuilds the view after a restart.
+Pod objects are not copied into the view: ``pod_lookup`` (the informer's current pods)
+resolves keys when the view is read, so the view always holds the pod as it is now.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -21,7 +31,13 @@ from cluster_sched.queue.keys import DEFAULT_PREFIX, NominatorKeys
 from cluster_sched.queue.scripts import as_text, scripts_for
 from cluster_sched.queue.store_errors import translate_redis_errors
 
-__all__ = ["Nominator"]
+if TYPE_CHECKING:
+    from cluster_sched.api.objects import Pod
+
+__all__ = ["NominatedPodsView", "Nominator"]
+
+#: pod key -> the pod as the process currently knows it (None: unknown or deleted)
+PodLookup = Callable[[str], "Pod | None"]
 
 # Optimistic retries before declaring the nomination contended beyond reason.
 _MAX_RETRIES = 16
@@ -30,10 +46,61 @@ _MAX_RETRIES = 16
 class Nominator:
     """Nominated pods per node, shared through Redis."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        pod_lookup: PodLookup | None = None,
+    ) -> None:
         self._client = client
         self._keys = NominatorKeys.for_prefix(prefix)
         self._scripts = scripts_for(client)
+        self.pod_lookup: PodLookup = pod_lookup or (lambda _key: None)
+        #: node -> pod keys nominated there, in nomination order (dict as ordered set)
+        self._by_node: dict[str, dict[str, None]] = {}
+        self._node_of: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ in-memory view
+
+    def _remember(self, pod_key: str, node_name: str) -> None:
+        old = self._node_of.pop(pod_key, None)
+        if old is not None:
+            keys = self._by_node.get(old)
+            if keys is not None:
+                keys.pop(pod_key, None)
+                if not keys:
+                    del self._by_node[old]
+        if node_name:
+            self._node_of[pod_key] = node_name
+            self._by_node.setdefault(node_name, {})[pod_key] = None
+
+    @translate_redis_errors("load nominations")
+    def load(self) -> int:
+        """Rebuild the in-memory view from Redis (after a restart); returns how many
+        nominations it holds."""
+        self._by_node.clear()
+        self._node_of.clear()
+        node_of = {
+            as_text(k): as_text(v) for k, v in self._client.hgetall(self._keys.node_of).items()
+        }
+        for node in sorted(set(node_of.values())):
+            for key in self.nominated_pods_for_node(node):
+                if node_of.get(key) == node:
+                    self._remember(key, node)
+        return len(self._node_of)
+
+    def has_nomination(self, pod_key: str) -> bool:
+        """Whether this process's view holds a nomination for ``pod_key``."""
+        return pod_key in self._node_of
+
+    def nominated_pods(self) -> NominatedPodsView:
+        """node -> nominated pods (as they are now), a live view for Filter."""
+        return NominatedPodsView(self._by_node, self.pod_lookup)
+
+    def pods_nominated_to(self, node_name: str) -> list[Pod]:
+        """The pods nominated to ``node_name`` in nomination order, from the view."""
+        return self.nominated_pods().get(node_name, [])  # type: ignore[return-value]
 
     @property
     def keys(self) -> NominatorKeys:
@@ -57,6 +124,7 @@ class Nominator:
                 priority=current_priority if priority is None else priority,
             )
             if applied:
+                self._remember(pod_key, node_name)
                 return
         raise StoreError(f"nomination of pod {pod_key} kept changing under concurrent writers")
 
@@ -74,6 +142,8 @@ class Nominator:
         """Forget ``pod_key``'s nomination; a no-op if it has none."""
         if self._client.hexists(self._keys.node_of, pod_key):
             self._set(pod_key, "", 0)
+        else:
+            self._remember(pod_key, "")
 
     @translate_redis_errors("update a nominated pod")
     def update_nominated_pod(
@@ -123,3 +193,31 @@ class Nominator:
         """The node ``pod_key`` is nominated to, or None."""
         node = self._client.hget(self._keys.node_of, pod_key)
         return as_text(node) if node else None
+
+
+class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
+    """node -> pods nominated there, over the Nominator's index without copying it.
+
+    Only nodes with at least one nominated pod the process still knows are listed."""
+
+    __slots__ = ("_by_node", "_lookup")
+
+    def __init__(self, by_node: dict[str, dict[str, None]], lookup: PodLookup) -> None:
+        self._by_node = by_node
+        self._lookup = lookup
+
+    def __getitem__(self, node: str) -> Sequence[Pod]:
+        pods = [p for p in map(self._lookup, self._by_node[node]) if p is not None]
+        if not pods:
+            raise KeyError(node)
+        return pods
+
+    def __iter__(self) -> Iterator[str]:
+        return (node for node in list(self._by_node) if node in self)
+
+    def __contains__(self, node: object) -> bool:
+        keys = self._by_node.get(node) if isinstance(node, str) else None
+        return bool(keys) and any(self._lookup(k) is not None for k in keys)  # type: ignore[union-attr]
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

@@ -19,12 +19,12 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import Diagnosis, FilterVerdicts, FitError
 from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
-from cluster_sched.scheduler.diagnosis import Diagnosis, FilterVerdicts, FitError
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
 MIN_FEASIBLE_NODES_TO_FIND = 100

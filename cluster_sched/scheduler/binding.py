@@ -25,7 +25,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
-from cluster_sched.plugins.default_binder import DefaultBinder
+from cluster_sched.plugins.defaultbinder import DefaultBinder
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store

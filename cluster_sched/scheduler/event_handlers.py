@@ -11,12 +11,16 @@ for the second; the add confirms the pod the coordinator assumed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.api.selectors import label_selector_matches
+from cluster_sched.cache.cache import Cache
+from cluster_sched.clock import Clock
+from cluster_sched.errors import ClusterSchedError, InvalidObjectError
 from cluster_sched.framework.events import (
     EVENT_ASSIGNED_POD_DELETE,
     EVENT_NODE_ADD,
@@ -24,10 +28,11 @@ from cluster_sched.framework.events import (
     ClusterEvent,
     EventResource,
 )
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
-
-if TYPE_CHECKING:
-    from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.store.store import Store
 
 
 def queued_info_for(pod: Pod, timestamp: float) -> QueuedPodInfo:
@@ -89,10 +94,31 @@ def affinity_term_matches(
 
 
 class EventHandlers:
-    """Bound to one coordinator: its cache, queue, frameworks and informer."""
+    """Watch events to the cache and the queue (what upstream's addAllEventHandlers wires).
 
-    def __init__(self, coordinator: Coordinator) -> None:
-        self.c = coordinator
+    ``pods`` is the informer's view of every pod (current objects by key)."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        queue: SchedulingQueue,
+        frameworks: Mapping[str, Framework],
+        pods: Mapping[str, Pod],
+        *,
+        store: Store,
+        stats: RunStats,
+        clock: Clock,
+    ) -> None:
+        self.store = store
+        #: one line per stored object that failed to parse
+        self.invalid_objects: list[str] = []
+        self.cache = cache
+        self.queue = queue
+        self.frameworks = frameworks
+        self.pods = pods
+        self.stats = stats
+        self.clock = clock
+        self._last_queue_ts = 0.0
         # Queue writes deferred to the end of an informer batch, so a burst of events
         # costs a few round trips, not a few per pod. Order is kept per pod: a delete
         # or update cancels or replaces the pending add.
@@ -107,22 +133,42 @@ class EventHandlers:
             events = list(self._pending_moves)
             self._pending_moves.clear()
             for event in events:
-                self.c.queue.move_all_to_active_or_backoff_queue(event)
+                self.queue.move_all_to_active_or_backoff_queue(event)
         if self._pending_adds:
             pods = list(self._pending_adds.values())
             self._pending_adds.clear()
-            self.c.queue_add_many(pods)
+            self.add_to_queue(pods)
         if self._pending_assigned:
             assigned = self._pending_assigned
             self._pending_assigned = []
-            ns = self.c.namespace_labels
-            informer_pods = self.c.informer.pods
+            ns = self.namespace_labels
+            informer_pods = self.pods
 
             def matches(info: QueuedPodInfo, target: Pod) -> bool:
                 owner = informer_pods.get(info.pod_key)
                 return owner is not None and affinity_term_matches(owner, target, ns)
 
-            self.c.queue.assigned_pods_added(assigned, matches)
+            self.queue.assigned_pods_added(assigned, matches)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        return self.cache.snapshot.namespace_labels(namespace)
+
+    def add_to_queue(self, pods: list[Pod]) -> None:
+        """queue.add for a batch of pods. Timestamps strictly increase in watch order:
+        QueueSort ties break by arrival, as upstream's per-pod timestamps do, whatever
+        the batching. Nominations carried by the pods are recorded by the queue."""
+        infos = []
+        for pod in pods:
+            self._last_queue_ts = max(self.clock.now(), self._last_queue_ts + 1e-6)
+            infos.append(queued_info_for(pod, self._last_queue_ts))
+        self.queue.add_many(infos)
+
+    def on_invalid(self, kind: str, key: str, err: InvalidObjectError) -> None:
+        """A stored object failed to parse: reported (list and event), never fatal."""
+        line = str(err) if err.obj else f"{kind} {key}: {err}"
+        self.invalid_objects.append(line)
+        with contextlib.suppress(ClusterSchedError):
+            self.store.record_event(kind, key, "FailedParsing", line, type="Warning")
 
     # ------------------------------------------------------------------ pods
 
@@ -146,18 +192,18 @@ class EventHandlers:
                 self.update_pod_in_scheduling_queue(old, new)
 
     def _responsible(self, pod: Pod) -> bool:
-        return pod.scheduler_name in self.c.frameworks
+        return pod.scheduler_name in self.frameworks
 
     def add_pod_to_scheduling_queue(self, pod: Pod) -> None:
         if not self._responsible(pod) or pod.meta.deletion_timestamp is not None:
             return
-        self.c.stats.on_enqueue(pod.key, self.c.clock.now())
+        self.stats.on_enqueue(pod.key, self.clock.now())
         self._pending_adds[pod.key] = pod
 
     def update_pod_in_scheduling_queue(self, old: Pod, new: Pod) -> None:
         if not self._responsible(new):
             return
-        if self.c.cache.is_assumed(new.key):
+        if self.cache.is_assumed(new.key):
             return
         if new.meta.deletion_timestamp is not None:
             self.delete_pod_from_scheduling_queue(new, bound=False)
@@ -168,39 +214,39 @@ class EventHandlers:
         changed = pod_spec_updated(old, new)
         if not changed and old.nominated_node_name == new.nominated_node_name:
             return
-        now = self.c.clock.now()
-        self.c.queue.update(None, queued_info_for(new, now), pod_updated=changed)
+        now = self.clock.now()
+        self.queue.update(None, queued_info_for(new, now), pod_updated=changed)
 
     def delete_pod_from_scheduling_queue(self, pod: Pod, *, bound: bool) -> None:
         if self._pending_adds.pop(pod.key, None) is not None:
             return
-        if bound and self.c.cache.is_assumed(pod.key):
+        if bound and self.cache.is_assumed(pod.key):
             # Our own binding arriving: the cycle already took it out of the queue.
             return
-        self.c.queue.delete(pod.key)
-        fwk = self.c.frameworks.get(pod.scheduler_name)
+        self.queue.delete(pod.key)
+        fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is not None and not bound:
             fwk.handle.waiting_pods.reject(pod.key, "", "pod was deleted")
 
     def add_pod_to_cache(self, pod: Pod) -> None:
-        self.c.cache.add_pod(pod)
-        self.c.stats.on_bound(pod.key, pod.node_name, self.c.clock.now())
+        self.cache.add_pod(pod)
+        self.stats.on_bound(pod.key, pod.node_name, self.clock.now())
         self._pending_assigned.append(pod)
 
     def update_pod_in_cache(self, old: Pod, new: Pod) -> None:
-        self.c.cache.update_pod(old, new)
-        ns = self.c.namespace_labels
-        self.c.queue.assigned_pod_updated(new, lambda info: self._affinity_match(info, new, ns))
+        self.cache.update_pod(old, new)
+        ns = self.namespace_labels
+        self.queue.assigned_pod_updated(new, lambda info: self._affinity_match(info, new, ns))
 
     def delete_pod_from_cache(self, pod: Pod) -> None:
-        self.c.cache.remove_pod(pod)
-        self.c.stats.on_unbound(pod.key)
-        self.c.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
+        self.cache.remove_pod(pod)
+        self.stats.on_unbound(pod.key)
+        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
 
     def _affinity_match(
         self, info: QueuedPodInfo, assigned: Pod, ns: Callable[[str], Mapping[str, str]]
     ) -> bool:
-        owner = self.c.informer.pods.get(info.pod_key)
+        owner = self.pods.get(info.pod_key)
         return owner is not None and affinity_term_matches(owner, assigned, ns)
 
     # ------------------------------------------------------------------ nodes
@@ -208,9 +254,9 @@ class EventHandlers:
     def on_node(self, old: Node | None, new: Node | None) -> None:
         if new is None:
             assert old is not None
-            self.c.cache.remove_node(old.name)
+            self.cache.remove_node(old.name)
             return
-        self.c.cache.add_node(new)
+        self.cache.add_node(new)
         event = EVENT_NODE_ADD if old is None else node_change_event(old, new)
         if event is not None:
             # One move per distinct event per batch: a burst of node adds is one move.
@@ -219,7 +265,7 @@ class EventHandlers:
     # ------------------------------------------------------------------ other kinds
 
     def on_other(self, kind: str, old: Any, new: Any) -> None:
-        cache = self.c.cache
+        cache = self.cache
         if kind == "Namespace":
             if new is None:
                 cache.remove_namespace(old.name)

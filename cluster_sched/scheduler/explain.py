@@ -17,11 +17,12 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ConfigError
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FitError, fit_error_message
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code
 from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
-from cluster_sched.scheduler.diagnosis import FitError, fit_error_message
+from cluster_sched.scheduler.profile import new_framework
 
 
 @dataclass(slots=True)
@@ -38,14 +39,13 @@ def build_framework(
     """The framework of the profile the pod names, with a handle that sees the cache."""
     for i, profile in enumerate(config.profiles):
         if profile.scheduler_name == pod.scheduler_name:
-            handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(seed))
-            handle.services["snapshot"] = cache
-            handle.services["cache"] = cache
-            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
-            # DefaultPreemption's dry runs filter simulated nodes with the profile's
-            # Framework; no preemption executor is registered, so nothing is evicted.
-            handle.services["framework"] = fwk
-            return fwk
+            # No preemption executor: DefaultPreemption's PostFilter is a pure dry run.
+            handle = Handle(
+                profile_name=profile.scheduler_name,
+                rng=random.Random(seed),
+                snapshot=cache.snapshot,
+            )
+            return new_framework(profile, handle, field=f"profiles[{i}]")
     raise ConfigError(
         f'pod {pod.key}: spec.schedulerName "{pod.scheduler_name}" matches no profile in the configuration'
     )
@@ -73,7 +73,7 @@ def explain(
         out["message"] = pre_enqueue.message()
         return Explanation(None, None, None, out)
     try:
-        result = sched.schedule_pod(fwk, state, pod, table, cache)
+        result = sched.schedule_pod(fwk, state, pod, table, cache.snapshot)
     except FitError as err:
         diagnosis = err.diagnosis
         out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)

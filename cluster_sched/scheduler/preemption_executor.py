@@ -2,36 +2,39 @@
 
 DefaultPreemption decides; this executes: victims waiting in Permit are rejected, the
 others deleted from the store (their DELETED events free the node through the watch),
-and lower-priority pods nominated to the same node lose their nomination. The
-preemptor's own nomination is recorded by the coordinator's failure handler, as upstream.
+and lower-priority pods nominated to the same node lose their nomination (through the
+one nominator, and in their status). The preemptor's own nomination is recorded by the
+failure handler, as upstream.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.errors import ClusterSchedError
+from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
-
-if TYPE_CHECKING:
-    from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.queue.nominator import Nominator
+from cluster_sched.store.store import Store
 
 log = logging.getLogger(__name__)
 
 
 class StorePreemptionExecutor:
-    def __init__(self, coordinator: Coordinator) -> None:
-        self.c = coordinator
+    def __init__(
+        self, store: Store, frameworks: Mapping[str, Framework], nominator: Nominator
+    ) -> None:
+        self.store = store
+        self.frameworks = frameworks
+        self.nominator = nominator
 
     def prepare_candidate(self, pod: Pod, node_name: str, victims: Sequence[Pod]) -> Status:
-        c = self.c
         deletes: list[tuple[str, str]] = []
         events: list[dict[str, str]] = []
         for victim in victims:
-            fwk = c.frameworks.get(victim.scheduler_name)
+            fwk = self.frameworks.get(victim.scheduler_name)
             if fwk is not None and fwk.handle.waiting_pods.reject(
                 victim.key, "DefaultPreemption", "preempted"
             ):
@@ -48,13 +51,12 @@ class StorePreemptionExecutor:
             )
         try:
             if deletes:
-                c.store.delete_many(deletes)
-                c.store.record_events(events)
-            for key, nominated in list(c.nominated.get(node_name, {}).items()):
-                if nominated.priority < pod.priority and key != pod.key:
-                    c._clear_nominated(key)
-                    c.queue.nominator.delete_nominated_pod_if_exists(key)
-                    c.store.set_nominated_node_name(key, "")
+                self.store.delete_many(deletes)
+                self.store.record_events(events)
+            for nominated in self.nominator.pods_nominated_to(node_name):
+                if nominated.priority < pod.priority and nominated.key != pod.key:
+                    self.nominator.delete_nominated_pod_if_exists(nominated.key)
+                    self.store.set_nominated_node_name(nominated.key, "")
         except ClusterSchedError as exc:
             return Status(Code.ERROR, (f"preemption of node {node_name} failed: {exc}",))
         return SUCCESS

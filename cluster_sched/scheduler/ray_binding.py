@@ -59,7 +59,7 @@ from cluster_sched.framework.state_codec import (
     encode_value,
 )
 from cluster_sched.framework.status import SUCCESS, Code, Status
-from cluster_sched.plugins.default_binder import DefaultBinder
+from cluster_sched.plugins.defaultbinder import DefaultBinder
 from cluster_sched.scheduler.binding import (
     BindingJob,
     BindingOutcome,

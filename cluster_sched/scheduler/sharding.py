@@ -238,7 +238,7 @@ class ShardedSource:
 
     def _attach(self, fwk: Framework) -> None:
         self._attached = True
-        snapshot = fwk.handle.services.get("snapshot")
+        snapshot = fwk.handle.snapshot
         for client in self.clients:
             attach = getattr(client, "attach_snapshot", None)
             if attach is not None and snapshot is not None:

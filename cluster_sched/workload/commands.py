@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.scheduler.assembly import EXECUTORS
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 
@@ -47,7 +48,7 @@ def _register_run(sub: Any) -> None:
 def _add_executor(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--executor",
-        choices=("local", "shards", "ray"),
+        choices=EXECUTORS,
         default="local",
         help="where Filter/Score run: the coordinator's table, in-process shards, or Ray actors",
     )
@@ -156,7 +157,7 @@ def _register_serve(sub: Any) -> None:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
     from cluster_sched.redis_server import connect, resolve_url
-    from cluster_sched.scheduler.coordinator import Coordinator
+    from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
     from cluster_sched.store.store import Store
 
     url = resolve_url(args.redis)
@@ -170,15 +171,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     metrics = Metrics() if args.metrics_port is not None else Metrics.disabled()
     if args.metrics_port is not None:
         metrics.start_http_server(args.metrics_port)
-    coord = Coordinator(
+    coord = new_scheduler(
         Store(client),
         client,
         config,
+        options=ExecutorOptions(
+            executor=args.executor,
+            shards=args.shards,
+            ray_address=args.ray_address,
+            config_path=args.config,
+            redis_url=url,
+        ),
         seed=args.seed,
-        executor="local" if args.executor == "local" else "shards",
-        shards=args.shards,
-        shard_clients=shard_clients_for(args.executor, args.config, args.seed, args.ray_address),
-        binding_executor=binding_executor_for(args.executor, url, args.config, tracing),
         tracing=tracing,
         metrics=metrics,
     )
@@ -200,28 +204,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         coord.close()
         tracing.shutdown()
     return 0
-
-
-def shard_clients_for(
-    executor: str, config_path: str | None, seed: int | None, address: str | None
-) -> Any:
-    """Ray actors for ``--executor ray``; None: in-process shards (or none)."""
-    if executor != "ray":
-        return None
-    from workers.ray_shard import ray_shard_clients
-
-    return lambda n: ray_shard_clients(n, config_path=config_path, seed=seed or 0, address=address)
-
-
-def binding_executor_for(
-    executor: str, redis_url: str, config_path: str | None, tracing: Any
-) -> Any:
-    """Binding cycles as Ray tasks with ``--executor ray``; None: in-process threads."""
-    if executor != "ray":
-        return None
-    from cluster_sched.scheduler.ray_binding import ray_binding_executor
-
-    return ray_binding_executor(redis_url=redis_url, config_path=config_path, tracing=tracing)
 
 
 def register_commands() -> list[Register]:

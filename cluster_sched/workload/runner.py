@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cluster_sched.config.load import load_config
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
+from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import setup_tracing
@@ -171,25 +172,24 @@ def placements_from_store(store: Store) -> dict[str, str]:
 
 
 def run_evaluation(opts: RunOptions) -> RunResult:
-    from cluster_sched.workload.commands import binding_executor_for, shard_clients_for
-
     workload = load_workload(opts.workload)
     config = load_config(opts.config)
     tracing = setup_tracing(opts.otlp_endpoint)
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
-        coord = Coordinator(
+        coord = new_scheduler(
             store,
             session.client,
             config,
+            options=ExecutorOptions(
+                executor=opts.executor,
+                shards=opts.shards,
+                ray_address=opts.ray_address,
+                config_path=opts.config,
+                redis_url=session.url,
+            ),
             seed=opts.seed,
             prefix=opts.prefix,
-            executor="local" if opts.executor == "local" else "shards",
-            shards=opts.shards,
-            shard_clients=shard_clients_for(
-                opts.executor, opts.config, opts.seed, opts.ray_address
-            ),
-            binding_executor=binding_executor_for(opts.executor, session.url, opts.config, tracing),
             tracing=tracing,
         )
         try:

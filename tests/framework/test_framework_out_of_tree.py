@@ -17,10 +17,10 @@ from cluster_sched.config.load import parse_config
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ConfigError, PluginError
 from cluster_sched.framework.events import EVENT_WILDCARD
-from cluster_sched.framework.registry import Registry
-from cluster_sched.framework.runtime import Framework
 from cluster_sched.plugins import names
+from cluster_sched.plugins.registry import new_in_tree_registry
 from cluster_sched.scheduler.explain import explain
+from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import make_node, make_pod
 
 SCORE = "cs_sample_plugins:PreferNamed"
@@ -80,13 +80,13 @@ def test_out_of_tree_plugins_load_run_and_show_in_explain() -> None:
 
 
 def test_out_of_tree_capabilities_come_from_its_methods() -> None:
-    registry = Registry()
+    registry = new_in_tree_registry()
     assert registry.capabilities([SCORE, FILTER])[SCORE] == frozenset({"score"})
     assert registry.get(FILTER).capabilities == frozenset({"filter"})  # type: ignore[union-attr]
 
 
 def test_out_of_tree_filter_without_registration_gets_the_wildcard() -> None:
-    fwk = Framework.from_profile(_config(SAMPLE_PLUGINS).profiles[0])
+    fwk = new_framework(_config(SAMPLE_PLUGINS).profiles[0])
     events = fwk.events_to_register()
     assert events[FILTER] == (EVENT_WILDCARD,)
     assert SCORE not in events
@@ -123,7 +123,7 @@ def test_bad_out_of_tree_plugin_is_one_line_naming_it(
 ) -> None:
     config = _config({point: {"enabled": [{"name": plugin}]}})
     with pytest.raises(error) as err:
-        Framework.from_profile(config.profiles[0])
+        new_framework(config.profiles[0])
     message = str(err.value)
     assert "\n" not in message
     for needle in needles:
@@ -187,10 +187,10 @@ _KNOWN_GAPS = {
     ],
 )
 def test_in_tree_capabilities_match_upstream(plugin: str) -> None:
-    spec = Registry().get(plugin)
+    spec = new_in_tree_registry().get(plugin)
     assert spec is not None, f"{plugin} is not registered"
     assert spec.capabilities == UPSTREAM_EXTENSION_POINTS[plugin]
 
 
 def test_every_in_tree_plugin_is_covered() -> None:
-    assert set(Registry().names()) == set(UPSTREAM_EXTENSION_POINTS)
+    assert set(new_in_tree_registry().names()) == set(UPSTREAM_EXTENSION_POINTS)

@@ -8,7 +8,7 @@ import pytest
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.node_ports import NodePorts
+from cluster_sched.plugins.nodeports import NodePorts
 from cluster_sched.plugins.noderesources.fit import new as new_fit
 from cluster_sched.testing.builders import make_node, make_pod
 

@@ -9,13 +9,13 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.state_codec import decode_state, encode_state
 from cluster_sched.nodetable.interner import Interner
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import (
     DomainCounts,
     merge_domain_counts,
-    node_by_name,
     tables_of,
 )
 from cluster_sched.plugins.interpodaffinity.plugin import new as new_ipa
@@ -72,12 +72,12 @@ def test_tables_of_and_node_lookup() -> None:
     cache = Cache()
     cache.load([make_node("n1").obj()])
     table = cache.sink.table  # type: ignore[attr-defined]
-    assert tables_of(cache) == [table]
+    assert tables_of(cache.snapshot) == [table]
     assert tables_of(table) == [table]
-    assert tables_of(object()) == []
-    node = node_by_name(cache, "n1")
+    assert tables_of(None) == []
+    node = cache.snapshot.node("n1")
     assert node is not None and node.name == "n1"
-    assert node_by_name(NodeTable(), "n1") is None
+    assert Snapshot.of_table(NodeTable()).node("n1") is None
 
 
 def test_cycle_state_survives_the_state_codec() -> None:
@@ -99,14 +99,14 @@ def test_cycle_state_survives_the_state_codec() -> None:
         .spread(1, ZONE_LABEL, "ScheduleAnyway", match_labels={"app": "web"})
         .obj()
     )
-    handle = Handle(services={"snapshot": cache})
+    handle = Handle(snapshot=cache.snapshot)
     plugins = (new_ipa(None, handle), new_pts(None, handle))
     state = CycleState()
     table = cache.sink.table  # type: ignore[attr-defined]
     nodes = NodeSlice(table, table.order())
     for pl in plugins:
-        pl.pre_filter(state, pod, cache)
-        pl.pre_score(state, pod, cache, nodes)
+        pl.pre_filter(state, pod, cache.snapshot)
+        pl.pre_score(state, pod, cache.snapshot, nodes)
     shipped = decode_state(encode_state(state))
     # a shard's own table: same nodes, its own interned codes
     shard = NodeTable()

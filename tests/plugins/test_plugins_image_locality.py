@@ -15,7 +15,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.nodetable.table import normalized_image_name
-from cluster_sched.plugins.image_locality import new
+from cluster_sched.plugins.imagelocality import new
 from cluster_sched.testing.builders import make_node, make_pod
 
 MB = 1024 * 1024
@@ -60,7 +60,7 @@ def _scores(nodes: list[Node], pod: Pod) -> dict[str, int]:
     cache = Cache()
     cache.load(nodes)
     handle = Handle()
-    handle.services["snapshot"] = cache
+    handle.snapshot = cache.snapshot
     table = cache.sink.table  # type: ignore[attr-defined]
     raw = new(None, handle).score(CycleState(), pod, NodeSlice(table, table.order()))
     return {

@@ -9,7 +9,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.taint_toleration import SCORE_STATE_KEY, TaintToleration
+from cluster_sched.plugins.tainttoleration import SCORE_STATE_KEY, TaintToleration
 from cluster_sched.testing.builders import make_node, make_pod
 
 SOFT = "PreferNoSchedule"

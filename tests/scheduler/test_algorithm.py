@@ -20,6 +20,7 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config, parse_config
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
 from cluster_sched.framework.runtime import Framework
@@ -32,7 +33,7 @@ from cluster_sched.scheduler.algorithm import (
     num_feasible_nodes_to_find,
     select_host,
 )
-from cluster_sched.scheduler.diagnosis import Diagnosis, FitError, fit_error_message
+from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import make_node, make_pod
 
 POD = make_pod("p").obj()
@@ -103,9 +104,8 @@ def _profile_framework(doc_plugins: dict[str, Any] | None, cache: Cache) -> Fram
             }
         ).profiles[0]
     handle = Handle()
-    handle.services.update(snapshot=cache, cache=cache)
-    fwk = Framework.from_profile(profile, handle=handle)
-    handle.services["framework"] = fwk
+    handle.snapshot = cache.snapshot
+    fwk = new_framework(profile, handle)
     return fwk
 
 
@@ -295,7 +295,7 @@ def test_nominated_pods_count_in_filter(incoming: Pod, nominated: list[Pod], n1_
     table = cache.sink.table  # type: ignore[attr-defined]
     fwk = _profile_framework(_only("NodeResourcesFit"), cache)
     feasible, diagnosis, _ = Scheduler(0, random.Random(0)).find_nodes_that_fit(
-        fwk, CycleState(), incoming, table, cache, {"n1": nominated} if nominated else None
+        fwk, CycleState(), incoming, table, cache.snapshot, {"n1": nominated} if nominated else None
     )
     names = [table.names[r] for r in feasible]
     assert "n2" in names
@@ -327,7 +327,7 @@ def test_second_pass_runs_without_the_nominated_pods() -> None:
     db = make_pod("db-nominated").label("role", "db").priority(100).obj()
     fwk = _framework([NeedsCompanion()], [CountingScore()])
     feasible, diagnosis, _ = Scheduler(0, random.Random(0)).find_nodes_that_fit(
-        fwk, CycleState(), POD, table, cache, {"n1": [db]}
+        fwk, CycleState(), POD, table, cache.snapshot, {"n1": [db]}
     )
     assert [table.names[r] for r in feasible] == ["n2"]
     assert diagnosis.node_to_status.statuses["n1"].reasons == ("no db here",)
@@ -390,7 +390,7 @@ def test_prefilter_narrowing_counts_absent_nodes_in_the_fit_error() -> None:
     fwk = _profile_framework(None, cache)
     with pytest.raises(FitError) as err:
         Scheduler(0, random.Random(0)).schedule_pod(
-            fwk, CycleState(), _pinned("n2"), cache.sink.table, cache
+            fwk, CycleState(), _pinned("n2"), cache.sink.table, cache.snapshot
         )  # type: ignore[attr-defined]
     diagnosis = err.value.diagnosis
     assert list(diagnosis.node_to_status.statuses) == ["n2"]
@@ -407,12 +407,12 @@ def test_prefilter_narrowing_to_unknown_nodes() -> None:
     fwk = _profile_framework(_only("NodeAffinity"), cache)
     sched = Scheduler(0, random.Random(0))
     with pytest.raises(FitError) as err:
-        sched.schedule_pod(fwk, CycleState(), _pinned("ghost"), cache.sink.table, cache)  # type: ignore[attr-defined]
+        sched.schedule_pod(fwk, CycleState(), _pinned("ghost"), cache.sink.table, cache.snapshot)  # type: ignore[attr-defined]
     assert (
         str(err.value)
         == "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
-    result = sched.schedule_pod(fwk, CycleState(), _pinned("ghost", "n3"), cache.sink.table, cache)  # type: ignore[attr-defined]
+    result = sched.schedule_pod(fwk, CycleState(), _pinned("ghost", "n3"), cache.sink.table, cache.snapshot)  # type: ignore[attr-defined]
     assert result.suggested_host == "n3" and result.evaluated_nodes == 1
 
 
@@ -428,7 +428,7 @@ def test_prefilter_rejection_replaces_node_reasons() -> None:
         ]
     )
     with pytest.raises(FitError) as err:
-        Scheduler(0).schedule_pod(fwk, CycleState(), pod.obj(), cache.sink.table, cache)  # type: ignore[attr-defined]
+        Scheduler(0).schedule_pod(fwk, CycleState(), pod.obj(), cache.sink.table, cache.snapshot)  # type: ignore[attr-defined]
     assert str(err.value) == "0/3 nodes are available: pod affinity terms conflict."
     assert err.value.diagnosis.unschedulable_plugins == {"NodeAffinity"}
     assert err.value.diagnosis.node_to_status.statuses == {}

@@ -32,6 +32,7 @@ from cluster_sched.scheduler.binding import (
     run_binding_cycle,
     store_binder,
 )
+from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
@@ -60,7 +61,7 @@ RECORDING = f"{__name__}:Recording"
 
 def framework(store: Store, *plugins: str) -> Framework:
     handle = Handle(profile_name=PROFILE, binder=store_binder(store))
-    return Framework.from_profile(config(*plugins).profiles[0], handle=handle)
+    return new_framework(config(*plugins).profiles[0], handle)
 
 
 def job(

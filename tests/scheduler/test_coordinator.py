@@ -26,7 +26,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins import names
 from cluster_sched.queue.types import Location, QueuedPodInfo
-from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.assembly import new_scheduler
 from cluster_sched.scheduler.event_handlers import queued_info_for
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
@@ -113,7 +113,7 @@ class Harness:
     def __init__(self, store: Store, client: redis.Redis, cfg: SchedulerConfiguration) -> None:
         self.store = store
         self.clock = FakeClock(T0)
-        self.coord = Coordinator(store, client, cfg, clock=self.clock, seed=7)
+        self.coord = new_scheduler(store, client, cfg, clock=self.clock, seed=7)
         self.started = False
 
     @property

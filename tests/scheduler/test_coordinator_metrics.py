@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cluster_sched.config.load import default_config
-from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.assembly import new_scheduler
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.testing import make_node, make_pod
@@ -38,10 +38,10 @@ def test_metrics_count_attempts_extension_points_queue_and_preemption(redis_clie
     )
     metrics = Metrics()
     store = Store(redis_client)
-    coord = Coordinator(store, redis_client, default_config(), seed=1, metrics=metrics)
+    coord = new_scheduler(store, redis_client, default_config(), seed=1, metrics=metrics)
     try:
         run_workload(workload, coord, store, quiet=True, group_timeout=30)
-        coord._update_pending_gauges()
+        coord.update_pending_gauges()
     finally:
         coord.close()
     text = metrics.exposition().decode()

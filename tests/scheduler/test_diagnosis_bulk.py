@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from cluster_sched.framework.status import Code, Status
-from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.scheduler.diagnosis import (
+from cluster_sched.framework.diagnosis import (
     Diagnosis,
     FilterVerdicts,
     NodeStatusMap,
     fit_error_message,
     node_codes,
 )
+from cluster_sched.framework.status import Code, Status
+from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.testing.builders import make_node
 
 PLUGINS = ["A", "B"]

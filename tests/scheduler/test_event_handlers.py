@@ -253,11 +253,11 @@ def test_node_add_moves_pods(h: Harness) -> None:
 def test_other_kinds_go_to_the_cache(h: Harness) -> None:
     ns = make_namespace("team", {"tier": "gold"})
     h.coord.handlers.on_other("Namespace", None, ns)
-    assert h.coord.namespace_labels("team") == {"tier": "gold"}
+    assert h.coord.handlers.namespace_labels("team") == {"tier": "gold"}
     pdb = make_pdb("budget", match_labels={"app": "web"}, min_available=1)
     h.coord.handlers.on_other("PodDisruptionBudget", None, pdb)
     assert "default/budget" in h.cache.pdbs
     h.coord.handlers.on_other("PodDisruptionBudget", pdb, None)
     h.coord.handlers.on_other("Namespace", ns, None)
     assert h.cache.pdbs == {}
-    assert h.coord.namespace_labels("team") == {}
+    assert h.coord.handlers.namespace_labels("team") == {}

@@ -15,10 +15,10 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_message, node_codes
 from cluster_sched.framework.status import Status
 from cluster_sched.scheduler import algorithm
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.diagnosis import Diagnosis, FitError, fit_error_message, node_codes
 from cluster_sched.scheduler.explain import build_framework
 from cluster_sched.scheduler.nodesource import LocalSource
 from cluster_sched.testing.builders import make_namespace, make_node, make_pod
@@ -65,7 +65,7 @@ def _statuses(seed: int) -> list[Status]:
     fwk, pod, cache, nominated = _setup(seed)
     table = cache.sink.table  # type: ignore[attr-defined]
     state = CycleState()
-    fwk.run_pre_filter(state, pod, cache)
+    fwk.run_pre_filter(state, pod, cache.snapshot)
     rows = table.order()
     _, verdicts = Scheduler()._filter_rows(
         fwk, state, pod, table, rows, nominated, LocalSource(table)
@@ -86,7 +86,7 @@ def test_bulk_diagnosis_reads_like_status_by_status(seed: int) -> None:
     table = cache.sink.table  # type: ignore[attr-defined]
     try:
         Scheduler(0, random.Random(seed)).schedule_pod(
-            fwk, CycleState(), pod, table, cache, nominated=nominated
+            fwk, CycleState(), pod, table, cache.snapshot, nominated=nominated
         )
         return
     except FitError as err:

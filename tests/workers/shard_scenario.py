@@ -22,11 +22,12 @@ from cluster_sched.api.objects import Node, Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.state_codec import encode_value
 from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
-from cluster_sched.scheduler.diagnosis import FitError
+from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.sharding import ShardedSource, ShardLostError, ShardRouter
 from cluster_sched.testing.builders import make_node, make_pod
 from workers.ray_shard import (
@@ -189,9 +190,8 @@ def incoming_pods() -> list[Pod]:
 def framework(cache: Cache) -> Framework:
     profile = default_config().profiles[0]
     handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
-    handle.services.update(snapshot=cache, cache=cache)
-    fwk = Framework.from_profile(profile, handle=handle, field="profiles[0]")
-    handle.services["framework"] = fwk
+    handle.snapshot = cache.snapshot
+    fwk = new_framework(profile, handle)
     return fwk
 
 
@@ -206,7 +206,7 @@ def attempt(
     sched: Scheduler, fwk: Framework, cache: Cache, table: Any, source: Any, pod: Pod
 ) -> AttemptResult | FitError:
     try:
-        return sched.schedule_pod(fwk, CycleState(), pod, table, cache, None, source)
+        return sched.schedule_pod(fwk, CycleState(), pod, table, cache.snapshot, None, source)
     except FitError as fit:
         return fit
 

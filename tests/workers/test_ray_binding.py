@@ -21,6 +21,7 @@ from cluster_sched.framework.status import Code
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome, store_binder
+from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.ray_binding import RayBindingExecutor, ray_binding_executor
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import BINDING_CYCLE
@@ -51,7 +52,7 @@ def frameworks(store: Store) -> dict[str, Framework]:
     profile = default_config().profiles[0]
     handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
     handle.binder = store_binder(store)
-    fwk = Framework.from_profile(profile, handle=handle, field="profiles[0]")
+    fwk = new_framework(profile, handle)
     return {profile.scheduler_name: fwk}
 
 

@@ -30,10 +30,10 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.state_codec import decode_value, encode_value
 from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
 from cluster_sched.testing.builders import make_pod
 from workers.ray_shard import wire_deltas
-from workers.shard import ShardCore
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ import numpy as np
 
 from cluster_sched.api.objects import Pod, PodDisruptionBudget
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FilterVerdicts
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Status, unresolvable
 from cluster_sched.nodetable.table import NodeTable
@@ -41,7 +42,6 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     nominated_for,
     split_by_pdb_violation,
 )
-from cluster_sched.scheduler.diagnosis import FilterVerdicts
 
 __all__ = ["nodes_independent", "select_victims_on_nodes"]
 

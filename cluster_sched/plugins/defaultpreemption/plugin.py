@@ -7,8 +7,8 @@ candidate; hand it to the optional ``PreemptionExecutor`` (absent in ``explain``
 makes this a pure dry run); return the nominated node and the victims.
 
 The dry runs need the profile's Framework to run filters on simulated nodes. It is
-read from ``handle.services["framework"]`` at PostFilter time (plugins are built before
-their Framework exists), so whoever builds a Framework must register it there.
+read from ``handle.framework`` at PostFilter time (plugins are built before their
+Framework exists), so whoever builds a Framework sets it there.
 Every status message is prefixed "preemption: ", as upstream's PostFilter does.
 """
 
@@ -23,6 +23,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.config.plugin_args import DefaultPreemptionArgs
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import Diagnosis, fit_error_message, node_codes
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeToStatus, PostFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
@@ -33,11 +34,6 @@ from cluster_sched.plugins.defaultpreemption.batch import (
     select_victims_on_nodes,
 )
 from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
-from cluster_sched.plugins.defaultpreemption.executor import (
-    EXECUTOR_SERVICE,
-    FRAMEWORK_SERVICE,
-    NOMINATED_PODS_SERVICE,
-)
 from cluster_sched.plugins.defaultpreemption.victims import (
     Victims,
     importance_key,
@@ -45,7 +41,6 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     select_victims_on_node,
 )
 from cluster_sched.plugins.names import DEFAULT_PREEMPTION
-from cluster_sched.scheduler.diagnosis import Diagnosis, fit_error_message, node_codes
 
 NAME = DEFAULT_PREEMPTION
 ERR_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -82,7 +77,7 @@ class DefaultPreemption:
     def preempt(
         self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
-        snapshot = self._handle.services.get("snapshot")
+        snapshot = self._handle.snapshot
         tables = tables_of(snapshot)
         ok, why = self.pod_eligible_to_preempt_others(
             pod, _status_of(diagnosis, pod.nominated_node_name), tables
@@ -92,12 +87,9 @@ class DefaultPreemption:
         num_all = sum(t.n_nodes for t in tables)
         if num_all == 0:
             return None, Status(Code.ERROR, ("no nodes available",))
-        fwk = self._handle.services.get(FRAMEWORK_SERVICE)
+        fwk = self._handle.framework
         if fwk is None:
-            return None, Status(
-                Code.ERROR,
-                (f'the Framework is not registered in handle.services["{FRAMEWORK_SERVICE}"]',),
-            )
+            return None, Status(Code.ERROR, ("the Framework is not set on the plugin's handle",))
         candidates, statuses, errors = self.find_candidates(
             fwk, state, pod, diagnosis, tables, snapshot
         )
@@ -116,7 +108,7 @@ class DefaultPreemption:
         best = pick_one(candidates)
         if best is None or not best.node_name:
             return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
-        executor = self._handle.services.get(EXECUTOR_SERVICE)
+        executor = self._handle.preemption_executor
         if executor is not None:
             s = executor.prepare_candidate(pod, best.node_name, list(best.victims.pods))
             if not s.is_success:
@@ -195,7 +187,7 @@ class DefaultPreemption:
         wanted = num_candidates(
             n, self.args.min_candidate_nodes_percentage, self.args.min_candidate_nodes_absolute
         )
-        lookup = self._handle.services.get(NOMINATED_PODS_SERVICE)
+        lookup = self._handle.nominated_pods
         batched = nodes_independent(fwk, state)
         order = np.roll(np.arange(n, dtype=np.int64), -offset)
         non_violating: list[Candidate] = []

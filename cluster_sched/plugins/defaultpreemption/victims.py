@@ -25,7 +25,7 @@ from cluster_sched.nodetable.table import NodeTable
 
 ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
 
-#: node name -> nominated pods (a mapping or a callable), see executor.NOMINATED_PODS_SERVICE
+#: node name -> nominated pods (a mapping or a callable), see Handle.nominated_pods
 NominatedLookup = Mapping[str, Sequence[Pod]] | Callable[[str], Sequence[Pod]] | None
 
 _ROW0 = np.zeros(1, dtype=np.int64)

@@ -22,10 +22,11 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import SUCCESS, Status, error, skip
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import DomainCounts, namespace_labels, node_by_name, tables_of
+from cluster_sched.plugins.crossnode import DomainCounts, namespace_labels, tables_of
 from cluster_sched.plugins.interpodaffinity import filtering, scoring
 from cluster_sched.plugins.interpodaffinity.filtering import IncomingPod, PreFilterState
 from cluster_sched.plugins.interpodaffinity.scoring import PreScoreState, ScoringPod
@@ -99,8 +100,8 @@ class InterPodAffinity:
         self._last = (pod, ns_labels, out)
         return out
 
-    def _snapshot(self) -> Any:
-        return self._handle.services.get("snapshot")
+    def _snapshot(self) -> Snapshot | None:
+        return self._handle.snapshot
 
     # ------------------------------------------------------------------ filter
 
@@ -146,7 +147,8 @@ class InterPodAffinity:
         s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if s is None:
             return error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        node = node_by_name(self._snapshot(), node_name)
+        snapshot = self._snapshot()
+        node = snapshot.node(node_name) if snapshot is not None else None
         if node is None:
             return SUCCESS
         state.write(PRE_FILTER_STATE_KEY, s.update_with_pod(other, node, delta))

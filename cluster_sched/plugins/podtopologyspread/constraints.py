@@ -32,7 +32,7 @@ from cluster_sched.api.taints import find_matching_untolerated_taint
 from cluster_sched.nodetable.podindex import PodGroup, Weight
 from cluster_sched.nodetable.selectors import label_map_mask, node_selector_mask
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.taint_toleration import untolerated_taint_columns
+from cluster_sched.plugins.tainttoleration import untolerated_taint_columns
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"

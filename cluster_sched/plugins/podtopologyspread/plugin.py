@@ -23,7 +23,7 @@ from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Status, error, skip
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import DomainCounts, feasible_rows, node_by_name, tables_of
+from cluster_sched.plugins.crossnode import DomainCounts, feasible_rows, tables_of
 from cluster_sched.plugins.names import POD_TOPOLOGY_SPREAD
 from cluster_sched.plugins.podtopologyspread import filtering, scoring
 from cluster_sched.plugins.podtopologyspread.constraints import (
@@ -106,7 +106,8 @@ class PodTopologySpread:
         s: PreFilterState | None = state.get(PRE_FILTER_STATE_KEY)
         if s is None:
             return error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        node = node_by_name(self._handle.services.get("snapshot"), node_name)
+        snapshot = self._handle.snapshot
+        node = snapshot.node(node_name) if snapshot is not None else None
         if node is None:
             return SUCCESS
         state.write(PRE_FILTER_STATE_KEY, s.update_with_pod(pod, other, node, delta))

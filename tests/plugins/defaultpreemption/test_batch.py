@@ -15,6 +15,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.plugins.defaultpreemption import plugin as dp
 from cluster_sched.plugins.defaultpreemption.batch import (
     nodes_independent,
@@ -22,7 +23,6 @@ from cluster_sched.plugins.defaultpreemption.batch import (
 )
 from cluster_sched.plugins.defaultpreemption.victims import select_victims_on_node
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.diagnosis import FitError
 from cluster_sched.scheduler.explain import build_framework
 from cluster_sched.testing.builders import make_namespace, make_node, make_pdb, make_pod
 
@@ -78,11 +78,10 @@ def _setup(seed: int) -> tuple[Any, CycleState, Pod, Cache, Any, dict[str, list[
     cache = Cache()
     cache.load(objs)
     fwk = build_framework(default_config(), pod, cache, seed=seed)
-    fwk.handle.services["framework"] = fwk
-    fwk.handle.services["nominated_pods"] = nominated
+    fwk.handle.nominated_pods = nominated
     state = CycleState()
     table = cache.sink.table  # type: ignore[attr-defined]
-    _, s, _ = fwk.run_pre_filter(state, pod, cache)
+    _, s, _ = fwk.run_pre_filter(state, pod, cache.snapshot)
     assert s.is_success
     return fwk, state, pod, cache, table, nominated
 
@@ -125,10 +124,10 @@ def test_candidates_equal_with_and_without_batching(
             pl.args, min_candidate_nodes_percentage=0, min_candidate_nodes_absolute=absolute
         )
         try:
-            Scheduler(0, random.Random(seed)).schedule_pod(fwk, CycleState(), pod, table, cache)
+            Scheduler(0, random.Random(seed)).schedule_pod(fwk, CycleState(), pod, table, cache.snapshot)
         except FitError as err:
             st = CycleState()
-            fwk.run_pre_filter(st, pod, cache)
+            fwk.run_pre_filter(st, pod, cache.snapshot)
             return fwk.run_post_filter(st, pod, err.diagnosis.node_to_status)
         return None  # the pod fits somewhere: no PostFilter
 
@@ -144,5 +143,5 @@ def test_pods_with_spread_constraints_are_not_batched() -> None:
     cache.load([make_namespace("default"), make_node("n0").capacity(cpu="1").obj()])
     fwk = build_framework(default_config(), pod, cache, seed=1)
     state = CycleState()
-    fwk.run_pre_filter(state, pod, cache)
+    fwk.run_pre_filter(state, pod, cache.snapshot)
     assert not nodes_independent(fwk, state)

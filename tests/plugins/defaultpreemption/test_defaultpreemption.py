@@ -14,6 +14,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import parse_config
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.framework.interfaces import PostFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.defaultpreemption import PreemptionExecutor
@@ -21,7 +22,6 @@ from cluster_sched.plugins.defaultpreemption import plugin as dp
 from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
 from cluster_sched.plugins.defaultpreemption.victims import Victims, split_by_pdb_violation
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.diagnosis import FitError
 from cluster_sched.scheduler.explain import build_framework
 from cluster_sched.testing.builders import (
     HOSTNAME_LABEL,
@@ -77,14 +77,13 @@ def preempt(
         }
     )
     fwk = build_framework(cfg, pod, cache, seed=1)
-    if register_framework:
-        fwk.handle.services["framework"] = fwk
-    else:
-        fwk.handle.services.pop("framework", None)
-    fwk.handle.services.update(services or {})
+    if not register_framework:
+        fwk.handle.framework = None
+    for name, value in (services or {}).items():
+        setattr(fwk.handle, name, value)
     state = CycleState()
     with pytest.raises(FitError) as err:
-        Scheduler(0, random.Random(1)).schedule_pod(fwk, state, pod, cache.sink.table, cache)  # type: ignore[attr-defined]
+        Scheduler(0, random.Random(1)).schedule_pod(fwk, state, pod, cache.sink.table, cache.snapshot)  # type: ignore[attr-defined]
     return fwk.run_post_filter(state, pod, err.value.diagnosis.node_to_status)
 
 

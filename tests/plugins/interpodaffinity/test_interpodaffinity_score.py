@@ -175,12 +175,12 @@ def _cluster(extra: Pod | None) -> Cache:
 def test_add_pod_matches_prefilter_with_the_pod_present(name: str) -> None:
     extra = EXTRAS[name]
     without, with_ = _cluster(None), _cluster(extra)
-    pl = new(None, Handle(services={"snapshot": without}))
+    pl = new(None, Handle(snapshot=without.snapshot))
     s0 = CycleState()
-    pl.pre_filter(s0, P, without)
+    pl.pre_filter(s0, P, without.snapshot)
     assert pl.add_pod(s0, P, extra, extra.node_name).is_success
     s1 = CycleState()
-    pl.pre_filter(s1, P, with_)
+    pl.pre_filter(s1, P, with_.snapshot)
     assert _verdicts(without, s0, pl) == _verdicts(with_, s1, pl)
 
 
@@ -188,12 +188,12 @@ def test_add_pod_matches_prefilter_with_the_pod_present(name: str) -> None:
 def test_remove_pod_matches_prefilter_without_the_pod(name: str) -> None:
     extra = EXTRAS[name]
     without, with_ = _cluster(None), _cluster(extra)
-    pl = new(None, Handle(services={"snapshot": with_}))
+    pl = new(None, Handle(snapshot=with_.snapshot))
     s1 = CycleState()
-    pl.pre_filter(s1, P, with_)
+    pl.pre_filter(s1, P, with_.snapshot)
     assert pl.remove_pod(s1, P, extra, extra.node_name).is_success
     s0 = CycleState()
-    pl.pre_filter(s0, P, without)
+    pl.pre_filter(s0, P, without.snapshot)
     assert _verdicts(with_, s1, pl) == _verdicts(without, s0, pl)
 
 
@@ -202,9 +202,9 @@ def test_removing_the_only_match_reenables_the_first_pod_rule() -> None:
     other = make_pod("w").label("app", "web").node("n0").obj()
     cache = Cache()
     cache.load([make_namespace("default"), *nodes("a", "b"), other])
-    pl = new(None, Handle(services={"snapshot": cache}))
+    pl = new(None, Handle(snapshot=cache.snapshot))
     state = CycleState()
-    pl.pre_filter(state, pod, cache)
+    pl.pre_filter(state, pod, cache.snapshot)
     table = cache.sink.table  # type: ignore[attr-defined]
     rows = table.rows_of(["n0", "n1"])
     assert pl.filter(state, pod, NodeSlice(table, rows)).codes.tolist() == [0, 3]

@@ -228,9 +228,9 @@ def test_filter_never_admits_more_skew_than_max_skew(
     )
     cache = Cache()
     cache.load(objs)
-    pl = new(PodTopologySpreadArgs(), Handle(services={"snapshot": cache}))
+    pl = new(PodTopologySpreadArgs(), Handle(snapshot=cache.snapshot))
     state = CycleState()
-    pl.pre_filter(state, pod, cache)
+    pl.pre_filter(state, pod, cache.snapshot)
     table = cache.sink.table  # type: ignore[attr-defined]
     rows = table.rows_of([f"n{z}" for z in range(len(per_zone))])
     passed = pl.filter(state, pod, NodeSlice(table, rows)).codes == 0
@@ -286,24 +286,24 @@ def _verdicts(cache: Cache, state: CycleState, pl: Any) -> list[int]:
 def test_add_and_remove_pod_match_prefilter(name: str) -> None:
     extra = EXTRAS[name]
     without, with_ = _cluster(None), _cluster(extra)
-    pl = new(None, Handle(services={"snapshot": without}))
+    pl = new(None, Handle(snapshot=without.snapshot))
     added = CycleState()
-    pl.pre_filter(added, P, without)
+    pl.pre_filter(added, P, without.snapshot)
     pl.add_pod(added, P, extra, extra.node_name)
     fresh = CycleState()
-    pl.pre_filter(fresh, P, with_)
+    pl.pre_filter(fresh, P, with_.snapshot)
     assert _verdicts(without, added, pl) == _verdicts(with_, fresh, pl)
     pl.remove_pod(fresh, P, extra, extra.node_name)
     base = CycleState()
-    pl.pre_filter(base, P, without)
+    pl.pre_filter(base, P, without.snapshot)
     assert _verdicts(with_, fresh, pl) == _verdicts(without, base, pl)
 
 
 def test_filter_works_on_simulation_subsets() -> None:
     cache = _cluster(None)
-    pl = new(None, Handle(services={"snapshot": cache}))
+    pl = new(None, Handle(snapshot=cache.snapshot))
     state = CycleState()
-    pl.pre_filter(state, P, cache)
+    pl.pre_filter(state, P, cache.snapshot)
     table = cache.sink.table  # type: ignore[attr-defined]
     full = pl.filter(state, P, NodeSlice(table, table.order())).codes
     for i, row in enumerate(table.order().tolist()):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,22 +30,12 @@ from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
-from cluster_sched.framework.runtime import FilterOutcome, Framework
+from cluster_sched.framework.runtime import FilterOutcome
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.profile import new_frameworks
 
 Delta = list[Any]
-
-
-@dataclass(slots=True)
-class ShardSnapshot:
-    """What plugins running in a shard may read as ``snapshot``: the coordinator's
-    cluster-wide facts for this cycle (node count, image spread), not the shard's own."""
-
-    num_nodes: int = 0
-    images: Mapping[str, tuple[int, int]] | None = None
-
-    def image_state(self, name: str) -> tuple[int, int] | None:
-        return None if self.images is None else self.images.get(name)
 
 
 class ShardCore:
@@ -65,14 +55,16 @@ class ShardCore:
                 }
             )
         self.table = NodeTable()
-        self.snapshot = ShardSnapshot()
-        self.frameworks: dict[str, Framework] = {}
-        for i, profile in enumerate(config.profiles):
-            handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(seed))
-            handle.services.update(snapshot=self.snapshot)
-            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
-            handle.services["framework"] = fwk
-            self.frameworks[profile.scheduler_name] = fwk
+        # Plugins here read only the coordinator's cluster-wide facts (node count, image
+        # spread, set per request): no tables, because cluster-wide PreFilter/PreScore
+        # counts are the coordinator's reductions, shipped in the CycleState.
+        self.snapshot = Snapshot()
+        self.frameworks = new_frameworks(
+            config,
+            lambda p: Handle(
+                profile_name=p.scheduler_name, rng=random.Random(seed), snapshot=self.snapshot
+            ),
+        )
         self._pods: dict[str, Pod] = {}
 
     # ------------------------------------------------------------------ deltas
@@ -116,9 +108,9 @@ class ShardCore:
         return pod if pod.node_name == node else replace(pod, node_name=node)
 
     def set_snapshot(self, num_nodes: int, images: Mapping[str, tuple[int, int]] | None) -> None:
-        """The coordinator's cluster-wide facts for the next call (``ShardSnapshot``)."""
+        """The coordinator's cluster-wide facts for the next call."""
         self.snapshot.num_nodes = num_nodes
-        self.snapshot.images = images
+        self.snapshot.images = dict(images or {})
 
     # ------------------------------------------------------------------ one cycle
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.handle import Handle, SnapshotView
+from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE, NodeSlice
 from cluster_sched.nodetable.table import normalized_image_name
 from cluster_sched.plugins.names import IMAGE_LOCALITY
@@ -33,7 +33,7 @@ class ImageLocality:
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         table = nodes.table
-        snapshot: SnapshotView | None = self._handle.services.get("snapshot")
+        snapshot = self._handle.snapshot
         total = snapshot.num_nodes if snapshot is not None else table.n_nodes
         index = table.image_index()
         # sum over init containers then containers, per node holding each image

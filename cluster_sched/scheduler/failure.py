@@ -1,0 +1,88 @@
+"""What happens to a pod whose scheduling attempt failed (upstream handleSchedulingFailure).
+
+Back to the queue with the scheduling cycle it was popped in (so the moveRequestCycle
+rule decides between backoff and unschedulable), the nomination PostFilter made recorded
+through the one nominator, a FailedScheduling event and the PodScheduled=False
+condition written to the store.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.errors import ClusterSchedError
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.status import Code, Status
+from cluster_sched.queue.scheduling_queue import SchedulingQueue
+from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.store.store import Store
+
+log = logging.getLogger(__name__)
+
+__all__ = ["FailureHandler"]
+
+
+class FailureHandler:
+    def __init__(
+        self,
+        store: Store,
+        queue: SchedulingQueue,
+        pods: Mapping[str, Pod],
+        stats: RunStats,
+    ) -> None:
+        self.store = store
+        self.queue = queue
+        self.pods = pods
+        self.stats = stats
+
+    def handle_scheduling_failure(
+        self,
+        fwk: Framework,
+        pod: Pod,
+        info: QueuedPodInfo,
+        cycle: int,
+        status: Status,
+        nominated_node: str,
+    ) -> None:
+        """Requeue ``pod`` (unless deleted or bound meanwhile), record the nomination,
+        and report the failure on the pod."""
+        self.stats.failed_attempts += 1
+        if status.code == Code.ERROR:
+            self.stats.errors += 1
+            info = replace(info, unschedulable_plugins=frozenset(), pending_plugins=frozenset())
+        current = self.pods.get(pod.key)
+        if current is None or current.node_name:
+            # Deleted meanwhile, or bound by someone else: nothing to requeue.
+            self.queue.done(pod.key)
+        else:
+            self.queue.add_unschedulable_if_not_present(
+                replace(
+                    info,
+                    priority=current.priority,
+                    nominated_node_name=nominated_node or info.nominated_node_name,
+                ),
+                cycle,
+            )
+        if nominated_node:
+            self.queue.nominator.add_nominated_pod(pod.key, nominated_node, pod.priority)
+        message = status.message()
+        reason = "Unschedulable" if status.is_rejected else "SchedulerError"
+        try:
+            self.store.record_event("Pod", pod.key, "FailedScheduling", message, type="Warning")
+            self.store.update_pod_status(
+                pod.key,
+                condition={
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                },
+                nominated_node_name=nominated_node if nominated_node else None,
+                pod_uid=pod.uid or None,
+            )
+        except ClusterSchedError as exc:
+            log.warning("could not record the failure of %s: %s", pod.key, exc)

@@ -1,0 +1,294 @@
+"""One scheduling cycle for one popped pod, and the end of its binding cycle (upstream
+schedule_one.go: scheduleOne, schedulingCycle, handleBindingCycleError).
+
+The cycle runs on the coordinator's thread: PreFilter → Filter → PostFilter → Score →
+select host (``algorithm.Scheduler``), then assume → Reserve → Permit, and hands the
+binding cycle to the binding executor without waiting. Binding outcomes come back to
+``finish_binding`` on the same thread, so the cache stays single-threaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.cache.cache import Cache
+from cluster_sched.clock import Clock
+from cluster_sched.errors import SchedulerError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_message
+from cluster_sched.framework.events import EVENT_ASSIGNED_POD_DELETE
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.status import Code, Status
+from cluster_sched.queue.scheduling_queue import SchedulingQueue
+from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
+from cluster_sched.scheduler.binding import BindingExecutor, BindingJob, BindingOutcome
+from cluster_sched.scheduler.failure import FailureHandler
+from cluster_sched.scheduler.nodesource import NodeSource
+from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.telemetry.metrics import Metrics
+from cluster_sched.telemetry.spans import (
+    ATTR_CYCLE,
+    ATTR_POD_UID,
+    ATTR_PROFILE,
+    ATTR_RESULT,
+    ATTR_SELECTED_NODE,
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+    RESULT_UNSCHEDULABLE,
+    SCHEDULING_CYCLE,
+)
+from cluster_sched.telemetry.tracing import Tracing
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SchedulingCycle"]
+
+
+class SchedulingCycle:
+    """``schedule_one`` and ``finish_binding`` over the scheduler's parts.
+
+    ``pods`` is the informer's view of pods; ``refresh`` reads pending watch events (a
+    pod popped before our watch saw it); ``done`` acknowledges a pod to the queue (the
+    coordinator batches those)."""
+
+    def __init__(
+        self,
+        *,
+        frameworks: Mapping[str, Framework],
+        cache: Cache,
+        queue: SchedulingQueue,
+        algorithm: Scheduler,
+        source: NodeSource,
+        binder: BindingExecutor,
+        failures: FailureHandler,
+        pods: Mapping[str, Pod],
+        refresh: Callable[[], Any],
+        done: Callable[[str], None],
+        stats: RunStats,
+        clock: Clock,
+        tracing: Tracing,
+        metrics: Metrics,
+    ) -> None:
+        self.frameworks = frameworks
+        self.cache = cache
+        self.queue = queue
+        self.algorithm = algorithm
+        self.source = source
+        self.binder = binder
+        self.failures = failures
+        self.pods = pods
+        self.refresh = refresh
+        self.done = done
+        self.stats = stats
+        self.clock = clock
+        self.tracing = tracing
+        self.metrics = metrics
+        self._cycle_span: Any = None
+
+    def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
+        """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""
+        if not self.tracing.enabled:
+            self._schedule_one(info, cycle)
+            return
+        with self.tracing.span(SCHEDULING_CYCLE, {ATTR_CYCLE: cycle}) as span:
+            self._cycle_span = span
+            try:
+                self._schedule_one(info, cycle)
+            finally:
+                self._cycle_span = None
+
+    def _schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
+        pod = self.pods.get(info.pod_key)
+        if pod is None:
+            # Added to the queue by another process before our watch saw it.
+            self.refresh()
+            pod = self.pods.get(info.pod_key)
+        if pod is None or pod.meta.deletion_timestamp is not None or pod.node_name:
+            # Deleted, being deleted, or already bound: skip (upstream skipPodSchedule).
+            self.queue.done(info.pod_key)
+            return
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None or self._is_assumed(pod):
+            # Not ours, or already assumed by an earlier cycle (upstream skipPodSchedule).
+            self.queue.done(info.pod_key)
+            return
+        start = time.perf_counter()
+        self.stats.on_pop(pod.key, self.clock.now())
+        state = CycleState()
+        if self._cycle_span is not None:
+            self._cycle_span.set_attributes({ATTR_POD_UID: pod.uid, ATTR_PROFILE: fwk.profile_name})
+        nominator = self.queue.nominator
+        try:
+            result = self.algorithm.schedule_pod(
+                fwk,
+                state,
+                pod,
+                self.source.table,
+                self.cache.snapshot,
+                nominator.nominated_pods(),
+                self.source,
+            )
+        except FitError as fit:
+            self._on_fit_error(fwk, state, pod, info, cycle, fit)
+            self._attempt_done(fwk, start, RESULT_UNSCHEDULABLE)
+            return
+        except (PreFilterError, SchedulerError) as exc:
+            status = (
+                exc.status if isinstance(exc, PreFilterError) else Status(Code.ERROR, (str(exc),))
+            )
+            self.failures.handle_scheduling_failure(fwk, pod, info, cycle, status, "")
+            self._attempt_done(fwk, start, RESULT_ERROR)
+            return
+        self.metrics.observe_algorithm(time.perf_counter() - start)
+        host = result.suggested_host
+        assert host is not None
+        assumed = replace(pod, node_name=host)
+        try:
+            self.cache.assume_pod(assumed, host)
+        except SchedulerError as exc:
+            # e.g. an earlier incarnation of the pod (same name) is still assumed: retry
+            # with backoff once its binding cycle ends (upstream: assume error → Error).
+            self.failures.handle_scheduling_failure(
+                fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
+            )
+            self._attempt_done(fwk, start, RESULT_ERROR)
+            return
+        s = fwk.run_reserve(state, assumed, host)
+        if s.is_success:
+            s = fwk.run_permit(state, assumed, host)
+        waiting = s.code == Code.WAIT
+        if not s.is_success and not waiting:
+            self._undo(fwk, state, assumed, host)
+            info, s = self._rejected_on_node(info, host, s)
+            self.failures.handle_scheduling_failure(fwk, pod, info, cycle, s, "")
+            self._attempt_done(
+                fwk, start, RESULT_ERROR if s.code == Code.ERROR else RESULT_UNSCHEDULABLE
+            )
+            return
+        self.done(pod.key)
+        if nominator.has_nomination(pod.key):
+            nominator.delete_nominated_pod_if_exists(pod.key)
+        if state.pods_to_activate:
+            self.queue.activate(state.pods_to_activate)
+        self._attempt_done(fwk, start, RESULT_SCHEDULED, host)
+        carrier = self.tracing.carrier_of(self._cycle_span) if self._cycle_span is not None else {}
+        self.binder.submit(
+            BindingJob(
+                assumed,
+                host,
+                fwk.profile_name,
+                state,
+                info,
+                cycle,
+                waiting=waiting,
+                trace_carrier=carrier,
+            )
+        )
+
+    def _attempt_done(self, fwk: Framework, start: float, result: str, node: str = "") -> None:
+        """Record one attempt: run stats, scheduler_schedule_attempts_total and friends,
+        and the cycle span's outcome."""
+        seconds = time.perf_counter() - start
+        self.stats.attempt_seconds.append(seconds)
+        self.metrics.observe_attempt(result, fwk.profile_name, seconds)
+        if self._cycle_span is not None:
+            attrs = {ATTR_RESULT: result}
+            if node:
+                attrs[ATTR_SELECTED_NODE] = node
+            self._cycle_span.set_attributes(attrs)
+
+    def _is_assumed(self, pod: Pod) -> bool:
+        """This very pod (same uid) is assumed: an earlier cycle placed it."""
+        if not self.cache.is_assumed(pod.key):
+            return False
+        assumed = self.cache.get_pod(pod.key)
+        return assumed is not None and assumed.uid == pod.uid
+
+    def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> bool:
+        """Unreserve + Forget; False if the cache no longer held the pod as assumed (the
+        watch confirmed it meanwhile, e.g. someone else bound it): logged, as upstream."""
+        fwk.run_unreserve(state, assumed, host)
+        try:
+            self.cache.forget_pod(assumed)
+        except SchedulerError as exc:
+            log.error("scheduler cache ForgetPod failed: %s", exc)
+            return False
+        return True
+
+    @staticmethod
+    def _rejected_on_node(
+        info: QueuedPodInfo, host: str, status: Status
+    ) -> tuple[QueuedPodInfo, Status]:
+        """upstream: a rejection at Reserve, Permit or WaitOnPermit is a FitError on the
+        one chosen node, its plugin the pod's rejector (so the pod waits for its events)."""
+        if not status.is_rejected:
+            return info, status
+        diagnosis = Diagnosis()
+        diagnosis.add_status(host, status)
+        plugins = frozenset(diagnosis.unschedulable_plugins)
+        info = replace(info, unschedulable_plugins=plugins, pending_plugins=frozenset())
+        return info, Status(status.code, (fit_error_message(1, diagnosis),), status.plugin)
+
+    def finish_binding(self, outcome: BindingOutcome) -> None:
+        """A binding cycle ended: confirm the assumed pod, or Unreserve + Forget and
+        requeue it (upstream handleBindingCycleError)."""
+        job = outcome.job
+        fwk = self.frameworks[job.profile]
+        status = outcome.status
+        if status.is_success:
+            self.cache.finish_binding(job.pod)
+            self.metrics.observe_pod_scheduled(job.info.attempts)
+            return
+        forgotten = self._undo(fwk, job.state, job.pod, job.node_name)
+        info = job.info
+        if job.waiting and status.plugin in {pl.name for pl in fwk.permit}:
+            info, status = self._rejected_on_node(info, job.node_name, status)
+        original = self.pods.get(job.pod.key) or replace(job.pod, node_name="")
+        # Forgetting an assumed pod frees its node like a deleted pod (upstream
+        # handleBindingCycleError); a rejected pod itself stays unschedulable.
+        if forgotten and not status.is_rejected:
+            self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
+        self.failures.handle_scheduling_failure(
+            fwk, original, info, job.scheduling_cycle, status, ""
+        )
+        if forgotten and status.is_rejected:
+            key = job.pod.key
+            self.queue.move_all_to_active_or_backoff_queue(
+                EVENT_ASSIGNED_POD_DELETE, lambda i: i.pod_key != key
+            )
+
+    def _on_fit_error(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        info: QueuedPodInfo,
+        cycle: int,
+        fit: FitError,
+    ) -> None:
+        """PostFilter (preemption) for an unschedulable pod, then the failure handler with
+        the plugins that rejected it (what its requeue waits for)."""
+        diagnosis = fit.diagnosis
+        nominated_node = ""
+        if fwk.post_filter:
+            post, status = fwk.run_post_filter(state, pod, diagnosis.node_to_status)
+            if status.reasons:
+                diagnosis.post_filter_msg = status.message()
+            if post is not None and status.is_success and post.nominated_node_name:
+                nominated_node = post.nominated_node_name
+                self.stats.on_preempted(list(post.victims), pod.key)
+                self.metrics.observe_preemption(len(post.victims))
+        info = replace(
+            info,
+            unschedulable_plugins=frozenset(diagnosis.unschedulable_plugins),
+            pending_plugins=frozenset(diagnosis.pending_plugins),
+        )
+        self.failures.handle_scheduling_failure(
+            fwk, pod, info, cycle, Status(Code.UNSCHEDULABLE, (str(fit),)), nominated_node
+        )
