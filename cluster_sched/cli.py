@@ -11,6 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cluster_sched.errors import ClusterSchedError, ConfigError, InvalidObjectError, PluginError
 
@@ -74,9 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _extra_commands() -> list:  # type: ignore[type-arg]
+def _extra_commands() -> list[Any]:
     """Commands living in their own modules (run, apply, serve, bench)."""
-    out = []
+    out: list[Any] = []
     try:
         from cluster_sched.workload.commands import register_commands
     except ImportError:

@@ -8,6 +8,8 @@ zone in the order they were added. That order decides which nodes a cycle evalua
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -16,9 +18,9 @@ LEGACY_ZONE_LABEL = "failure-domain.beta.kubernetes.io/zone"
 LEGACY_REGION_LABEL = "failure-domain.beta.kubernetes.io/region"
 
 
-def zone_key(labels: dict[str, str] | object) -> str:
+def zone_key(labels: Mapping[str, str]) -> str:
     """Upstream GetZoneKey: region and zone joined by ``:\\x00:``; "" when neither is set."""
-    get = labels.get  # type: ignore[attr-defined]
+    get = labels.get
     region = get(REGION_LABEL) or get(LEGACY_REGION_LABEL) or ""
     zone = get(ZONE_LABEL) or get(LEGACY_ZONE_LABEL) or ""
     if not region and not zone:

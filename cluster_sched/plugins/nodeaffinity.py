@@ -119,7 +119,7 @@ class NodeAffinity:
 
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: Any) -> Status:
         aff = pod.affinity
-        own = ()
+        own: tuple[tuple[int, NodeSelectorTerm], ...] = ()
         if aff is not None and aff.node_affinity is not None:
             own = tuple((t.weight, t.preference) for t in aff.node_affinity.preferred)
         if not own and not self._added_preferred:

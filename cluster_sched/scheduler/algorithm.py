@@ -111,8 +111,10 @@ class Scheduler:
             raise FitError(pod.key, num_all, diagnosis)
         result = AttemptResult(None, evaluated, feasible, table, diagnosis, num_all_nodes=num_all)
         if len(feasible) == 1:
-            result.suggested_host = table.names[int(feasible[0])]
-            result.top_nodes = [(result.suggested_host, 0)]
+            host = table.names[int(feasible[0])]
+            assert host is not None  # feasible rows always hold a node
+            result.suggested_host = host
+            result.top_nodes = [(host, 0)]
             return result
         self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result, source)
         return result

@@ -24,7 +24,7 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.queue.nominator import Nominator
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
-from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.queue.types import QueuedPodInfo, SortKey, priority_sort_key
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor, LocalBindingExecutor, store_binder
 from cluster_sched.scheduler.coordinator import Coordinator, SchedulerParts
@@ -69,8 +69,13 @@ class ExecutorOptions:
 def _ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
     from workers.ray_shard import ray_shard_clients
 
-    return ray_shard_clients(  # type: ignore[no-any-return]
-        options.shards, config_path=options.config_path, seed=seed or 0, address=options.ray_address
+    return list(
+        ray_shard_clients(
+            options.shards,
+            config_path=options.config_path,
+            seed=seed or 0,
+            address=options.ray_address,
+        )
     )
 
 
@@ -202,13 +207,13 @@ def new_scheduler(
     )
 
 
-def _sort_key(frameworks: Mapping[str, Framework]) -> Callable[[QueuedPodInfo], Any] | None:
+def _sort_key(frameworks: Mapping[str, Framework]) -> SortKey:
     """The first profile's QueueSort orders the one shared activeQ (profiles must agree,
-    as upstream requires)."""
+    as upstream requires); without one, the queue's default priority order."""
     sort_plugin = next(iter(frameworks.values())).queue_sort
     if sort_plugin is None:
-        return None
-    return lambda info: sort_plugin.sort_key(info.priority, info.timestamp)
+        return priority_sort_key
+    return lambda info: sort_plugin.sort_key(info.priority, info.timestamp)  # type: ignore[no-any-return]
 
 
 def _plugin_events(frameworks: Mapping[str, Framework]) -> dict[str, tuple[ClusterEvent, ...]]:

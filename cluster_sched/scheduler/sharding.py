@@ -19,6 +19,7 @@ or over-commit a node: it only delays the cycles that needed it.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Protocol
 
@@ -284,9 +285,9 @@ class ShardedSource:
             try:
                 if s in self.lost:
                     self._rebuild(s)
-                with tracing.use_span(span):
-                    pending = self._submit(kind, s, fwk, state, pod, srows)
-                calls.append((s, idx, srows, pending, None, span))
+                with tracing.use_span(span) if span is not None else contextlib.nullcontext():
+                    submitted = self._submit(kind, s, fwk, state, pod, srows)
+                calls.append((s, idx, srows, submitted, None, span))
             except ShardLostError as exc:
                 calls.append((s, idx, srows, None, exc, span))
         parts = []

@@ -203,11 +203,12 @@ def run_evaluation(opts: RunOptions) -> RunResult:
         finally:
             coord.close()
             tracing.shutdown()
-    summary["invalid"] = workload.invalid + coord.invalid_objects
+    invalid: list[str] = workload.invalid + coord.invalid_objects
+    summary["invalid"] = invalid
     summary["workload"] = workload.name
     summary["pods"] = workload.total_pods
     summary["nodes"] = len(workload.node_docs)
-    result = RunResult(summary, placements, list(summary["invalid"]))
+    result = RunResult(summary, placements, list(invalid))
     if opts.output:
         out = Path(opts.output)
         out.mkdir(parents=True, exist_ok=True)

@@ -135,7 +135,7 @@ class Fit:
         reason_list = [
             tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()
         ]
-        unres = (np.stack(unresolvable, axis=1) & bits).any(axis=1)
+        unres = np.asarray((np.stack(unresolvable, axis=1) & bits).any(axis=1))
         codes = np.zeros(k, dtype=np.int8)
         codes[failing] = np.where(
             unres[failing], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
