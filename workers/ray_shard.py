@@ -57,7 +57,7 @@ from cluster_sched.framework.state_codec import (
     encode_value,
 )
 from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.nodetable.table import normalized_image_name
+from cluster_sched.nodetable.images import normalized_image_name
 from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN

@@ -53,3 +53,44 @@ def zone_interleaved_order(
     zone_rank[np.argsort(first_seq, kind="stable")] = np.arange(len(starts))
     final = np.lexsort((np.repeat(zone_rank, counts), rank_in_zone))
     return rows_z[final].astype(np.int64)
+
+
+class ZoneList:
+    """The nodeTree's zone list: alive nodes per zone code, and each zone's rank (when it
+    (re)gained its first node). A zone keeps its place while it has nodes and is dropped
+    with its last one, so a zone that empties and refills moves to the end."""
+
+    def __init__(self) -> None:
+        self._members: dict[int, int] = {}
+        self._rank: dict[int, int] = {}
+        self._next_rank = 0
+
+    def add(self, code: int) -> None:
+        n = self._members.get(code, 0)
+        if n == 0:
+            self._rank[code] = self._next_rank
+            self._next_rank += 1
+        self._members[code] = n + 1
+
+    def remove(self, code: int) -> None:
+        n = self._members[code] - 1
+        if n:
+            self._members[code] = n
+        else:
+            del self._members[code]
+            del self._rank[code]
+
+    def ranks(self, n_codes: int) -> np.ndarray:
+        """int64[n_codes]: each live zone's rank (0 for codes with no node), the
+        ``zone_ranks`` argument of ``zone_interleaved_order``."""
+        out = np.zeros(n_codes, dtype=np.int64)
+        for code, rank in self._rank.items():
+            out[code] = rank
+        return out
+
+    def copy(self) -> ZoneList:
+        out = ZoneList()
+        out._members = dict(self._members)
+        out._rank = dict(self._rank)
+        out._next_rank = self._next_rank
+        return out

@@ -25,16 +25,14 @@ simulation tables (``NodeTable.subset``) get a lazy index that is built from the
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from cluster_sched.api.objects import Pod
-
-if TYPE_CHECKING:
-    from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.nodetable.interner import Interner
 
 #: Registered queries kept per table before the least recently used is dropped.
 MAX_QUERIES = 512
@@ -43,6 +41,35 @@ MAX_QUERIES = 512
 Weight = Callable[["PodGroup"], int]
 
 GroupSignature = tuple[str, tuple[tuple[str, str], ...], bool, Any, Any]
+
+
+class IndexedTable(Protocol):
+    """What a PodIndex reads from its NodeTable (which owns the index and calls its hooks):
+    row capacity, used rows, node label columns and the pods accounted per row."""
+
+    @property
+    def _cap(self) -> int:
+        """Allocated rows: the length of every per-row array."""
+
+    @property
+    def size(self) -> int:
+        """Rows in use (alive or freed); rows beyond hold nothing."""
+
+    @property
+    def node_version(self) -> int:
+        """Changes whenever node labels (or other node columns) change."""
+
+    @property
+    def labels(self) -> Mapping[str, np.ndarray]:
+        """Label key -> int32[cap] interned value code, -1 where absent."""
+
+    @property
+    def label_values(self) -> Mapping[str, Interner[str]]:
+        """Label key -> interner of its values (codes index it)."""
+
+    @property
+    def row_pods(self) -> Sequence[Mapping[str, Pod]]:
+        """Per row, the pods accounted on it by key (a lazy index is built from them)."""
 
 
 def pod_signature(pod: Pod) -> GroupSignature:
@@ -92,7 +119,7 @@ class _Query:
 class PodIndex:
     """Pod groups and registered per-row queries over one NodeTable (see module doc)."""
 
-    def __init__(self, table: NodeTable, *, lazy: bool = False) -> None:
+    def __init__(self, table: IndexedTable, *, lazy: bool = False) -> None:
         self.table = table
         self._built = not lazy
         self._groups: list[PodGroup] = []
@@ -132,7 +159,7 @@ class PodIndex:
             if row < len(q.counts):
                 q.counts[row] = 0
 
-    def copy_rows(self, rows: np.ndarray, new_table: NodeTable) -> PodIndex:
+    def copy_rows(self, rows: np.ndarray, new_table: IndexedTable) -> PodIndex:
         """A lazy index for a subset table: built from its ``row_pods`` when first read."""
         return PodIndex(new_table, lazy=True)
 

@@ -29,15 +29,15 @@ them, which is how identical pods share work.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod, Taint
-from cluster_sched.api.selectors import _parse_int
+from cluster_sched.nodetable.images import ImageIndex
 from cluster_sched.nodetable.interner import Interner
-from cluster_sched.nodetable.order import zone_interleaved_order, zone_key
+from cluster_sched.nodetable.order import ZoneList, zone_interleaved_order, zone_key
 from cluster_sched.nodetable.podindex import PodIndex
+from cluster_sched.nodetable.ports import PortKey, may_claim_host_ports, pod_host_ports
 
 R_CPU = 0
 R_MEMORY = 1
@@ -45,33 +45,23 @@ R_EPHEMERAL = 2
 #: Resources every table has, in this column order.
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE)
 
-PortKey = tuple[str, str, int]
-_MEMO_LIMIT = 4096  # (hostIP, protocol, hostPort)
-
-
-def pod_host_ports(pod: Pod) -> list[PortKey]:
-    """The (hostIP, protocol, hostPort) triples a pod claims; hostIP "" means 0.0.0.0.
-
-    Upstream GetHostPorts: sidecars (init containers with ``restartPolicy: Always``) run
-    for the pod's whole life, so their host ports count too; other init containers don't.
-    """
-    out: list[PortKey] = []
-    sidecars = [c for c in pod.init_containers if c.restart_policy == "Always"]
-    for c in (*sidecars, *pod.containers):
-        for p in c.ports:
-            if p.host_port > 0:
-                ip = "" if p.host_ip in ("", "0.0.0.0") else p.host_ip
-                out.append((ip, p.protocol or "TCP", p.host_port))
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class ImageIndex:
-    """Sparse image presence: for image id ``i``, ``rows[i]`` are the nodes holding it
-    and ``sizes[i]`` the image size on each of them."""
-
-    rows: dict[int, np.ndarray]
-    sizes: dict[int, np.ndarray]
+#: Node-derived arrays memoised per table before the memo is cleared.
+_MEMO_LIMIT = 4096
+#: Per-row columns (last axis = row): grown together, copied together by ``subset``.
+_ROW_COLUMNS = (
+    "alive",
+    "allocatable",
+    "requested",
+    "free",
+    "nonzero",
+    "pod_count",
+    "allowed_pods",
+    "unschedulable",
+    "zone_code",
+    "seq",
+    "taint_pos",
+    "port_count",
+)
 
 
 class NodeTable:
@@ -106,11 +96,8 @@ class NodeTable:
         self.seq = np.zeros(cap, dtype=np.int64)
         self._next_seq = 0
         self.zones: Interner[str] = Interner()
-        #: zone code -> alive nodes in it; and -> when it (re)gained its first node. The
-        #: nodeTree lists zones in that order and drops a zone when its last node goes.
-        self._zone_members: dict[int, int] = {}
-        self._zone_rank: dict[int, int] = {}
-        self._next_zone_rank = 0
+        #: zones in the nodeTree's order (when each (re)gained its first node)
+        self.zone_list = ZoneList()
         self.taint_pos = np.zeros((0, cap), dtype=np.int16)
         self.port_count = np.zeros((0, cap), dtype=np.int32)
         # image id -> {row: size}; flattened lazily into ImageIndex
@@ -145,18 +132,8 @@ class NodeTable:
             shape = (*a.shape[:-1], extra)
             return np.concatenate([a, np.full(shape, fill, dtype=a.dtype)], axis=-1)
 
-        self.alive = pad(self.alive, False)
-        self.allocatable = pad(self.allocatable)
-        self.requested = pad(self.requested)
-        self.free = pad(self.free)
-        self.nonzero = pad(self.nonzero)
-        self.pod_count = pad(self.pod_count)
-        self.allowed_pods = pad(self.allowed_pods)
-        self.unschedulable = pad(self.unschedulable, False)
-        self.zone_code = pad(self.zone_code)
-        self.seq = pad(self.seq)
-        self.taint_pos = pad(self.taint_pos)
-        self.port_count = pad(self.port_count)
+        for attr in _ROW_COLUMNS:
+            setattr(self, attr, pad(getattr(self, attr)))
         for key, col in self.labels.items():
             self.labels[key] = pad(col, -1)
         self._cap = new
@@ -231,10 +208,10 @@ class NodeTable:
         if new_zone != old_zone:
             # upstream nodeTree.updateNode: a zone change is remove + add (end of the zone)
             if old_zone is not None:
-                self._leave_zone(old_zone)
+                self.zone_list.remove(old_zone)
                 self.seq[row] = self._next_seq
                 self._next_seq += 1
-            self._join_zone(new_zone)
+            self.zone_list.add(new_zone)
         self.free[:, row] = self.allocatable[:, row] - self.requested[:, row]
         self._node_changed()
         return row
@@ -265,7 +242,7 @@ class NodeTable:
         row = self.index.pop(name, None)
         if row is None:
             return None
-        self._leave_zone(int(self.zone_code[row]))
+        self.zone_list.remove(int(self.zone_code[row]))
         self._clear_node_columns(row)
         self.alive[row] = False
         self.names[row] = None
@@ -280,21 +257,6 @@ class NodeTable:
         self._free_rows.append(row)
         self._node_changed()
         return row
-
-    def _join_zone(self, code: int) -> None:
-        n = self._zone_members.get(code, 0)
-        if n == 0:
-            self._zone_rank[code] = self._next_zone_rank
-            self._next_zone_rank += 1
-        self._zone_members[code] = n + 1
-
-    def _leave_zone(self, code: int) -> None:
-        n = self._zone_members[code] - 1
-        if n:
-            self._zone_members[code] = n
-        else:
-            del self._zone_members[code]
-            del self._zone_rank[code]
 
     def _node_changed(self) -> None:
         self.node_version += 1
@@ -317,8 +279,8 @@ class NodeTable:
             if name == PODS:
                 self.allowed_pods[row] = v
             else:
-                col = self.resource_col(name)  # may widen the matrices: index after
-                self.allocatable[col, row] = v
+                c = self.resource_col(name)  # may widen the matrices: index after
+                self.allocatable[c, row] = v
         self.unschedulable[row] = node.unschedulable
         self.zone_code[row] = self.zones.intern(zone_key(node.labels))
         for key, value in node.labels.items():
@@ -377,7 +339,7 @@ class NodeTable:
         bulk_rows: list[int] = []
         bulk: list[Pod] = []
         for row, pod in zip(rows, pods, strict=True):
-            if _may_claim_host_ports(pod):
+            if may_claim_host_ports(pod):
                 table.add_pod(row, pod, sign)
                 continue
             if sign > 0:
@@ -442,9 +404,7 @@ class NodeTable:
         if self._order is None:
             rows = np.fromiter(self.index.values(), dtype=np.int64, count=len(self.index))
             rows.sort()
-            ranks = np.zeros(len(self.zones), dtype=np.int64)
-            for code, rank in self._zone_rank.items():
-                ranks[code] = rank
+            ranks = self.zone_list.ranks(len(self.zones))
             self._order = zone_interleaved_order(rows, self.zone_code, self.seq, ranks)
         return self._order
 
@@ -462,31 +422,9 @@ class NodeTable:
         interner = self.label_values.get(key)
         return -1 if interner is None else interner.get(value)
 
-    def label_numeric(self, key: str) -> np.ndarray | None:
-        """Per code of label ``key``: its integer value, or None-marker via a mask.
-
-        Returns float64[n_codes] with NaN where the value is not an integer by Go's
-        ParseInt rules (approximate beyond 2**53: selectors compare exactly instead).
-        """
-        interner = self.label_values.get(key)
-        if interner is None:
-            return None
-        out = np.full(len(interner), np.nan)
-        for i, v in enumerate(interner.values):
-            n = _parse_int(v)
-            if n is not None:
-                out[i] = n
-        return out
-
     def image_index(self) -> ImageIndex:
         if self._image_index is None:
-            rows: dict[int, np.ndarray] = {}
-            sizes: dict[int, np.ndarray] = {}
-            for i, present in self._image_rows.items():
-                if present:
-                    rows[i] = np.fromiter(present.keys(), dtype=np.int64, count=len(present))
-                    sizes[i] = np.fromiter(present.values(), dtype=np.int64, count=len(present))
-            self._image_index = ImageIndex(rows, sizes)
+            self._image_index = ImageIndex.build(self._image_rows)
         return self._image_index
 
     def subset(self, rows: np.ndarray) -> NodeTable:
@@ -500,20 +438,7 @@ class NodeTable:
         t._cap = max(k, 1)
         t.size = k
         idx = rows if k else np.zeros(1, dtype=np.int64)
-        for attr in (
-            "alive",
-            "allocatable",
-            "requested",
-            "free",
-            "nonzero",
-            "pod_count",
-            "allowed_pods",
-            "unschedulable",
-            "zone_code",
-            "seq",
-            "taint_pos",
-            "port_count",
-        ):
+        for attr in _ROW_COLUMNS:
             col = getattr(self, attr)[..., idx].copy()
             if not k:
                 col = col[..., :0]
@@ -534,8 +459,7 @@ class NodeTable:
         # the parent's matrices have no row for. Other interners only grow with nodes.
         t.resources = self.resources.copy()
         t.ports = self.ports.copy()
-        t._zone_members = dict(self._zone_members)
-        t._zone_rank = dict(self._zone_rank)
+        t.zone_list = self.zone_list.copy()
         t._order = None
         t._name_array = None
         t._memo = {}
@@ -546,19 +470,3 @@ class NodeTable:
 
     def rows_of(self, names: Iterable[str]) -> np.ndarray:
         return np.asarray([self.index[n] for n in names if n in self.index], dtype=np.int64)
-
-
-def normalized_image_name(name: str) -> str:
-    """Upstream ImageLocality: a pod's image with no tag after the last ``/`` is ``:latest``.
-    Node image names are used as the node reports them."""
-    if name.rfind(":") <= name.rfind("/"):
-        return name + ":latest"
-    return name
-
-
-def _may_claim_host_ports(pod: Pod) -> bool:
-    """Conservative and cheap: some container of the pod lists ports."""
-    for c in pod.containers:
-        if c.ports:
-            return True
-    return bool(pod.init_containers) and any(c.ports for c in pod.init_containers)

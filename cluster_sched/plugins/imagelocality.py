@@ -11,7 +11,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE, NodeSlice
-from cluster_sched.nodetable.table import normalized_image_name
+from cluster_sched.nodetable.images import normalized_image_name
 from cluster_sched.plugins.names import IMAGE_LOCALITY
 
 NAME = IMAGE_LOCALITY

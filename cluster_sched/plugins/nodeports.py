@@ -15,7 +15,8 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, skip
 from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.nodetable.table import NodeTable, PortKey, pod_host_ports
+from cluster_sched.nodetable.ports import PortKey, pod_host_ports
+from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.names import NODE_PORTS
 
 NAME = NODE_PORTS

@@ -14,7 +14,7 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
-from cluster_sched.nodetable.table import normalized_image_name
+from cluster_sched.nodetable.images import normalized_image_name
 from cluster_sched.plugins.imagelocality import new
 from cluster_sched.testing.builders import make_node, make_pod
 

@@ -12,7 +12,8 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import Code
-from cluster_sched.nodetable.table import NodeTable, pod_host_ports
+from cluster_sched.nodetable.ports import pod_host_ports
+from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.nodeports import ERR_REASON, NodePorts
 from cluster_sched.testing.builders import make_node, make_pod
 
