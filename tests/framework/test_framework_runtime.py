@@ -497,6 +497,104 @@ def test_bind_skip_semantics(
     assert log == called
 
 
+# ---------------------------------------------------------------------- nil Status
+
+
+class Nil:
+    """An out-of-tree plugin returning None, upstream's nil Status, wherever a Status is
+    due (bare None for the points that return a tuple, too)."""
+
+    name = "Nil"
+
+    def pre_enqueue(self, pod: Any) -> None:
+        return None
+
+    def pre_filter(self, state: CycleState, pod: Any, snapshot: Any) -> None:
+        return None
+
+    def pre_filter_extensions(self) -> Nil:
+        return self
+
+    def add_pod(self, state: CycleState, pod: Any, other: Any, node_name: str) -> None:
+        return None
+
+    def remove_pod(self, state: CycleState, pod: Any, other: Any, node_name: str) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Any, nodes: NodeSlice) -> None:
+        return None
+
+    def post_filter(self, state: CycleState, pod: Any, diagnosis: Any) -> tuple[None, None]:
+        return None, None
+
+    def pre_score(self, state: CycleState, pod: Any, snapshot: Any, feasible: Any) -> None:
+        return None
+
+    def reserve(self, state: CycleState, pod: Any, node_name: str) -> None:
+        return None
+
+    def permit(self, state: CycleState, pod: Any, node_name: str) -> None:
+        return None
+
+    def pre_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
+        return None
+
+    def bind(self, state: CycleState, pod: Any, node_name: str) -> None:
+        return None
+
+
+def _filter_status(fwk: Framework, table: NodeTable) -> Status:
+    outcome = fwk.run_filter(CycleState(), POD, _all(table))
+    assert outcome.passed.all()
+    return fwk.filter_status(outcome, 0)
+
+
+def _pre_score_status(fwk: Framework, table: NodeTable) -> Status:
+    state = CycleState()
+    status = fwk.run_pre_score(state, POD, None, _all(table))
+    assert not state.skip_score_plugins
+    return status
+
+
+def _permit_status(fwk: Framework, table: NodeTable) -> Status:
+    status = fwk.run_permit(CycleState(), POD, "n0")
+    assert fwk.handle.waiting_pods.get(POD.key) is None
+    return status
+
+
+NIL_STATUS_POINTS: dict[str, tuple[str, Any]] = {
+    "PreEnqueue": ("preEnqueue", lambda fwk, t: fwk.run_pre_enqueue(POD)),
+    "PreFilter": ("preFilter", lambda fwk, t: fwk.run_pre_filter(CycleState(), POD, None)[1]),
+    "AddPod": (
+        "preFilter",
+        lambda fwk, t: fwk.run_pre_filter_add_pod(CycleState(), POD, POD, "n0"),
+    ),
+    "RemovePod": (
+        "preFilter",
+        lambda fwk, t: fwk.run_pre_filter_remove_pod(CycleState(), POD, POD, "n0"),
+    ),
+    "Filter": ("filter", _filter_status),
+    "PostFilter": (
+        "postFilter",
+        lambda fwk, t: fwk.run_post_filter(CycleState(), POD, NodeToStatus())[1],
+    ),
+    "PreScore": ("preScore", _pre_score_status),
+    "Reserve": ("reserve", lambda fwk, t: fwk.run_reserve(CycleState(), POD, "n0")),
+    "Permit": ("permit", _permit_status),
+    "PreBind": ("preBind", lambda fwk, t: fwk.run_pre_bind(CycleState(), POD, "n0")),
+    "Bind": ("bind", lambda fwk, t: fwk.run_bind(CycleState(), POD, "n0")),
+}
+
+
+@pytest.mark.parametrize("point", list(NIL_STATUS_POINTS))
+def test_a_nil_status_is_success(table: NodeTable, point: str) -> None:
+    """upstream: a plugin's nil ``*Status`` is Success, at every extension point."""
+    key, run = NIL_STATUS_POINTS[point]
+    fwk = _framework({key: [Nil()]})
+    status = run(fwk, table)
+    assert status.is_success, status
+
+
 # ---------------------------------------------------------------------- events
 
 
