@@ -9,6 +9,7 @@ normalised score range check and weights.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -37,6 +38,8 @@ from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -460,8 +463,16 @@ class Framework:
 
     @instrumented("PostBind")
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Every PostBind plugin; informational, as upstream ignores their outcome: one
+        that raises or returns a failure is logged, the others still run. Never raises."""
         for pl in self.post_bind:
-            pl.post_bind(state, pod, node_name)
+            try:
+                s = pl.post_bind(state, pod, node_name)
+            except Exception:
+                log.warning("PostBind plugin %s raised for pod %s", pl.name, pod.key, exc_info=True)
+                continue
+            if isinstance(s, Status) and not s.is_success:
+                log.warning("PostBind plugin %s for pod %s: %s", pl.name, pod.key, s.message())
 
 
 #: Code value -> is it a rejection (a Filter verdict) rather than an error.

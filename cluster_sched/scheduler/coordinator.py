@@ -35,8 +35,8 @@ from cluster_sched.scheduler.binding import (
     BindingJob,
     BindingOutcome,
     LocalBindingExecutor,
-    store_binder,
 )
+from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.diagnosis import Diagnosis, FitError, fit_error_message
 from cluster_sched.scheduler.event_handlers import EventHandlers, queued_info_for
 from cluster_sched.scheduler.informer import Informer, InformerHandlers

@@ -219,7 +219,7 @@ def binding_executor_for(
     """Binding cycles as Ray tasks with ``--executor ray``; None: in-process threads."""
     if executor != "ray":
         return None
-    from cluster_sched.scheduler.ray_binding import ray_binding_executor
+    from workers.ray_binding import ray_binding_executor
 
     return ray_binding_executor(redis_url=redis_url, config_path=config_path, tracing=tracing)
 
