@@ -14,6 +14,8 @@ Contracts:
 - ``unreserve`` must be idempotent: it runs on every failure after Reserve, even for
   plugins whose Reserve never ran.
 - ``permit`` returns (Status, timeout seconds); WAIT parks the pod in the waiting-pods map.
+- Wherever a Status is due, a plugin may return None: upstream's nil Status, Success
+  (``status.as_status``).
 """
 
 from __future__ import annotations

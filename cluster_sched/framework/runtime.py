@@ -9,8 +9,8 @@ normalised score range check and weights.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -23,6 +23,7 @@ from cluster_sched.errors import PluginError, SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent
 from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.instrumentation import instrumented
 from cluster_sched.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -32,66 +33,13 @@ from cluster_sched.framework.interfaces import (
     PreFilterResult,
 )
 from cluster_sched.framework.registry import Registry
-from cluster_sched.framework.status import SUCCESS, Code, Status, error
+from cluster_sched.framework.status import SUCCESS, Code, Status, as_status, error
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.telemetry.metrics import Metrics
-from cluster_sched.telemetry.spans import ATTR_PHASE, ATTR_PROFILE, ATTR_STATUS, phase_span
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
-#: Observes (extension point, status label, seconds); the metrics layer plugs in here.
-ExtensionPointObserver = Callable[[str, str, float], None]
-
-
-def _status_label(result: Any) -> str:
-    """The Status code label of an extension point's result, for metrics and spans."""
-    if isinstance(result, Status):
-        return result.code.label
-    if isinstance(result, tuple):
-        for part in result:
-            if isinstance(part, Status):
-                return part.code.label
-    if isinstance(result, FilterOutcome):
-        return "Success" if result.passed.all() else "Unschedulable"
-    return "Success"
-
-
-def instrumented(extension_point: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Time an extension point into a span and the extension-point duration metric.
-
-    Costs one attribute check when neither tracing nor metrics is on.
-    """
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        span_name = phase_span(extension_point)
-
-        def run(self: Framework, *args: Any, **kwargs: Any) -> Any:
-            if not self.instrumented:
-                return fn(self, *args, **kwargs)
-            start = time.perf_counter()
-            with self.tracing.span(
-                span_name, {ATTR_PROFILE: self.profile_name, ATTR_PHASE: extension_point}
-            ) as span:
-                try:
-                    result = fn(self, *args, **kwargs)
-                except Exception:
-                    self.metrics.observe_extension_point(
-                        extension_point, "Error", self.profile_name, time.perf_counter() - start
-                    )
-                    raise
-                label = _status_label(result)
-                if self.tracing.enabled:
-                    span.set_attribute(ATTR_STATUS, label)
-                self.metrics.observe_extension_point(
-                    extension_point, label, self.profile_name, time.perf_counter() - start
-                )
-                return result
-
-        run.__name__ = fn.__name__
-        run.__doc__ = fn.__doc__
-        return run
-
-    return wrap
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -193,7 +141,7 @@ class Framework:
 
     def run_pre_enqueue(self, pod: Pod) -> Status:
         for pl in self.pre_enqueue:
-            s = pl.pre_enqueue(pod)
+            s = as_status(pl.pre_enqueue(pod))
             if not s.is_success:
                 return s.with_plugin(pl.name)
         return SUCCESS
@@ -240,7 +188,8 @@ class Framework:
         narrowing: set[str] = set()
         rejected: Status | None = None
         for pl in self.pre_filter:
-            r, s = pl.pre_filter(state, pod, snapshot)
+            r, s = pl.pre_filter(state, pod, snapshot) or (None, None)
+            s = as_status(s)
             if s.is_skip:
                 state.skip_filter_plugins.add(pl.name)
                 continue
@@ -289,6 +238,8 @@ class Framework:
             sub = pl.filter(
                 state, pod, nodes if len(alive) == k else NodeSlice(nodes.table, nodes.rows[alive])
             )
+            if sub is None:  # nil Status: every node passes
+                continue
             failing = sub.codes != 0
             if not failing.any():
                 continue
@@ -340,7 +291,7 @@ class Framework:
             if ext is None:
                 continue
             run = ext.add_pod if op == "AddPod" else ext.remove_pod
-            s = run(state, pod, other, node_name)
+            s = as_status(run(state, pod, other, node_name))
             if not s.is_success:
                 return error(f'running {op} on PreFilter plugin "{pl.name}": {s.message()}')
         return SUCCESS
@@ -356,7 +307,8 @@ class Framework:
         result: PostFilterResult | None = None
         rejector = ""
         for pl in self.post_filter:
-            r, s = pl.post_filter(state, pod, diagnosis)
+            r, s = pl.post_filter(state, pod, diagnosis) or (None, None)
+            s = as_status(s)
             if s.is_success:
                 return r, s.with_plugin(pl.name)
             if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -376,7 +328,7 @@ class Framework:
         self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice
     ) -> Status:
         for pl in self.pre_score:
-            s = pl.pre_score(state, pod, snapshot, feasible)
+            s = as_status(pl.pre_score(state, pod, snapshot, feasible))
             if s.is_skip:
                 state.skip_score_plugins.add(pl.name)
                 continue
@@ -428,7 +380,7 @@ class Framework:
     @instrumented("Reserve")
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for pl in self.reserve:
-            s = pl.reserve(state, pod, node_name)
+            s = as_status(pl.reserve(state, pod, node_name))
             if not s.is_success:
                 if s.is_rejected:
                     return s.with_plugin(pl.name)
@@ -448,7 +400,8 @@ class Framework:
         """Allow, reject, or WAIT (the pod enters the waiting-pods map)."""
         timeouts: dict[str, float] = {}
         for pl in self.permit:
-            s, timeout = pl.permit(state, pod, node_name)
+            s, timeout = pl.permit(state, pod, node_name) or (None, 0.0)
+            s = as_status(s)
             if s.is_success:
                 continue
             if s.is_rejected:
@@ -480,7 +433,7 @@ class Framework:
     @instrumented("PreBind")
     def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         for pl in self.pre_bind:
-            s = pl.pre_bind(state, pod, node_name)
+            s = as_status(pl.pre_bind(state, pod, node_name))
             if not s.is_success:
                 return (
                     s.with_plugin(pl.name)
@@ -495,7 +448,7 @@ class Framework:
     def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """First bind plugin that does not Skip decides."""
         for pl in self.bind:
-            s = pl.bind(state, pod, node_name)
+            s = as_status(pl.bind(state, pod, node_name))
             if s.is_skip:
                 continue
             if not s.is_success:
@@ -511,8 +464,16 @@ class Framework:
 
     @instrumented("PostBind")
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Every PostBind plugin; informational, as upstream ignores their outcome: one
+        that raises or returns a failure is logged, the others still run. Never raises."""
         for pl in self.post_bind:
-            pl.post_bind(state, pod, node_name)
+            try:
+                s = pl.post_bind(state, pod, node_name)
+            except Exception:
+                log.warning("PostBind plugin %s raised for pod %s", pl.name, pod.key, exc_info=True)
+                continue
+            if isinstance(s, Status) and not s.is_success:
+                log.warning("PostBind plugin %s for pod %s: %s", pl.name, pod.key, s.message())
 
 
 #: Code value -> is it a rejection (a Filter verdict) rather than an error.

@@ -71,6 +71,11 @@ class Status:
 SUCCESS = Status()
 
 
+def as_status(result: Status | None) -> Status:
+    """A plugin's result as a Status: None, upstream's nil ``*Status``, is Success."""
+    return SUCCESS if result is None else result
+
+
 def unschedulable(*reasons: str) -> Status:
     return Status(Code.UNSCHEDULABLE, reasons)
 

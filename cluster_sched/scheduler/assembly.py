@@ -26,7 +26,8 @@ from cluster_sched.queue.nominator import Nominator
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo, SortKey, priority_sort_key
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.binding import BindingExecutor, LocalBindingExecutor, store_binder
+from cluster_sched.scheduler.binding import BindingExecutor, LocalBindingExecutor
+from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.coordinator import Coordinator, SchedulerParts
 from cluster_sched.scheduler.event_handlers import EventHandlers
 from cluster_sched.scheduler.failure import FailureHandler
@@ -86,7 +87,7 @@ def _binding_executor(
     tracing: Tracing,
 ) -> BindingExecutor:
     if options.executor == "ray":
-        from cluster_sched.scheduler.ray_binding import ray_binding_executor
+        from workers.ray_binding import ray_binding_executor
 
         if options.redis_url is None:
             raise ValueError("the Ray binding executor needs the store's redis_url")

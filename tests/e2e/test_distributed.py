@@ -16,7 +16,6 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +34,6 @@ SEED = "11"
 PODS = 300
 #: liveness bound for a whole run (never a timing assertion)
 PATIENCE = 600.0
-
-
-@pytest.fixture(scope="module")
-def ray_session() -> Iterator[None]:
-    import ray
-
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def shard_actor_names() -> set[str]:

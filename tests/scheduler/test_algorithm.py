@@ -412,7 +412,9 @@ def test_prefilter_narrowing_to_unknown_nodes() -> None:
         str(err.value)
         == "0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
-    result = sched.schedule_pod(fwk, CycleState(), _pinned("ghost", "n3"), cache.sink.table, cache.snapshot)  # type: ignore[attr-defined]
+    result = sched.schedule_pod(
+        fwk, CycleState(), _pinned("ghost", "n3"), cache.sink.table, cache.snapshot
+    )  # type: ignore[attr-defined]
     assert result.suggested_host == "n3" and result.evaluated_nodes == 1
 
 

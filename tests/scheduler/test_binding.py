@@ -1,8 +1,10 @@
 """Binding cycles off the coordinator's thread: WaitOnPermit → PreBind → Bind → PostBind.
 
-The in-process executor writes DefaultBinder-only bindings in batches, each binding's
-outcome its own; a pod waiting in Permit never holds up the others; a crashing plugin
-fails only its pod. Runs against a real Store.
+The binding cycle (``bind_jobs``) and the in-process executor: DefaultBinder-only
+bindings are written in batches, each binding's outcome its own; a pod waiting in Permit
+never holds up the others; a crashing plugin fails only its pod. Runs against a real
+Store. (tests/scheduler/test_binding_faults.py runs faulty plugins through the
+coordinator with both executors.)
 """
 
 # Fixtures are imported from test_coordinator (and shadowed by their parameters).
@@ -24,14 +26,8 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.queue.types import QueuedPodInfo
-from cluster_sched.scheduler.binding import (
-    BindingJob,
-    BindingOutcome,
-    LocalBindingExecutor,
-    bind_status,
-    run_binding_cycle,
-    store_binder,
-)
+from cluster_sched.scheduler.binding import BindingJob, BindingOutcome, LocalBindingExecutor
+from cluster_sched.scheduler.binding_cycle import bind_jobs, bind_status, store_binder
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
@@ -109,7 +105,7 @@ def test_batch_outcomes_are_per_pod(store: Store, nodes: None) -> None:
 def test_binding_cycle_runs_extension_points_in_order(store: Store, nodes: None) -> None:
     Recording.log = []
     fwk = framework(store, RECORDING)
-    status = run_binding_cycle(fwk, job(store, "p"))
+    (status,) = bind_jobs(store, {PROFILE: fwk}, [job(store, "p")])
     assert status.is_success
     assert Recording.log == ["PreBind p", "PostBind p"]
     assert (store.get("Pod", "default/p") or {})["spec"]["nodeName"] == "n1"
@@ -117,7 +113,7 @@ def test_binding_cycle_runs_extension_points_in_order(store: Store, nodes: None)
 
 def test_prebind_failure_stops_before_bind(store: Store, nodes: None) -> None:
     fwk = framework(store, PREBIND)
-    status = run_binding_cycle(fwk, job(store, "p", prebind="fail"))
+    (status,) = bind_jobs(store, {PROFILE: fwk}, [job(store, "p", prebind="fail")])
     assert status.code is Code.ERROR and "volume not ready" in status.message()
     assert "nodeName" not in (store.get("Pod", "default/p") or {})["spec"]
 

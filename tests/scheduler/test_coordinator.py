@@ -110,10 +110,21 @@ def config(*extra: str, disable_cross_node: bool = True) -> SchedulerConfigurati
 
 
 class Harness:
-    def __init__(self, store: Store, client: redis.Redis, cfg: SchedulerConfiguration) -> None:
+    def __init__(
+        self,
+        store: Store,
+        client: redis.Redis,
+        cfg: SchedulerConfiguration,
+        binding_executor: Any = None,
+        patience: float = 10.0,
+    ) -> None:
         self.store = store
         self.clock = FakeClock(T0)
-        self.coord = new_scheduler(store, client, cfg, clock=self.clock, seed=7)
+        self.coord = new_scheduler(
+            store, client, cfg, clock=self.clock, seed=7, binding_executor=binding_executor
+        )
+        #: liveness bound for bindings to finish (never a timing assertion)
+        self.patience = patience
         self.started = False
 
     @property
@@ -147,7 +158,7 @@ class Harness:
     def settle(self) -> None:
         """Every submitted binding finished, its outcome applied, the watch read."""
         binder = self.coord.binder
-        assert binder.wait_idle(10.0), "bindings did not finish"
+        assert binder.wait_idle(self.patience), "bindings did not finish"
         self.coord.process_binding_outcomes()
         self.coord.poll_informer()
         self.coord.flush_done()
@@ -181,8 +192,8 @@ def store(redis_client: redis.Redis) -> Store:
 def make_harness(store: Store, redis_client: redis.Redis) -> Iterator[Any]:
     made: list[Harness] = []
 
-    def make(cfg: SchedulerConfiguration | None = None) -> Harness:
-        h = Harness(store, redis_client, cfg or config())
+    def make(cfg: SchedulerConfiguration | None = None, **kw: Any) -> Harness:
+        h = Harness(store, redis_client, cfg or config(), **kw)
         made.append(h)
         return h
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
-from cluster_sched.framework.status import Code
+from cluster_sched.framework.status import Code, Status
 from cluster_sched.framework.verdicts import NodeVerdicts
 
 REJECT_LABEL = "sample.example.com/reject"
@@ -57,6 +57,44 @@ class RefusesArgs:
 
     def filter(self, state: CycleState, pod: Any, nodes: NodeSlice) -> NodeVerdicts:
         return NodeVerdicts.passing(len(nodes))
+
+
+FAIL_AT_LABEL = "sample.example.com/fail-at"
+"""Pod label naming the binding-cycle extension point (PreBind, Bind, PostBind) to fail."""
+FAIL_HOW_LABEL = "sample.example.com/fail-how"
+"""``raise`` (the plugin crashes) or ``error`` (it returns an Error status)."""
+
+
+def _fault(pod: Any, point: str) -> Status | None:
+    """The pod's requested fault at ``point``; None (upstream's nil Status) otherwise."""
+    if pod.labels.get(FAIL_AT_LABEL) != point:
+        return None
+    if pod.labels.get(FAIL_HOW_LABEL) == "raise":
+        raise RuntimeError(f"sample plugin crashed in {point}")
+    return Status(Code.ERROR, (f"sample plugin failed in {point}",))
+
+
+class FaultyBinding:
+    """PreBind and PostBind that fail the pods asking for it (``FAIL_AT_LABEL``) and
+    return None, upstream's nil Status, for every other pod. It binds nothing itself, so
+    a profile with it still binds with DefaultBinder alone."""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.handle = handle
+
+    def pre_bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        return _fault(pod, "PreBind")
+
+    def post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
+        _fault(pod, "PostBind")
+
+
+class FaultyBinder(FaultyBinding):
+    """FaultyBinding plus a Bind that writes the binding through ``handle.binder`` (as
+    DefaultBinder does) unless the pod asks it to fail at Bind."""
+
+    def bind(self, state: CycleState, pod: Any, node_name: str) -> Status | None:
+        return _fault(pod, "Bind") or self.handle.binder(pod, node_name)
 
 
 NOT_A_CLASS = 42

@@ -20,14 +20,15 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.queue.types import QueuedPodInfo
-from cluster_sched.scheduler.binding import BindingJob, BindingOutcome, store_binder
+from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
+from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.scheduler.ray_binding import RayBindingExecutor, ray_binding_executor
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import BINDING_CYCLE
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.testing.builders import make_node, make_pod
 from cluster_sched.testing.otlp_receiver import OtlpReceiver
+from workers.ray_binding import RayBindingExecutor, ray_binding_executor
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 

@@ -124,7 +124,9 @@ def test_candidates_equal_with_and_without_batching(
             pl.args, min_candidate_nodes_percentage=0, min_candidate_nodes_absolute=absolute
         )
         try:
-            Scheduler(0, random.Random(seed)).schedule_pod(fwk, CycleState(), pod, table, cache.snapshot)
+            Scheduler(0, random.Random(seed)).schedule_pod(
+                fwk, CycleState(), pod, table, cache.snapshot
+            )
         except FitError as err:
             st = CycleState()
             fwk.run_pre_filter(st, pod, cache.snapshot)

@@ -83,7 +83,9 @@ def preempt(
         setattr(fwk.handle, name, value)
     state = CycleState()
     with pytest.raises(FitError) as err:
-        Scheduler(0, random.Random(1)).schedule_pod(fwk, state, pod, cache.sink.table, cache.snapshot)  # type: ignore[attr-defined]
+        Scheduler(0, random.Random(1)).schedule_pod(
+            fwk, state, pod, cache.sink.table, cache.snapshot
+        )  # type: ignore[attr-defined]
     return fwk.run_post_filter(state, pod, err.value.diagnosis.node_to_status)
 
 

@@ -1,10 +1,12 @@
-"""Binding cycles as Ray tasks: ``RayBindingExecutor``.
+"""Binding cycles as Ray tasks: ``RayBindingExecutor`` and the task it runs.
 
 The coordinator hands each assumed pod over as a BindingJob and never waits for it
-(binding.py). This executor ships jobs to Ray tasks in batches: one task binds several
-pods, each binding's outcome still its own (the task writes them with one
-``Store.bind_many``, which refuses a second binding of any pod, so a pod is never bound
-twice whatever happens to a task).
+(cluster_sched/scheduler/binding.py). This executor ships jobs to Ray tasks in batches:
+one task runs the binding cycles of several pods through the same ``bind_jobs`` the
+in-process executor runs (cluster_sched/scheduler/binding_cycle.py), each outcome still
+its own (``Store.bind_many`` refuses a second binding of any pod, so a pod is never bound
+twice whatever happens to a task). This module is only the Ray wrapping: job encoding,
+the worker's caches, the remote function, and the coordinator's bookkeeping of tasks.
 
 Where each phase runs:
 
@@ -13,36 +15,34 @@ Where each phase runs:
   handle, and the plugins that allow or reject them run there. A job whose Permit said
   Wait is held on one of those threads and sent to Ray only once it is allowed; a
   rejected or timed-out one comes back as a failed outcome without touching Ray.
-- **PreBind, Bind, PostBind** run in the Ray task, through Frameworks the worker builds
-  from the same configuration (cached per worker process, as is its Redis client);
-  DefaultBinder's ``handle.binder`` writes through ``Store.bind``. Profiles that bind with
-  DefaultBinder alone are bound with one ``bind_many`` per task. The task records the
-  Scheduled events and returns ``[code, reasons, plugin]`` per job as msgpack.
+- **PreBind, Bind, PostBind** run in the Ray task (``bind_jobs``), through Frameworks
+  the worker builds from the same configuration (cached per worker process, as is its
+  Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
+  task returns ``[code, reasons, plugin]`` per job as msgpack.
 
 Batching is adaptive: a batch leaves as soon as fewer than ``max_in_flight`` tasks are
 running (so an idle cluster binds at once), otherwise jobs accumulate until a task
 finishes or ``batch`` jobs wait. ``poll`` never blocks (``ray.wait(timeout=0)``).
 
 A task that fails as a whole (its worker was killed, Ray lost it) turns into outcomes per
-job: the executor reads each pod back from the store, and a pod already bound to the
-job's node (the binding landed before the crash) succeeds; every other job fails with an
+job from what the store holds (``statuses_from_store``): a pod already bound to the job's
+node (the binding landed before the crash) succeeds; every other job fails with an
 error, and the coordinator runs Unreserve + Forget and requeues it. Tasks are never
 retried by Ray, so no binding can land after its job was reported failed.
 
-Each task opens a ``bindingCycle`` span per job, linked to the job's scheduling cycle
-(``BindingJob.trace_carrier``); PreBind, Bind and PostBind are its children. The worker
-exports to the coordinator's OTLP endpoint, sent with the task (``worker_tracing``: one
-exporter per endpoint per worker process, else ``process_tracing``'s environment).
+The worker exports the bindingCycle spans to the coordinator's OTLP endpoint, sent with
+the task (``worker_tracing``: one exporter per endpoint per worker process, else
+``process_tracing``'s environment).
 """
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from cluster_sched.api.manifest import parse_object
@@ -59,25 +59,23 @@ from cluster_sched.framework.state_codec import (
     encode_value,
 )
 from cluster_sched.framework.status import SUCCESS, Code, Status
-from cluster_sched.plugins.defaultbinder import DefaultBinder
-from cluster_sched.scheduler.binding import (
-    BindingJob,
-    BindingOutcome,
-    bind_status,
-    binding_span_attributes,
-    run_binding_cycle,
-    scheduled_event,
+from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
+from cluster_sched.scheduler.binding_cycle import (
+    bind_jobs,
+    statuses_from_store,
     store_binder,
+    wait_on_permit,
 )
+from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.store.store import Store
-from cluster_sched.telemetry.spans import ATTR_RESULT, BINDING_CYCLE, RESULT_ERROR, RESULT_SCHEDULED
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
+from workers.ray_runtime import config_document, ensure_ray, worker_tracing
 
 __all__ = [
     "DEFAULT_BATCH",
     "DEFAULT_MAX_IN_FLIGHT",
     "RayBindingExecutor",
-    "bind_jobs",
+    "bind_task",
     "ray_binding_executor",
     "redis_url_of",
 ]
@@ -97,6 +95,9 @@ BINDING_TASK_CPUS: Final = 1.0
 
 @dataclass(slots=True)
 class _WorkerJob:
+    """A BindingJob as a task decodes it (a ``CycleJob``); never waiting, as WaitOnPermit
+    ran in the coordinator before the job was sent."""
+
     pod: Pod
     node_name: str
     profile: str
@@ -128,104 +129,16 @@ def _worker_frameworks(
         if hit is not None:
             return hit
         cfg = parse_config(decode_value(config)) if config else default_config()
-        frameworks: dict[str, Framework] = {}
-        for i, profile in enumerate(cfg.profiles):
-            handle = Handle(profile_name=profile.scheduler_name)
-            handle.binder = store_binder(store)
-            fwk = Framework.from_profile(profile, handle=handle, field=f"profiles[{i}]")
-            handle.services["framework"] = fwk
-            if tracing.enabled:
-                from cluster_sched.telemetry.metrics import Metrics
+        frameworks = new_frameworks(
+            cfg, lambda p: Handle(profile_name=p.scheduler_name, binder=store_binder(store))
+        )
+        if tracing.enabled:
+            from cluster_sched.telemetry.metrics import Metrics
 
+            for fwk in frameworks.values():
                 fwk.instrument(tracing, Metrics.disabled())
-            frameworks[profile.scheduler_name] = fwk
         _FRAMEWORKS[key] = frameworks
         return frameworks
-
-
-def _binds_with_default_binder_only(fwk: Framework) -> bool:
-    return len(fwk.bind) == 1 and isinstance(fwk.bind[0], DefaultBinder)
-
-
-def bind_jobs(
-    store: Store,
-    frameworks: Mapping[str, Framework],
-    jobs: Sequence[Any],
-    tracing: Tracing = DISABLED,
-) -> list[Status]:
-    """PreBind → Bind → PostBind for each job (``pod``, ``node_name``, ``profile``,
-    ``state``, ``scheduling_cycle``, ``trace_carrier``), each outcome independent. Jobs
-    of DefaultBinder-only profiles are bound together with one ``bind_many``."""
-    statuses: list[Status | None] = [None] * len(jobs)
-    spans: list[Any] = [None] * len(jobs)
-    events: list[dict[str, Any]] = []
-
-    def start(i: int) -> Any:
-        if tracing.enabled:
-            spans[i] = tracing.start_span(
-                BINDING_CYCLE,
-                binding_span_attributes(jobs[i]),
-                links=[tracing.link_from_carrier(jobs[i].trace_carrier)],
-            )
-        return spans[i]
-
-    def finish(i: int, status: Status) -> None:
-        statuses[i] = status
-        span = spans[i]
-        if span is not None:
-            span.set_attribute(ATTR_RESULT, RESULT_SCHEDULED if status.is_success else RESULT_ERROR)
-            if not status.is_success:
-                tracing.set_error(span, status.message())
-            tracing.end(span)
-
-    ready: list[int] = []
-    for i, job in enumerate(jobs):
-        fwk = frameworks.get(job.profile)
-        if fwk is None:
-            finish(i, Status(Code.ERROR, (f"binding worker has no profile {job.profile!r}",)))
-            continue
-        span = start(i)
-        try:
-            with tracing.use_span(span) if span is not None else contextlib.nullcontext():
-                if _binds_with_default_binder_only(fwk):
-                    s = fwk.run_pre_bind(job.state, job.pod, job.node_name)
-                    if s.is_success:
-                        ready.append(i)
-                        continue
-                else:
-                    s = run_binding_cycle(fwk, job)
-                    if s.is_success:
-                        events.append(scheduled_event(job.pod, job.node_name))
-        except Exception as exc:  # a plugin crashed: the pod goes back, nothing is lost
-            s = Status(Code.ERROR, (f"binding cycle failed: {exc}",))
-        finish(i, s)
-    if ready:
-        try:
-            results = store.bind_many(
-                [(jobs[i].pod.key, jobs[i].node_name, jobs[i].pod.uid or None) for i in ready]
-            )
-        except Exception as exc:
-            for i in ready:
-                finish(i, Status(Code.ERROR, (f"binding failed: {exc}",)))
-        else:
-            for i, res in zip(ready, results, strict=True):
-                job = jobs[i]
-                s = bind_status(res.outcome, job.pod.key, job.node_name)
-                if s.is_success:
-                    span = spans[i]
-                    try:
-                        with (
-                            tracing.use_span(span) if span is not None else contextlib.nullcontext()
-                        ):
-                            frameworks[job.profile].run_post_bind(job.state, job.pod, job.node_name)
-                    except Exception:  # PostBind is informational: the pod is bound
-                        pass
-                    events.append(scheduled_event(job.pod, job.node_name))
-                finish(i, s)
-    if events:
-        with contextlib.suppress(Exception):  # events are informational; no pod is lost
-            store.record_events(events)
-    return [s if s is not None else Status(Code.ERROR, ("binding job lost",)) for s in statuses]
 
 
 def _decode_pod(obj: Any, node: str) -> Pod:
@@ -233,16 +146,12 @@ def _decode_pod(obj: Any, node: str) -> Pod:
     if not isinstance(pod, Pod):
         raise StateCodecError(f"binding job holds a {type(pod).__name__}, not a Pod")
     if pod.node_name != node:
-        from dataclasses import replace
-
         pod = replace(pod, node_name=node)
     return pod
 
 
 def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) -> bytes:
     """The body of one binding task (plain function; ``_remote_bind_task`` wraps it)."""
-    from workers.ray_runtime import worker_tracing
-
     req = decode_value(payload)
     tracing = worker_tracing(trace_endpoint)
     store = _worker_store(redis_url, prefix)
@@ -321,8 +230,6 @@ class RayBindingExecutor:
         waiters: int = DEFAULT_WAITERS,
         address: str | None = None,
     ) -> None:
-        from workers.ray_runtime import ensure_ray
-
         ensure_ray(address)
         self._store = store
         self._frameworks = frameworks
@@ -341,6 +248,9 @@ class RayBindingExecutor:
         #: jobs allowed by WaitOnPermit, to be sent by the coordinator's thread
         self._allowed: queue.Queue[BindingJob] = queue.Queue()
         self._pending = 0
+        #: jobs on waiter threads (in WaitOnPermit)
+        self._held = 0
+        self._lock = threading.Lock()
         self._waiters = ThreadPoolExecutor(
             max_workers=max(1, waiters), thread_name_prefix="wait-on-permit"
         )
@@ -352,6 +262,8 @@ class RayBindingExecutor:
     def submit(self, job: BindingJob) -> None:
         self._pending += 1
         if job.waiting:
+            with self._lock:
+                self._held += 1
             self._waiters.submit(self._wait_on_permit, job)
             return
         self._buffer.append(job)
@@ -366,11 +278,7 @@ class RayBindingExecutor:
                 out.append(self._done.get_nowait())
             except queue.Empty:
                 break
-        while True:
-            try:
-                self._buffer.append(self._allowed.get_nowait())
-            except queue.Empty:
-                break
+        self._take_allowed()
         if self._in_flight:
             refs = list(self._in_flight)
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
@@ -382,6 +290,34 @@ class RayBindingExecutor:
 
     def pending(self) -> int:
         return self._pending
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until every submitted job's outcome is ready for ``poll``: no job held
+        in WaitOnPermit, every job sent, every task finished. False after ``timeout``."""
+        import ray
+
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                held = self._held
+            if not held:
+                self._take_allowed()
+                self._flush(force=True)
+                refs = list(self._in_flight)
+                remaining = max(0.0, deadline - time.monotonic())
+                ready, _ = ray.wait(refs, num_returns=len(refs), timeout=remaining)
+                if len(ready) == len(refs) and self._allowed.empty():
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.001)
+
+    def _take_allowed(self) -> None:
+        while True:
+            try:
+                self._buffer.append(self._allowed.get_nowait())
+            except queue.Empty:
+                break
 
     def close(self, timeout: float = 30.0) -> None:
         """Send what is buffered and wait (up to ``timeout``) for running tasks, so no
@@ -397,15 +333,13 @@ class RayBindingExecutor:
 
     def _wait_on_permit(self, job: BindingJob) -> None:
         """On a coordinator thread: the pod waits in the coordinator's waiting-pods map."""
-        fwk = self._frameworks[job.profile]
-        try:
-            s = fwk.wait_on_permit(job.pod)
-        except Exception as exc:
-            s = Status(Code.ERROR, (f"WaitOnPermit failed: {exc}",))
+        s = wait_on_permit(self._frameworks[job.profile], job)
         if s.is_success:
             self._allowed.put(job)
         else:
             self._done.put(BindingOutcome(job, s))
+        with self._lock:
+            self._held -= 1
 
     def _flush(self, force: bool = False) -> None:
         while self._buffer and (
@@ -463,19 +397,8 @@ class RayBindingExecutor:
         """Outcomes for the jobs of a failed task, from what the store says now."""
         lines = str(exc).strip().splitlines()
         why = f"binding task failed: {type(exc).__name__}: {lines[-1] if lines else ''}"
-        try:
-            docs = self._store.get_many("Pod", [j.pod.key for j in jobs])
-        except Exception:
-            docs = [None] * len(jobs)
-        out = []
-        for job, doc in zip(jobs, docs, strict=True):
-            spec = (doc or {}).get("spec") or {}
-            uid = ((doc or {}).get("metadata") or {}).get("uid") or ""
-            landed = spec.get("nodeName") == job.node_name and (
-                not job.pod.uid or uid == job.pod.uid
-            )
-            out.append(BindingOutcome(job, SUCCESS if landed else Status(Code.ERROR, (why,))))
-        return out
+        statuses = statuses_from_store(self._store, jobs, why)
+        return [BindingOutcome(job, s) for job, s in zip(jobs, statuses, strict=True)]
 
 
 def ray_binding_executor(
@@ -489,8 +412,6 @@ def ray_binding_executor(
 ) -> Callable[[Store, dict[str, Framework]], RayBindingExecutor]:
     """The ``binding_executor`` factory for Coordinator: binding cycles as Ray tasks whose
     Frameworks come from the configuration file at ``config_path`` (None: defaults)."""
-    from workers.ray_runtime import config_document
-
     config = config_document(config_path)
 
     def factory(store: Store, frameworks: dict[str, Framework]) -> RayBindingExecutor:

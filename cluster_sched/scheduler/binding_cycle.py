@@ -1,0 +1,261 @@
+"""The binding cycle, written once: WaitOnPermit → PreBind → Bind → PostBind.
+
+Both binding executors run their jobs through ``bind_jobs``: LocalBindingExecutor on its
+threads (binding.py) and the Ray binding task in a worker (workers/ray_binding.py). The
+error handling is upstream's bindingCycle:
+
+- WaitOnPermit rejecting or timing out, and PreBind or Bind failing (an error or
+  rejection Status, or a plugin raising) give a failed outcome; the coordinator then runs
+  Unreserve, forgets the assumed pod and requeues it (``Coordinator._finish_binding``).
+- PostBind's outcome is ignored, as upstream's PostBind returns nothing: the pod counts
+  as bound (``Framework.run_post_bind`` logs a plugin that raises).
+
+So no plugin can raise out of ``bind_jobs``: every job gets an outcome, no binder thread
+or task dies, and no pod stays assumed for want of one.
+
+Jobs of profiles that bind with DefaultBinder alone are bound together with one
+``Store.bind_many``, each binding's outcome still its own (a conflict on one pod fails
+only that pod); every other job runs its Bind plugins on its own. Each job gets a
+``bindingCycle`` span linked to the scheduling cycle that assumed the pod (its trace
+carrier), the extension points as its children, and the bound pods' Scheduled events
+are written with one ``record_events``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.plugins.names import DEFAULT_BINDER
+from cluster_sched.store.results import BindOutcome
+from cluster_sched.store.store import Store
+from cluster_sched.telemetry.spans import (
+    ATTR_CYCLE,
+    ATTR_NODE_NAME,
+    ATTR_POD_NAME,
+    ATTR_POD_NAMESPACE,
+    ATTR_POD_UID,
+    ATTR_PROFILE,
+    ATTR_RESULT,
+    BINDING_CYCLE,
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+)
+from cluster_sched.telemetry.tracing import DISABLED, Tracing
+
+__all__ = [
+    "CycleJob",
+    "bind_jobs",
+    "bind_status",
+    "scheduled_event",
+    "statuses_from_store",
+    "store_binder",
+    "wait_on_permit",
+]
+
+log = logging.getLogger(__name__)
+
+
+class CycleJob(Protocol):
+    """What a binding cycle reads of a job: a BindingJob, or a Ray worker's decoded one."""
+
+    @property
+    def pod(self) -> Pod: ...
+
+    @property
+    def node_name(self) -> str: ...
+
+    @property
+    def profile(self) -> str: ...
+
+    @property
+    def state(self) -> CycleState: ...
+
+    @property
+    def scheduling_cycle(self) -> int: ...
+
+    @property
+    def trace_carrier(self) -> Mapping[str, str]:
+        """W3C trace context of the scheduling cycle, for the linked bindingCycle span."""
+        ...
+
+    @property
+    def waiting(self) -> bool:
+        """Permit parked the pod in the waiting-pods map: WaitOnPermit first."""
+        ...
+
+
+def wait_on_permit(fwk: Framework, job: CycleJob) -> Status:
+    """WaitOnPermit: blocks while Permit plugins keep the pod waiting; must run where the
+    waiting-pods map is (the coordinator's process). A plugin raising is an Error."""
+    if not job.waiting:
+        return SUCCESS
+    return _guarded("WaitOnPermit", job, lambda: fwk.wait_on_permit(job.pod))
+
+
+def bind_jobs(
+    store: Store,
+    frameworks: Mapping[str, Framework],
+    jobs: Sequence[CycleJob],
+    tracing: Tracing = DISABLED,
+) -> list[Status]:
+    """One binding cycle per job, each outcome independent, in the order of ``jobs``
+    (see the module docstring). Never raises for a plugin's sake."""
+    cycles = [_Cycle(job, frameworks.get(job.profile), _start_span(tracing, job)) for job in jobs]
+    together: list[_Cycle] = []
+    for c in cycles:
+        with tracing.use_span(c.span):
+            c.status = _until_bind(c)
+        if c.status is None:
+            together.append(c)
+    if together:
+        _bind_together(store, together, tracing)
+    events = [
+        scheduled_event(c.job.pod, c.job.node_name)
+        for c in cycles
+        if c.status is not None and c.status.is_success
+    ]
+    if events:
+        with contextlib.suppress(Exception):  # events are informational; no pod is lost
+            store.record_events(events)
+    out = [c.status or Status(Code.ERROR, ("binding job lost",)) for c in cycles]
+    for c, status in zip(cycles, out, strict=True):
+        _end_span(tracing, c.span, status)
+    return out
+
+
+@dataclass(slots=True)
+class _Cycle:
+    job: CycleJob
+    fwk: Framework | None
+    span: Any
+    #: None while the job waits for the shared ``bind_many``
+    status: Status | None = None
+
+
+def _binds_with_default_binder_only(fwk: Framework) -> bool:
+    return len(fwk.bind) == 1 and fwk.bind[0].name == DEFAULT_BINDER
+
+
+def _until_bind(c: _Cycle) -> Status | None:
+    """WaitOnPermit and PreBind; then Bind and PostBind unless the job is bound with
+    the others (None: PreBind passed, bind it together)."""
+    fwk, job = c.fwk, c.job
+    if fwk is None:
+        return Status(Code.ERROR, (f"no framework for profile {job.profile!r}",))
+    s = wait_on_permit(fwk, job)
+    if s.is_success:
+        s = _guarded("PreBind", job, lambda: fwk.run_pre_bind(job.state, job.pod, job.node_name))
+    if not s.is_success:
+        return s
+    if _binds_with_default_binder_only(fwk):
+        return None
+    s = _guarded("Bind", job, lambda: fwk.run_bind(job.state, job.pod, job.node_name))
+    if s.is_success:
+        fwk.run_post_bind(job.state, job.pod, job.node_name)
+    return s
+
+
+def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> None:
+    """DefaultBinder's write for several pods in one round trip, then their PostBind."""
+    try:
+        results = store.bind_many(
+            [(c.job.pod.key, c.job.node_name, c.job.pod.uid or None) for c in cycles]
+        )
+    except Exception as exc:
+        for c in cycles:
+            c.status = Status(Code.ERROR, (f"binding failed: {exc}",), DEFAULT_BINDER)
+        return
+    for c, res in zip(cycles, results, strict=True):
+        c.status = bind_status(res.outcome, c.job.pod.key, c.job.node_name)
+        if c.status.is_success and c.fwk is not None:
+            with tracing.use_span(c.span):
+                c.fwk.run_post_bind(c.job.state, c.job.pod, c.job.node_name)
+
+
+def _guarded(point: str, job: CycleJob, run: Callable[[], Status]) -> Status:
+    """An extension point whose plugin raised fails its pod, never the binder."""
+    try:
+        return run()
+    except Exception as exc:
+        log.warning("%s raised for pod %s", point, job.pod.key, exc_info=True)
+        return Status(Code.ERROR, (f"{point} failed: {type(exc).__name__}: {exc}",))
+
+
+def _start_span(tracing: Tracing, job: CycleJob) -> Any:
+    """The bindingCycle span, linked to the scheduling cycle that assumed the pod."""
+    if not tracing.enabled:
+        return tracing.start_span(BINDING_CYCLE)  # the shared no-op span
+    attributes: dict[str, str | int] = {
+        ATTR_POD_NAMESPACE: job.pod.namespace,
+        ATTR_POD_NAME: job.pod.name,
+        ATTR_POD_UID: job.pod.uid,
+        ATTR_NODE_NAME: job.node_name,
+        ATTR_PROFILE: job.profile,
+        ATTR_CYCLE: job.scheduling_cycle,
+    }
+    link = tracing.link_from_carrier(job.trace_carrier)
+    return tracing.start_span(BINDING_CYCLE, attributes, links=[link])
+
+
+def _end_span(tracing: Tracing, span: Any, status: Status) -> None:
+    if not tracing.enabled:
+        return
+    span.set_attribute(ATTR_RESULT, RESULT_SCHEDULED if status.is_success else RESULT_ERROR)
+    if not status.is_success:
+        tracing.set_error(span, status.message())
+    tracing.end(span)
+
+
+def bind_status(outcome: BindOutcome | int, pod_key: str, node: str) -> Status:
+    """A store binding's outcome as DefaultBinder's Status (a conflict is an Error)."""
+    if outcome == BindOutcome.BOUND:
+        return SUCCESS
+    name = BindOutcome(outcome).name.lower().replace("_", " ")
+    return Status(
+        Code.ERROR, (f"binding pod {pod_key} to node {node}: conflict ({name})",), DEFAULT_BINDER
+    )
+
+
+def store_binder(store: Store) -> Callable[[Pod, str], Status]:
+    """The DefaultBinder's write (``Handle.binder``): the pods/binding subresource."""
+
+    def bind(pod: Pod, node: str) -> Status:
+        result = store.bind(pod.key, node, pod.uid or None)
+        return bind_status(result.outcome, pod.key, node)
+
+    return bind
+
+
+def statuses_from_store(store: Store, jobs: Sequence[CycleJob], why: str) -> list[Status]:
+    """Outcomes for jobs whose binding cycles died as a whole (a lost Ray task, a bug),
+    from what the store holds now: a pod already bound to its job's node succeeded, the
+    others fail with ``why`` (and go back to the queue)."""
+    try:
+        docs = store.get_many("Pod", [j.pod.key for j in jobs])
+    except Exception:
+        docs = [None] * len(jobs)
+    out = []
+    for job, doc in zip(jobs, docs, strict=True):
+        spec = (doc or {}).get("spec") or {}
+        uid = ((doc or {}).get("metadata") or {}).get("uid") or ""
+        landed = spec.get("nodeName") == job.node_name and (not job.pod.uid or uid == job.pod.uid)
+        out.append(SUCCESS if landed else Status(Code.ERROR, (why,)))
+    return out
+
+
+def scheduled_event(pod: Pod, node: str) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "key": pod.key,
+        "reason": "Scheduled",
+        "message": f"Successfully assigned {pod.key} to {node}",
+        "type": "Normal",
+    }
