@@ -4,6 +4,8 @@
 - ``redis_url``: the server's URL, with the database flushed before the test, so every
   test starts from an empty Redis.
 - ``redis_client``: a connected client (bytes replies) for ``redis_url``.
+- ``ray_session``: one real local Ray (2 CPUs) per test module that asks for it
+  (starting one costs seconds).
 
 The server is always private, even if ``CLUSTER_SCHED_REDIS_URL`` is set: tests flush
 the database and must never touch a Redis someone else uses. Under pytest-xdist every
@@ -12,6 +14,7 @@ worker process gets its own server.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -43,3 +46,15 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(scope="module")
+def ray_session() -> Iterator[None]:
+    import ray
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()

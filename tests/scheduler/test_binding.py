@@ -5,9 +5,6 @@ outcome its own; a pod waiting in Permit never holds up the others; a crashing p
 fails only its pod. Runs against a real Store.
 """
 
-# Fixtures are imported from test_coordinator (and shadowed by their parameters).
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import time
@@ -15,7 +12,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from test_coordinator import PERMIT, PREBIND, PROFILE, config, store  # noqa: F401
 
 from cluster_sched.api.manifest import parse_pod
 from cluster_sched.api.objects import Pod
@@ -35,6 +31,7 @@ from cluster_sched.scheduler.binding import (
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
+from tests.scheduler.coordinator_harness import PERMIT, PREBIND, PROFILE, config
 
 
 class Recording:
