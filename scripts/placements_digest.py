@@ -28,8 +28,20 @@ def main() -> int:
     failed = 0
     for wl in files:
         with tempfile.TemporaryDirectory() as out:
-            cmd = [sys.executable, "-m", "cluster_sched.cli", "run", str(wl), "--seed",
-                   str(args.seed), "--output", out, "--quiet", "--executor", args.executor]
+            cmd = [
+                sys.executable,
+                "-m",
+                "cluster_sched.cli",
+                "run",
+                str(wl),
+                "--seed",
+                str(args.seed),
+                "--output",
+                out,
+                "--quiet",
+                "--executor",
+                args.executor,
+            ]
             r = subprocess.run(cmd, capture_output=True, text=True)
             placements = Path(out) / "placements.json"
             if r.returncode != 0 or not placements.exists():

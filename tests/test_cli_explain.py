@@ -17,7 +17,9 @@ import yaml
 from cluster_sched.cli import EXIT_USAGE, main
 
 CLI = Path(sys.executable).with_name("cluster-sched")
-SAMPLE_PLUGINS_DIR = Path(__file__).resolve().parent / "testing_plugins"
+#: The directory that makes ``tests.testing_plugins`` importable: the repository root.
+SAMPLE_PLUGINS_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_SCORE = "tests.testing_plugins.cs_sample_plugins:PreferNamed"
 
 NODE = {
     "apiVersion": "v1",
@@ -172,13 +174,7 @@ def test_installed_entry_point_loads_out_of_tree_plugins(tmp_path: Path) -> None
     """The documented way to ship a plugin: importable on PYTHONPATH, named in --config."""
     config = {
         **CONFIG,
-        "profiles": [
-            {
-                "plugins": {
-                    "score": {"enabled": [{"name": "cs_sample_plugins:PreferNamed", "weight": 2}]}
-                }
-            }
-        ],
+        "profiles": [{"plugins": {"score": {"enabled": [{"name": SAMPLE_SCORE, "weight": 2}]}}}],
     }
     argv = [
         str(CLI), "explain", "--output", "json",
@@ -188,12 +184,12 @@ def test_installed_entry_point_loads_out_of_tree_plugins(tmp_path: Path) -> None
     ]  # fmt: skip
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(SAMPLE_PLUGINS_DIR), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(SAMPLE_PLUGINS_ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False, env=env)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert all("cs_sample_plugins:PreferNamed" in scores for scores in out["rawScores"].values())
+    assert all(SAMPLE_SCORE in scores for scores in out["rawScores"].values())
 
 
 def _nodes(n: int, cpu: str = "4") -> str:

@@ -47,7 +47,7 @@ from cluster_sched.store.store import Store
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
-__all__ = ["EXECUTORS", "ExecutorOptions", "new_scheduler"]
+__all__ = ["EXECUTORS", "ExecutorOptions", "new_ray_shard_clients", "new_scheduler"]
 
 #: ``--executor`` values: Filter/Score on the coordinator's table, on in-process shards,
 #: or on Ray shard actors (with binding cycles as Ray tasks).
@@ -67,7 +67,8 @@ class ExecutorOptions:
     redis_url: str | None = None
 
 
-def _ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
+def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
+    """One Ray actor per shard (started, or joined on ``options.ray_address``)."""
     from workers.ray_shard import ray_shard_clients
 
     return list(
@@ -129,7 +130,7 @@ def new_scheduler(
         if shard_clients is not None:
             clients = shard_clients(options.shards)
         elif options.executor == "ray":
-            clients = _ray_shard_clients(options, seed)
+            clients = new_ray_shard_clients(options, seed)
         else:
             clients = [
                 InProcessShardClient(ShardCore(i, config, seed=seed or 0))

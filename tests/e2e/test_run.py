@@ -7,7 +7,6 @@ the scheduler's own accounting.
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,7 @@ import redis
 from cluster_sched.cli import main
 from cluster_sched.store.store import Store
 from cluster_sched.workload.spec import load_workload
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workload"))
-from checker import Cluster
+from tests.workload.checker import Cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -23,9 +23,7 @@ import yaml
 
 from cluster_sched.store.store import Store
 from cluster_sched.workload.spec import Workload, load_workload
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workload"))
-from checker import Cluster
+from tests.workload.checker import Cluster
 
 NODES = 20
 BATCHES = 6

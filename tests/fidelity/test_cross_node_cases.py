@@ -77,10 +77,7 @@ from collections import Counter
 
 import pytest
 
-try:  # tests/fidelity as a package (as test_explain_cases.py expects) or as a rootdir
-    from .harness import CASES_DIR, Case, load_cases
-except ImportError:  # pragma: no cover - no __init__.py beside this file yet
-    from harness import CASES_DIR, Case, load_cases  # type: ignore[no-redef]
+from tests.fidelity.harness import CASES_DIR, Case, load_cases
 
 GROUPS = ("interpodaffinity", "podtopologyspread", "preemption")
 CASES: list[Case] = [c for c in load_cases() if c.group in GROUPS]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import (
+from tests.fidelity.harness import (
     CASES_DIR,
     Case,
     CaseFormatError,

@@ -1,8 +1,8 @@
 """Out-of-tree plugins named ``module:Class`` in a KubeSchedulerConfiguration, and the
 registry's view of the in-tree plugins' extension points.
 
-``cs_sample_plugins`` lives in ``tests/testing_plugins`` (put on ``sys.path`` by this
-directory's conftest).
+The sample plugins are ``tests.testing_plugins.cs_sample_plugins``, importable like any
+installed package's module; nothing in ``cluster_sched`` knows them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cs_sample_plugins import REJECT_LABEL, REJECT_REASON
 
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import parse_config
@@ -22,9 +21,11 @@ from cluster_sched.plugins.registry import new_in_tree_registry
 from cluster_sched.scheduler.explain import explain
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import make_node, make_pod
+from tests.testing_plugins.cs_sample_plugins import REJECT_LABEL, REJECT_REASON
 
-SCORE = "cs_sample_plugins:PreferNamed"
-FILTER = "cs_sample_plugins:RejectLabel"
+SAMPLES = "tests.testing_plugins.cs_sample_plugins"
+SCORE = f"{SAMPLES}:PreferNamed"
+FILTER = f"{SAMPLES}:RejectLabel"
 
 
 def _config(
@@ -101,16 +102,16 @@ def test_out_of_tree_filter_without_registration_gets_the_wildcard() -> None:
             ['"cs_no_such_module:Plugin"', "cannot import module 'cs_no_such_module'"], id="import-error",
         ),
         pytest.param(
-            "cs_sample_plugins:NOT_A_CLASS", "filter", PluginError,
-            ['"cs_sample_plugins:NOT_A_CLASS"', "must be a class"], id="not-a-class",
+            f"{SAMPLES}:NOT_A_CLASS", "filter", PluginError,
+            [f'"{SAMPLES}:NOT_A_CLASS"', "must be a class"], id="not-a-class",
         ),
         pytest.param(
-            "cs_sample_plugins:Missing", "filter", PluginError,
-            ['"cs_sample_plugins:Missing"', "has no attribute 'Missing'"], id="missing-attribute",
+            f"{SAMPLES}:Missing", "filter", PluginError,
+            [f'"{SAMPLES}:Missing"', "has no attribute 'Missing'"], id="missing-attribute",
         ),
         pytest.param(
-            "cs_sample_plugins:RefusesArgs", "filter", (PluginError, ConfigError),
-            ['"cs_sample_plugins:RefusesArgs"', "prefer must be a list"], id="constructor-raises",
+            f"{SAMPLES}:RefusesArgs", "filter", (PluginError, ConfigError),
+            [f'"{SAMPLES}:RefusesArgs"', "prefer must be a list"], id="constructor-raises",
         ),
         pytest.param(
             FILTER, "score", (PluginError, ConfigError),

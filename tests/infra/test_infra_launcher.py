@@ -68,23 +68,21 @@ def test_up_starts_redis_ray_head_and_a_second_ray_node_then_down_stops_them(
         launcher.status(tmp_path)
 
 
-def _serve_available() -> bool:
-    try:
-        exe = launcher._executable("cluster-sched")
-    except launcher.LauncherError:
-        return False
-    probe = subprocess.run([exe, "serve", "--help"], capture_output=True, timeout=120, check=False)
-    return probe.returncode == 0
+def test_serve_accepts_every_flag_the_coordinator_service_passes() -> None:
+    """The coordinator service runs `cluster-sched serve`: a broken or renamed command
+    fails here with its own stderr, not later as a service that died at start."""
+    argv = services.coordinator_service(services.COMPOSE, join_ray=False).argv
+    probe = subprocess.run(
+        [launcher._executable(argv[0]), argv[1], "--help"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stderr
+    flags = [a for a in argv if a.startswith("--")]
+    assert flags and all(f in probe.stdout for f in flags), (flags, probe.stdout)
 
 
 def test_up_runs_the_coordinator_serving_metrics(tmp_path: Path) -> None:
-    """Coordinator leg of the launcher: `cluster-sched serve` against redis + Ray.
-
-    Runs for real as soon as `cluster-sched serve` exists (the lead's CLI); until then
-    it reports xfail instead of starting Ray for nothing.
-    """
-    if not _serve_available():
-        pytest.xfail("`cluster-sched serve` is not implemented yet")
+    """Coordinator leg of the launcher: `cluster-sched serve` against redis + Ray."""
     state = launcher.up(
         tmp_path, workers=0, redis_port=0, ray_port=0, metrics_port=0, head_cpus=2, shards=1
     )

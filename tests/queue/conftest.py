@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 import redis
-from queue_helpers import PLUGIN_EVENTS, T0
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import SchedulingQueue
+from tests.queue.queue_helpers import PLUGIN_EVENTS, T0
 
 QueueFactory = Callable[..., SchedulingQueue]
 
@@ -18,9 +18,6 @@ QueueFactory = Callable[..., SchedulingQueue]
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock(T0)
-
-
-QueueFactory = Callable[..., SchedulingQueue]
 
 
 @pytest.fixture

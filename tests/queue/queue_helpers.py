@@ -1,5 +1,6 @@
-"""Builders and constants shared by the queue tests (imported as ``queue_helpers``;
-the name is unique because pytest puts this directory itself on sys.path)."""
+"""Builders and constants shared by the queue tests: a helper module of the
+``tests.queue`` package, imported as ``tests.queue.queue_helpers`` (fixtures built on it
+live in ``conftest.py``)."""
 
 from __future__ import annotations
 

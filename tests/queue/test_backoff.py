@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from queue_helpers import FIT, NODE_ADD, fail, info
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import Location, SchedulingQueue
+from tests.queue.queue_helpers import FIT, NODE_ADD, fail, info
 
 
 def test_pop_moves_the_head_into_flight_and_counts(queue: SchedulingQueue) -> None:

@@ -14,12 +14,12 @@ from dataclasses import replace
 
 import pytest
 import redis
-from queue_helpers import T0, info
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.errors import StoreError
 from cluster_sched.queue import Location, SchedulingQueue
 from cluster_sched.redis_server import RedisServer, connect
+from tests.queue.queue_helpers import T0, info
 
 # Generous bound for "eventually": only reached if the queue is broken.
 PATIENCE = 30.0

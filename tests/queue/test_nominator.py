@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 import redis
-from queue_helpers import info
 
 from cluster_sched.queue import Location, Nominator, SchedulingQueue
+from tests.queue.queue_helpers import info
 
 
 def test_nominated_pods_are_kept_per_node_in_nomination_order(redis_client: redis.Redis) -> None:

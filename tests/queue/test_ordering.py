@@ -7,10 +7,10 @@ import uuid
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from queue_helpers import FIT, T0, info, park
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import QueuedPodInfo, SchedulingQueue, priority_sort_key
+from tests.queue.queue_helpers import FIT, T0, info, park
 
 # int32 priorities and microsecond timestamps within a few years of T0.
 priorities = st.integers(min_value=-(2**31), max_value=2**31 - 1)

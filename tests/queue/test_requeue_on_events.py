@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from queue_helpers import AFFINITY, FIT, NODE_ADD, SPREAD, VOLUME, fail, info, park
 
 from cluster_sched.api.objects import Container, ObjectMeta, Pod
 from cluster_sched.clock import FakeClock
 from cluster_sched.framework import events as ev
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.queue import Location, SchedulingQueue
+from tests.queue.queue_helpers import AFFINITY, FIT, NODE_ADD, SPREAD, VOLUME, fail, info, park
 
 PV_ADD = ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD)
 STORAGE_CLASS_ADD = ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from queue_helpers import FIT, GATES, NODE_ADD, PLUGIN_EVENTS, VOLUME, info
 
 from cluster_sched.framework import events as ev
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.queue import QueuedPodInfo, Strategy
 from cluster_sched.queue.requeueing import gate_admits, is_event_of_interest, strategy_for
+from tests.queue.queue_helpers import FIT, GATES, NODE_ADD, PLUGIN_EVENTS, VOLUME, info
 
 PV_ADD = ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD)
 CLASS_ADD = ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD)

@@ -7,9 +7,6 @@ Store. (tests/scheduler/test_binding_faults.py runs faulty plugins through the
 coordinator with both executors.)
 """
 
-# Fixtures are imported from test_coordinator (and shadowed by their parameters).
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 import time
@@ -17,7 +14,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from test_coordinator import PERMIT, PREBIND, PROFILE, config, store  # noqa: F401
 
 from cluster_sched.api.manifest import parse_pod
 from cluster_sched.api.objects import Pod
@@ -32,6 +28,7 @@ from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
+from tests.scheduler.coordinator_harness import PERMIT, PREBIND, PROFILE, config
 
 
 class Recording:

@@ -3,7 +3,7 @@
 Through the real coordinator, with both binding executors (threads in this process and
 Ray tasks) and both ways of binding: DefaultBinder alone (pods bound together with one
 ``bind_many``) and an out-of-tree Bind plugin (each pod's Bind run on its own). The
-faulty plugins (``cs_sample_plugins``) fail the pods labelled for it, by raising or by
+faulty plugins (``tests.testing_plugins.cs_sample_plugins``) fail the pods labelled for it, by raising or by
 returning an Error, and return None (upstream's nil Status, Success) for the others.
 
 upstream's binding cycle: a PreBind or Bind failure runs Unreserve, forgets the assumed
@@ -11,7 +11,6 @@ pod and requeues it; PostBind's outcome is ignored, the pod is bound.
 """
 
 # Fixtures are imported from test_coordinator (and shadowed by their parameters).
-# ruff: noqa: F811
 
 from __future__ import annotations
 
@@ -20,24 +19,16 @@ from typing import Any
 
 import pytest
 import yaml
-from cs_sample_plugins import FAIL_AT_LABEL, FAIL_HOW_LABEL
-from test_coordinator import (  # noqa: F401
-    CROSS_NODE,
-    PROFILE,
-    Harness,
-    make_harness,
-    node,
-    pod,
-    store,
-)
 
 from cluster_sched.config.load import load_config
 from cluster_sched.plugins import names
 from cluster_sched.queue.types import Location
+from tests.scheduler.coordinator_harness import CROSS_NODE, PROFILE, Harness, node, pod
+from tests.testing_plugins.cs_sample_plugins import FAIL_AT_LABEL, FAIL_HOW_LABEL
 from workers.ray_binding import ray_binding_executor
 
-FAULTY = "cs_sample_plugins:FaultyBinding"
-FAULTY_BINDER = "cs_sample_plugins:FaultyBinder"
+FAULTY = "tests.testing_plugins.cs_sample_plugins:FaultyBinding"
+FAULTY_BINDER = "tests.testing_plugins.cs_sample_plugins:FaultyBinder"
 #: liveness bound for Ray bindings (a first task starts a worker); never a timing assertion
 RAY_PATIENCE = 120.0
 

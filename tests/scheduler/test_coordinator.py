@@ -1,219 +1,33 @@
 """The coordinator's scheduleOne against a real Redis and Store.
 
-Each test drives the loop by hand: ``cycle()`` pops one pod and runs ``schedule_one``;
-``settle()`` waits for the binding executor, applies its outcomes and reads the watch, so
-the order of events is the test's, not a timer's. The queue's clock is a FakeClock, so a
-pod in backoff stays there until the test steps the clock.
-
-Out-of-tree test plugins are defined here and configured by import path
-(``<this module>:Class``), as a user's plugin would be.
+Each test drives the loop by hand through ``coordinator_harness.Harness`` (fixtures ``h``
+and ``make_harness`` in ``conftest.py``), so the order of events is the test's, not a
+timer's, and a pod in backoff stays there until the test steps the FakeClock.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
-from cluster_sched.api.objects import Pod
-from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config, parse_config
-from cluster_sched.config.types import SchedulerConfiguration
-from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.config.load import load_config
 from cluster_sched.plugins import names
 from cluster_sched.queue.types import Location, QueuedPodInfo
-from cluster_sched.scheduler.assembly import new_scheduler
 from cluster_sched.scheduler.event_handlers import queued_info_for
-from cluster_sched.store.store import Store
-from cluster_sched.testing.builders import make_node, make_pod
-
-T0 = 1_700_000_000.0
-PROFILE = "default-scheduler"
-#: The cross-node plugins, disabled in the mechanics tests so that they test the loop.
-CROSS_NODE = [names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY, names.DEFAULT_PREEMPTION]
-PLUGINS = __name__
-
-
-# --------------------------------------------------------------------- test plugins
-
-
-class RejectingReserve:
-    """Reserve rejects pods labelled ``reserve=reject``; records every unreserve."""
-
-    def __init__(self, args: Any, handle: Any) -> None:
-        self.reserved: list[tuple[str, str]] = []
-        self.unreserved: list[tuple[str, str]] = []
-
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        if pod.labels.get("reserve") == "reject":
-            return Status(Code.UNSCHEDULABLE, ("reserve said no",))
-        self.reserved.append((pod.key, node_name))
-        return SUCCESS
-
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        self.unreserved.append((pod.key, node_name))
-
-
-class GatePermit:
-    """Permit: ``permit=reject`` rejects, ``permit=wait`` waits (a minute), else allows."""
-
-    def __init__(self, args: Any, handle: Any) -> None:
-        pass
-
-    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status, float]:
-        verdict = pod.labels.get("permit")
-        if verdict == "reject":
-            return Status(Code.UNSCHEDULABLE, ("permit said no",)), 0.0
-        if verdict == "wait":
-            return Status(Code.WAIT), 60.0
-        return SUCCESS, 0.0
-
-
-class RejectingPreBind:
-    """PreBind fails pods labelled ``prebind=fail`` (a binding-cycle failure)."""
-
-    def __init__(self, args: Any, handle: Any) -> None:
-        pass
-
-    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        if pod.labels.get("prebind") == "fail":
-            return Status(Code.ERROR, ("volume not ready",))
-        return SUCCESS
-
-
-RESERVE = f"{PLUGINS}:RejectingReserve"
-PERMIT = f"{PLUGINS}:GatePermit"
-PREBIND = f"{PLUGINS}:RejectingPreBind"
-
-
-def config(*extra: str, disable_cross_node: bool = True) -> SchedulerConfiguration:
-    multi: dict[str, Any] = {}
-    if extra:
-        multi["enabled"] = [{"name": n} for n in extra]
-    if disable_cross_node:
-        multi["disabled"] = [{"name": n} for n in CROSS_NODE]
-    return parse_config(
-        {
-            "apiVersion": "kubescheduler.config.k8s.io/v1",
-            "kind": "KubeSchedulerConfiguration",
-            "profiles": [{"schedulerName": PROFILE, "plugins": {"multiPoint": multi}}],
-        },
-        "<test>",
-    )
-
-
-# --------------------------------------------------------------------- harness
-
-
-class Harness:
-    def __init__(
-        self,
-        store: Store,
-        client: redis.Redis,
-        cfg: SchedulerConfiguration,
-        binding_executor: Any = None,
-        patience: float = 10.0,
-    ) -> None:
-        self.store = store
-        self.clock = FakeClock(T0)
-        self.coord = new_scheduler(
-            store, client, cfg, clock=self.clock, seed=7, binding_executor=binding_executor
-        )
-        #: liveness bound for bindings to finish (never a timing assertion)
-        self.patience = patience
-        self.started = False
-
-    @property
-    def queue(self) -> Any:
-        return self.coord.queue
-
-    @property
-    def cache(self) -> Any:
-        return self.coord.cache
-
-    def plugin(self, name: str) -> Any:
-        return self.coord.frameworks[PROFILE].plugins[name]
-
-    def apply(self, *objs: Any) -> None:
-        self.store.apply_many([o.manifest() if hasattr(o, "manifest") else o for o in objs])
-        if self.started:
-            self.coord.poll_informer()
-
-    def start(self) -> None:
-        self.coord.start()
-        self.started = True
-
-    def cycle(self) -> QueuedPodInfo:
-        """Pop the head of activeQ and run its scheduling cycle."""
-        info = self.queue.pop(timeout=2.0)
-        assert info is not None, "nothing to pop"
-        self.coord.schedule_one(info, self.queue.last_pop_cycle)
-        self.coord.flush_done()
-        return info
-
-    def settle(self) -> None:
-        """Every submitted binding finished, its outcome applied, the watch read."""
-        binder = self.coord.binder
-        assert binder.wait_idle(self.patience), "bindings did not finish"
-        self.coord.process_binding_outcomes()
-        self.coord.poll_informer()
-        self.coord.flush_done()
-
-    def node_of(self, key: str) -> str | None:
-        doc = self.store.get("Pod", key)
-        assert doc is not None
-        return (doc.get("spec") or {}).get("nodeName")
-
-    def condition(self, key: str) -> dict[str, Any] | None:
-        doc = self.store.get("Pod", key) or {}
-        for cond in (doc.get("status") or {}).get("conditions") or []:
-            if cond.get("type") == "PodScheduled":
-                return dict(cond)
-        return None
-
-    def requested_cpu(self, node: str) -> int:
-        table = self.cache.sink.table
-        return int(table.requested[table.resource_col("cpu"), table.index[node]])
-
-    def close(self) -> None:
-        self.coord.close()
-
-
-@pytest.fixture
-def store(redis_client: redis.Redis) -> Store:
-    return Store(redis_client)
-
-
-@pytest.fixture
-def make_harness(store: Store, redis_client: redis.Redis) -> Iterator[Any]:
-    made: list[Harness] = []
-
-    def make(cfg: SchedulerConfiguration | None = None, **kw: Any) -> Harness:
-        h = Harness(store, redis_client, cfg or config(), **kw)
-        made.append(h)
-        return h
-
-    yield make
-    for h in made:
-        h.close()
-
-
-@pytest.fixture
-def h(make_harness: Any) -> Harness:
-    return make_harness()
-
-
-def node(name: str, cpu: str = "4", pods: int = 110) -> Any:
-    return make_node(name).capacity(cpu=cpu, memory="32Gi", pods=pods)
-
-
-def pod(name: str, cpu: str = "1") -> Any:
-    return make_pod(name).req(cpu=cpu, memory="1Gi")
-
+from cluster_sched.testing.builders import make_node
+from tests.scheduler.coordinator_harness import (
+    PERMIT,
+    PREBIND,
+    PROFILE,
+    RESERVE,
+    T0,
+    Harness,
+    config,
+    node,
+    pod,
+)
 
 # --------------------------------------------------------------------- the happy path
 
@@ -524,7 +338,7 @@ def test_binding_failure_forgets_requeues_and_frees_room(make_harness: Any) -> N
     assert "volume not ready" in event["message"]
     # a is an error: back off. b was moved by the forget (AssignedPodDelete).
     assert h.queue.location("default/a") is Location.BACKOFF
-    assert h.queue.location("default/b") in (Location.ACTIVE, Location.BACKOFF)
+    assert h.queue.location("default/b") is Location.BACKOFF
 
 
 def test_recreated_pod_while_old_binding_in_flight(make_harness: Any, caplog: Any) -> None:
@@ -539,17 +353,15 @@ def test_recreated_pod_while_old_binding_in_flight(make_harness: Any, caplog: An
     with caplog.at_level(logging.WARNING):
         h.cycle()  # the new pod meets the old incarnation still assumed
     h.settle()
-    # The old binding was rejected (its pod was deleted) and forgotten; the new pod is
-    # retried until it binds.
-    for _ in range(5):
-        if h.node_of("default/p"):
-            break
-        h.clock.step(20)
-        h.queue.flush_backoff_q_completed()
-        h.queue.flush_unschedulable_pods_leftover()
-        if h.queue.location("default/p") is Location.ACTIVE:
-            h.cycle()
-        h.settle()
+    # The new pod met the old incarnation still assumed: an error, so it backs off (1 s on
+    # the FakeClock). The old binding was rejected (its pod was deleted) and forgotten.
+    assert h.queue.location("default/p") is Location.BACKOFF
+    assert h.node_of("default/p") is None
+    h.clock.step(2)
+    h.queue.flush_backoff_q_completed()
+    assert h.queue.location("default/p") is Location.ACTIVE
+    h.cycle()
+    h.settle()
     assert h.node_of("default/p") == "n1"
     assert h.requested_cpu("n1") == 1000
 
@@ -564,7 +376,7 @@ def test_node_added_later_makes_pod_schedulable(h: Harness) -> None:
     assert h.queue.location("default/p") is Location.UNSCHEDULABLE
 
     h.apply(node("big", cpu="8"))  # NodeAdd moves it out of the pool
-    assert h.queue.location("default/p") in (Location.BACKOFF, Location.ACTIVE)
+    assert h.queue.location("default/p") is Location.BACKOFF
     h.clock.step(2)  # past the first backoff (1 s)
     h.queue.flush_backoff_q_completed()
     assert h.queue.location("default/p") is Location.ACTIVE
@@ -589,7 +401,7 @@ def test_deleting_an_assigned_pod_frees_room(h: Harness) -> None:
     h.store.delete("Pod", "default/running")
     h.coord.poll_informer()
     assert h.cache.get_pod("default/running") is None
-    assert h.queue.location("default/p") in (Location.BACKOFF, Location.ACTIVE)
+    assert h.queue.location("default/p") is Location.BACKOFF
     h.clock.step(2)
     h.queue.flush_backoff_q_completed()
     h.cycle()

@@ -4,9 +4,6 @@ A malformed object (one the store accepted but the manifest parser rejects) is r
 once, naming the object and field, treated as gone, and never stops the stream.
 """
 
-# Fixtures are imported from test_coordinator (and shadowed by their parameters).
-# ruff: noqa: F811
-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -14,13 +11,13 @@ from typing import Any
 
 import pytest
 import redis
-from test_coordinator import Harness, make_harness, node, pod, store  # noqa: F401
 
 from cluster_sched.api.manifest import parse_pod
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_namespace, make_node, make_pod
+from tests.scheduler.coordinator_harness import Harness, node, pod
 
 
 @dataclass

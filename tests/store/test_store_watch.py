@@ -13,6 +13,9 @@ from cluster_sched.errors import StoreError
 from cluster_sched.store import EventType, ResourceExpiredError, Store
 from cluster_sched.testing import make_node, make_pod
 
+#: liveness bound for a blocked read to wake (never a timing assertion)
+PATIENCE = 60.0
+
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
     return make_pod(name).labels(labels).manifest()
@@ -59,14 +62,28 @@ def test_watch_from_dollar_sees_only_new_events(store: Store) -> None:
     assert (event.key, event.rv) == ("default/b", 2)
 
 
-def test_blocking_read_wakes_on_a_new_event(store: Store) -> None:
-    later = threading.Timer(0.05, lambda: store.apply(pod("a")))
-    later.start()
-    started = time.monotonic()
-    events = store.read_events("0-0", block_ms=5000)
-    later.join()
-    assert [e.key for e in events] == ["default/a"]
-    assert time.monotonic() - started < 4
+def blocked_xread_clients(client: redis.Redis) -> int:
+    """Connections Redis reports as blocked in XREAD right now."""
+    return sum(
+        1 for c in client.client_list() if c.get("cmd") == "xread" and "b" in c.get("flags", "")
+    )
+
+
+def test_blocking_read_wakes_on_a_new_event(store: Store, redis_client: redis.Redis) -> None:
+    """A read blocking with no deadline (block_ms=0) returns only because an event came."""
+    got: list[list[Any]] = []
+    blocked_before = blocked_xread_clients(redis_client)
+    reader = threading.Thread(target=lambda: got.append(store.read_events("0-0", block_ms=0)))
+    reader.daemon = True  # a broken wake-up must not hang the interpreter at exit
+    reader.start()
+    # Write only once Redis holds the read blocked, so the event cannot come first.
+    while blocked_xread_clients(redis_client) == blocked_before:
+        assert reader.is_alive(), "the read returned without an event"
+        time.sleep(0.01)
+    store.apply(pod("a"))
+    reader.join(PATIENCE)
+    assert not reader.is_alive(), "the blocked read never woke"
+    assert [[e.key for e in events] for events in got] == [["default/a"]]
 
 
 def test_watch_filters_kinds(store: Store) -> None:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
+import ray
 
 from cluster_sched.telemetry import spans as S
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.testing.otlp_receiver import OtlpReceiver
-
-ray = pytest.importorskip("ray")
 
 
 def _make_binding_task() -> Callable[[str, dict[str, str], str], bool]:

@@ -1,7 +1,9 @@
-"""Out-of-tree test plugins, named in configurations as ``cs_sample_plugins:<Class>``.
+"""Out-of-tree test plugins, named in configurations as
+``tests.testing_plugins.cs_sample_plugins:<Class>``.
 
-``tests/framework/conftest.py`` and the CLI tests put this directory on ``sys.path``
-(``PYTHONPATH`` for subprocesses); nothing in ``cluster_sched`` knows these classes.
+Imported like a user's installed plugin package (the repository root is on ``sys.path``
+in pytest, and on ``PYTHONPATH`` for the CLI subprocesses); nothing in ``cluster_sched``
+knows these classes.
 """
 
 from __future__ import annotations

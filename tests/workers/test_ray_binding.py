@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -131,6 +132,30 @@ def test_wait_on_permit_runs_in_the_coordinator(redis_client: redis.Redis, redis
     assert bound_node(store, rejected.key) is None
 
 
+@contextmanager
+def every_cpu_held(redis_url: str) -> Iterator[None]:
+    """Ray tasks holding every CPU of the cluster until the block exits, so a binding task
+    submitted meanwhile stays queued: the test, not a race, decides that it never runs."""
+    import ray
+
+    def hold(url: str) -> None:
+        client = redis.Redis.from_url(url)
+        client.rpush("test:held", 1)
+        client.blpop(["test:release"])
+
+    n = int(ray.cluster_resources()["CPU"])
+    holders = [ray.remote(num_cpus=1)(hold).remote(redis_url) for _ in range(n)]
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for _ in range(n):
+            assert client.blpop(["test:held"], timeout=PATIENCE), "a CPU holder never started"
+        yield
+    finally:
+        client.rpush("test:release", *[1] * n)
+        ray.get(holders, timeout=PATIENCE)
+        client.close()
+
+
 def test_a_failed_task_reports_what_the_store_holds(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
@@ -140,14 +165,16 @@ def test_a_failed_task_reports_what_the_store_holds(
     pods = cluster(store, 3)
     ex = RayBindingExecutor(store, frameworks(store), redis_url=redis_url, batch=8, max_in_flight=1)
     try:
-        # The whole task is killed (force-cancel kills its worker if it is running).
-        ex.submit(job(pods[0], "n0"))
-        (ref,) = ex._in_flight
-        ray.cancel(ref, force=True)
+        # The task is cancelled while it waits for a CPU: it never binds anything.
+        with every_cpu_held(redis_url):
+            ex.submit(job(pods[0], "n0"))
+            (ref,) = ex._in_flight
+            ray.cancel(ref, force=True)
         (outcome,) = drain(ex, 1)
-        # Whether or not the binding landed first, the outcome agrees with the store.
-        assert outcome.status.is_success == (bound_node(store, pods[0].key) == "n0")
-        assert ex.failed_tasks == 1 or outcome.status.is_success
+        assert ex.failed_tasks == 1
+        assert outcome.status.code == Code.ERROR
+        assert outcome.status.message().startswith("binding task failed: TaskCancelledError")
+        assert bound_node(store, pods[0].key) is None
         # A binding that landed before its task died is a success, others fail.
         store.bind(pods[1].key, "n1")
         got = ex._recover(

@@ -7,9 +7,9 @@ import signal
 from typing import Any
 
 import pytest
-from shard_scenario import local_sequence, run_sequence
 
 from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from tests.workers.shard_scenario import local_sequence, run_sequence
 from workers.ray_shard import ACTOR_NAME_PREFIX, RayShardClient, ray_shard_clients
 
 pytestmark = pytest.mark.usefixtures("ray_session")

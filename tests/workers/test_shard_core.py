@@ -13,7 +13,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from shard_scenario import (
+
+from cluster_sched.cache.cache import Cache
+from cluster_sched.errors import SchedulerError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.state_codec import decode_value, encode_value
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.shard_core import ShardCore
+from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from cluster_sched.testing.builders import make_pod
+from tests.workers.shard_scenario import (
     FlakyClient,
     WireClient,
     framework,
@@ -24,15 +33,6 @@ from shard_scenario import (
     run_sequence,
     summary,
 )
-
-from cluster_sched.cache.cache import Cache
-from cluster_sched.errors import SchedulerError
-from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.state_codec import decode_value, encode_value
-from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.shard_core import ShardCore
-from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
-from cluster_sched.testing.builders import make_pod
 from workers.ray_shard import wire_deltas
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from checker import Cluster, pod_requests
 
 from cluster_sched.testing.builders import make_node, make_pod
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
+from tests.workload.checker import Cluster, pod_requests
 
 
 def cluster() -> Cluster:
