@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import msgpack  # type: ignore[import-untyped]
 
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_POD_MAX_BACKOFF_SECONDS",
     "DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS",
     "Location",
+    "Popped",
     "PreEnqueue",
     "QueuedPodInfo",
     "SortKey",
@@ -142,6 +144,15 @@ class QueuedPodInfo:
                 unschedulable_plugins=self.unschedulable_plugins | {gating_plugin},
             )
         return replace(self, gated=False, gating_plugin="")
+
+
+class Popped(NamedTuple):
+    """One pod handed to a scheduling cycle: its info (attempts counting this pop,
+    rejecting plugins cleared) and the cycle's number, which the failure handler
+    passes back to ``add_unschedulable_if_not_present``."""
+
+    info: QueuedPodInfo
+    cycle: int
 
 
 #: The QueueSort plugin's ordering: ``(score, tiebreak)``; activeQ pops the smallest
