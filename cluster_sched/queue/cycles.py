@@ -26,8 +26,6 @@ __all__ = ["POP_WAIT_SLICE", "CycleQueue"]
 #: it sooner, the slice only bounds how long a lost wake-up can delay a pop.
 POP_WAIT_SLICE = 1.0
 
-_CLEARED = frozenset[str]()
-
 
 class CycleQueue(QueueBase):
     """Pop, done and add-unschedulable, for one pod or a batch (see the module docstring)."""
@@ -72,15 +70,7 @@ class CycleQueue(QueueBase):
     def _pop_ready(self, max_pods: int) -> list[Popped]:
         replies = self._scripts.pop_many(self._keys, self._clock.now(), max_pods)
         popped = [
-            Popped(
-                replace(
-                    QueuedPodInfo.unpack(r.info),
-                    attempts=r.attempts,
-                    unschedulable_plugins=_CLEARED,
-                    pending_plugins=_CLEARED,
-                ),
-                r.cycle,
-            )
+            Popped(QueuedPodInfo.unpack(r.info, attempts=r.attempts, clear_rejectors=True), r.cycle)
             for r in replies
         ]
         if popped:

@@ -40,6 +40,7 @@ DEFAULT_POD_MAX_BACKOFF_SECONDS = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS = 300.0
 
 _WIRE_VERSION = 1
+_EMPTY = frozenset[str]()
 
 
 class Location(enum.StrEnum):
@@ -107,22 +108,30 @@ class QueuedPodInfo:
         )
 
     @classmethod
-    def unpack(cls, data: bytes) -> QueuedPodInfo:
-        """Inverse of :meth:`pack`; a StoreError if the bytes are not one."""
+    def unpack(
+        cls, data: bytes, *, attempts: int | None = None, clear_rejectors: bool = False
+    ) -> QueuedPodInfo:
+        """Inverse of :meth:`pack`; a StoreError if the bytes are not one.
+
+        ``attempts`` replaces the recorded count (the queue keeps the authoritative one
+        beside the record) and ``clear_rejectors`` empties the rejecting plugins, as pop
+        does for a new attempt: built in one step, because ``dataclasses.replace`` on
+        every popped or read pod costs more than the decoding.
+        """
         try:
             fields = msgpack.unpackb(data, raw=False)
             if not isinstance(fields, list) or not fields or fields[0] != _WIRE_VERSION:
                 raise ValueError("not a version-1 QueuedPodInfo record")
-            (_, pod_key, priority, timestamp, attempts, initial, unsched, pending) = fields[:8]
+            (_, pod_key, priority, timestamp, recorded, initial, unsched, pending) = fields[:8]
             gated, gating_plugin, nominated = fields[8:11]
             return cls(
                 pod_key=str(pod_key),
                 priority=int(priority),
                 timestamp=float(timestamp),
-                attempts=int(attempts),
+                attempts=int(recorded if attempts is None else attempts),
                 initial_attempt_timestamp=None if initial is None else float(initial),
-                unschedulable_plugins=frozenset(unsched),
-                pending_plugins=frozenset(pending),
+                unschedulable_plugins=_EMPTY if clear_rejectors else frozenset(unsched),
+                pending_plugins=_EMPTY if clear_rejectors else frozenset(pending),
                 gated=bool(gated),
                 gating_plugin=str(gating_plugin),
                 nominated_node_name=str(nominated),
