@@ -94,7 +94,8 @@ def read_events(
     first one (None: do not wait)."""
     _check_id(from_id)
     # The reply's parsing allocates as much as the decoding: both run with the collector
-    # paused (see codec.gc_paused).
+    # paused (see codec.gc_paused). A blocking read waits paused too, which only delays
+    # other threads' cyclic garbage by at most block_ms.
     with gc_paused():
         with redis_boundary("read_events"):
             reply = client.xread({keys.events: from_id}, count=count, block=block_ms)
