@@ -1,14 +1,18 @@
 """How fast the store takes a workload: apply_many of N pods + nodes, then bind_many.
 
-Run: ``python benchmarks/store_apply.py [--objects 100000] [--redis URL]``. Without
-``--redis`` a private redis-server is started. Prints objects/s for apply (create), a
-re-apply (all unchanged), and bindings/s. Pods are ~1 KB manifests, like real ones.
+Run: ``python benchmarks/store_apply.py [--objects 100000] [--nodes 100000] [--redis URL]``.
+Without ``--redis`` a private redis-server is started. Prints objects/s for apply
+(create), a re-apply (all unchanged), and bindings/s; with ``--nodes``, first a bulk load
+of that many nodes alone (nodes/s) and what one stored object costs in Redis: its
+msgpack bytes, and the memory of its hash entry plus its watch event. Pods are ~1 KB
+manifests, like real ones.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from cluster_sched.redis_server import RedisServer, connect
 from cluster_sched.store import Store
@@ -77,6 +81,36 @@ def _pod(i: int) -> dict:
     }
 
 
+def _stored_bytes(client: Any, store: Store, kind: str, count: int) -> None:
+    """Average msgpack size of the stored objects of ``kind``, and Redis memory per
+    object: the hash entry and the stream entry (the watch event carries the object)."""
+    key = store.keys.obj(kind)
+    sizes = [len(v) for _, v in client.hscan_iter(key, count=1000)]
+    hash_mem = client.memory_usage(key, samples=0) or 0
+    print(
+        f"stored {kind}: {sum(sizes) / len(sizes):,.0f} bytes msgpack; Redis memory "
+        f"{hash_mem / count:,.0f} bytes in the hash + the event (stream total "
+        f"{(client.memory_usage(store.keys.events, samples=0) or 0) / 1e6:,.1f} MB)"
+    )
+
+
+def run_nodes(url: str, nodes: int) -> None:
+    """A bulk load of nodes alone (issue 9 point 4: huge clusters)."""
+    client = connect(url)
+    client.flushall()
+    store = Store(client)
+    docs = [_node(i) for i in range(nodes)]
+    before = client.info("memory")["used_memory"]
+    t0 = time.perf_counter()
+    store.apply_many(docs)
+    elapsed = time.perf_counter() - t0
+    used = client.info("memory")["used_memory"] - before
+    print(f"apply {nodes} nodes: {nodes / elapsed:>10,.0f} nodes/s  ({elapsed:.2f}s)")
+    _stored_bytes(client, store, "Node", nodes)
+    print(f"Redis memory per node (hash + event): {used / nodes:,.0f} bytes")
+    client.close()
+
+
 def run(url: str, objects: int) -> None:
     client = connect(url)
     client.flushall()
@@ -99,18 +133,24 @@ def run(url: str, objects: int) -> None:
     )
     print(f"apply (same):   {len(docs) / (t2 - t1):>10,.0f} objects/s")
     print(f"bind_many:      {len(bindings) / (t3 - t2):>10,.0f} bindings/s")
+    _stored_bytes(client, store, "Pod", len(pods))
     client.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=100_000)
+    parser.add_argument("--nodes", type=int, default=0, help="also bulk-load this many nodes")
     parser.add_argument("--redis", default=None, help="Redis URL (default: a private server)")
     args = parser.parse_args()
     if args.redis:
+        if args.nodes:
+            run_nodes(args.redis, args.nodes)
         run(args.redis, args.objects)
         return
     with RedisServer() as server:
+        if args.nodes:
+            run_nodes(server.url, args.nodes)
         run(server.url, args.objects)
 
 

@@ -8,8 +8,10 @@ treat an absent key and an explicit ``null`` alike, as Go's JSON decoding does.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import msgpack  # type: ignore[import-untyped]
 
 from cluster_sched.api import selectors
 from cluster_sched.api.objects import (
@@ -24,6 +26,44 @@ from cluster_sched.api.objects import (
 from cluster_sched.errors import InvalidObjectError
 
 _EMPTY: Mapping[str, Any] = {}
+_T = TypeVar("_T")
+
+
+class ParseCache(Generic[_T]):
+    """Parse results by the value parsed, for sub-documents many objects repeat.
+
+    The key is the value's msgpack encoding with exact types (a tuple, or a subclass of
+    str, int or dict, may read differently from the list or plain value that would
+    encode the same; such values, and any that cannot be encoded, are parsed every
+    time). Sharing a result is safe because parsing is a pure function of the value and
+    its results are immutable values. Errors are not cached: an invalid value raises
+    every time. Bounded: past ``size`` entries the oldest is dropped.
+    """
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[bytes, _T] = {}
+
+    def get_or_parse(
+        self, value: Mapping[str, Any], parse: Callable[[Mapping[str, Any]], _T]
+    ) -> _T:
+        try:
+            key: bytes | None = msgpack.packb(value, strict_types=True, use_bin_type=True)
+        except (TypeError, ValueError, OverflowError):
+            key = None
+        if key is not None:
+            found = self._entries.get(key)
+            if found is not None:
+                return found
+        result = parse(value)
+        if key is not None:
+            if len(self._entries) >= self._size:
+                self._entries.pop(next(iter(self._entries)), None)
+            self._entries[key] = result
+        return result
+
 
 _JSON_TYPES = {
     str: "a string",

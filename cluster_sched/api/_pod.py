@@ -369,11 +369,15 @@ def _spread_constraints(value: object, field: str) -> tuple[TopologySpreadConstr
 # --- the pod -----------------------------------------------------------------------------
 
 
-def decode_pod(doc: Mapping[str, Any]) -> Pod:
-    """A v1 Pod dict to a Pod; raises InvalidObjectError naming only the field."""
-    meta = d.object_meta(doc, namespaced=True)
-    spec = d.mapping(doc.get("spec"), "spec")
-    status = d.mapping(doc.get("status"), "status")
+#: Parsed pod specs by value: replicas of one template share their spec byte for byte,
+#: so a workload of 100k pods has few distinct specs, and each is parsed once instead of
+#: once per pod (the spec is most of a pod's parse time; see ParseCache for why sharing
+#: the result is safe).
+_SPECS = d.ParseCache[dict[str, Any]](4096)
+
+
+def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The Pod fields that depend on spec alone."""
     host_network = d.boolean(spec.get("hostNetwork"), "spec.hostNetwork")
 
     raw_containers = d.seq(spec.get("containers"), "spec.containers")
@@ -417,36 +421,50 @@ def decode_pod(doc: Mapping[str, Any]) -> Pod:
     raw_tolerations = spec.get("tolerations")
     raw_spread = spec.get("topologySpreadConstraints")
     raw_gates = spec.get("schedulingGates")
-    return Pod(
-        meta=meta,
-        containers=tuple(containers),
-        init_containers=tuple(init_containers),
-        overhead=overhead,
-        node_name=d.string(spec.get("nodeName"), "spec.nodeName"),
-        scheduler_name=d.string(spec.get("schedulerName"), "spec.schedulerName")
+    return {
+        "containers": tuple(containers),
+        "init_containers": tuple(init_containers),
+        "overhead": overhead,
+        "node_name": d.string(spec.get("nodeName"), "spec.nodeName"),
+        "scheduler_name": d.string(spec.get("schedulerName"), "spec.schedulerName")
         or DEFAULT_SCHEDULER_NAME,
-        priority=d.integer(spec.get("priority"), "spec.priority", 0) or 0,
-        priority_class_name=d.string(spec.get("priorityClassName"), "spec.priorityClassName"),
-        preemption_policy=_one_of(preemption_policy, PREEMPTION_POLICIES, "spec.preemptionPolicy"),
-        node_selector=d.label_map(raw_selector, "spec.nodeSelector") if raw_selector else {},
-        affinity=_affinity(spec.get("affinity")),
-        tolerations=tuple(
+        "priority": d.integer(spec.get("priority"), "spec.priority", 0) or 0,
+        "priority_class_name": d.string(spec.get("priorityClassName"), "spec.priorityClassName"),
+        "preemption_policy": _one_of(
+            preemption_policy, PREEMPTION_POLICIES, "spec.preemptionPolicy"
+        ),
+        "node_selector": d.label_map(raw_selector, "spec.nodeSelector") if raw_selector else {},
+        "affinity": _affinity(spec.get("affinity")),
+        "tolerations": tuple(
             _toleration(item, f"spec.tolerations[{i}]")
             for i, item in enumerate(d.seq(raw_tolerations, "spec.tolerations"))
         )
         if raw_tolerations
         else (),
-        topology_spread_constraints=_spread_constraints(
+        "topology_spread_constraints": _spread_constraints(
             raw_spread, "spec.topologySpreadConstraints"
         )
         if raw_spread
         else (),
-        scheduling_gates=_scheduling_gates(raw_gates, "spec.schedulingGates") if raw_gates else (),
+        "scheduling_gates": _scheduling_gates(raw_gates, "spec.schedulingGates")
+        if raw_gates
+        else (),
+        "requests": requests,
+        "nonzero_cpu": nonzero_cpu,
+        "nonzero_memory": nonzero_memory,
+    }
+
+
+def decode_pod(doc: Mapping[str, Any]) -> Pod:
+    """A v1 Pod dict to a Pod; raises InvalidObjectError naming only the field."""
+    meta = d.object_meta(doc, namespaced=True)
+    spec = d.mapping(doc.get("spec"), "spec")
+    status = d.mapping(doc.get("status"), "status")
+    return Pod(
+        meta=meta,
+        **_SPECS.get_or_parse(spec, _parse_spec),
         nominated_node_name=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         phase=d.string(status.get("phase"), "status.phase") or "Pending",
         start_time=d.timestamp(status.get("startTime"), "status.startTime"),
-        requests=requests,
-        nonzero_cpu=nonzero_cpu,
-        nonzero_memory=nonzero_memory,
         raw=doc,
     )

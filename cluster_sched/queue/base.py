@@ -207,7 +207,7 @@ class QueueBase:
             ):
                 if blob is None or where is None or rev is None:
                     continue  # not queued (or removed between reads)
-                info = replace(QueuedPodInfo.unpack(blob), attempts=int(att or 0))
+                info = QueuedPodInfo.unpack(blob, attempts=int(att or 0))
                 found[key] = Queued(info, Location(where.decode()), rev.decode())
         return found
 

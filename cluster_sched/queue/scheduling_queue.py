@@ -10,7 +10,8 @@ A queued pod is in exactly one of:
   plugins registered, or for podMaxInUnschedulablePodsDuration (gated pods wait here
   too, and are never popped);
 - **in flight**: popped, its scheduling cycle running; ``done`` or
-  ``add_unschedulable_if_not_present`` ends that.
+  ``add_unschedulable_if_not_present`` ends that (``pop_many`` and the ``_many``
+  forms do the same for a batch in one round trip, see ``cycles``).
 
 Every move is one Lua script, so any number of processes may share a queue: pops are
 ZPOPMIN (never the same pod twice), adds never overwrite a concurrent move, and a
@@ -41,11 +42,11 @@ from cluster_sched.queue.base import (
     DEFAULT_BACKOFF_FLUSH_INTERVAL,
     DEFAULT_LEFTOVER_FLUSH_INTERVAL,
     IncomingHook,
-    QueueBase,
     Queued,
     chunks,
     log,
 )
+from cluster_sched.queue.cycles import POP_WAIT_SLICE, CycleQueue
 from cluster_sched.queue.scripts import Placement, as_text
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import Location, QueuedPodInfo
@@ -58,9 +59,6 @@ __all__ = [
     "SchedulingQueue",
 ]
 
-#: Longest single blocking wait inside pop(); close() and other processes' adds wake
-#: it sooner, the slice only bounds how long a lost wake-up can delay a pop.
-POP_WAIT_SLICE = 1.0
 #: Pods moved per flush_backoff.lua call.
 FLUSH_LIMIT = 1000
 
@@ -68,12 +66,13 @@ _POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 _SCALE_DOWN = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN)
 
 
-class SchedulingQueue(QueueBase):
+class SchedulingQueue(CycleQueue):
     """Pods waiting to be scheduled, shared through Redis (see the module docstring).
 
     Lifecycle: ``run()`` starts the background flushes, ``close()`` stops them and
     wakes blocked pops; a ``with`` block does both. The nominator sharing the queue's
-    prefix is ``queue.nominator``.
+    prefix is ``queue.nominator``. Popping and returning pods (one or a batch per
+    round trip) come from :class:`~cluster_sched.queue.cycles.CycleQueue`.
     """
 
     # --- adding and popping --------------------------------------------------------
@@ -110,102 +109,6 @@ class SchedulingQueue(QueueBase):
                     info.pod_key, info.nominated_node_name, info.priority
                 )
         return results
-
-    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
-        """Take the head of activeQ into flight, waiting up to ``timeout`` seconds
-        (None: until a pod arrives or the queue is closed).
-
-        The pod's attempts and the scheduling cycle go up by one; its rejecting plugins
-        are cleared for the new attempt. Returns None on timeout or close. The wait is
-        real time (a blocking Redis call), not the injected clock.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._closed.is_set():
-            info = self._pop_once()
-            if info is not None:
-                return info
-            remaining = POP_WAIT_SLICE if deadline is None else deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            self._wait_for_pods(min(remaining, POP_WAIT_SLICE))
-        return None
-
-    @translate_redis_errors("pop from the scheduling queue")
-    def _pop_once(self) -> QueuedPodInfo | None:
-        reply = self._scripts.pop(self._keys, self._clock.now())
-        if reply is None:
-            return None
-        self.last_pop_cycle = reply.cycle
-        info = QueuedPodInfo.unpack(reply.info)
-        return replace(
-            info,
-            attempts=reply.attempts,
-            unschedulable_plugins=frozenset(),
-            pending_plugins=frozenset(),
-        )
-
-    @translate_redis_errors("wait for pods")
-    def _wait_for_pods(self, seconds: float) -> None:
-        with self._waiters_lock:
-            # Checked under the lock close() reads the waiter count with: either close
-            # sees this waiter and pushes it a token, or this waiter sees close.
-            if self._closed.is_set():
-                return
-            self._waiters += 1
-        try:
-            # BLPOP 0 would block forever; Redis >= 6 takes fractional seconds.
-            self._client.blpop([self._keys.wake, self._closing_key], timeout=max(seconds, 0.01))
-        finally:
-            with self._waiters_lock:
-                self._waiters -= 1
-
-    @translate_redis_errors("finish a scheduling cycle")
-    def done(self, pod_key: str) -> bool:
-        """The pod's scheduling cycle ended and it is not coming back to the queue
-        (assumed/bound): forget it. False if it was not in flight."""
-        return self._scripts.done(self._keys, pod_key)
-
-    @translate_redis_errors("finish scheduling cycles")
-    def done_many(self, pod_keys: Sequence[str]) -> int:
-        """:meth:`done` for several pods in one round trip; returns how many were in flight."""
-        if not pod_keys:
-            return 0
-        return self._scripts.done_many(self._keys, pod_keys)
-
-    @translate_redis_errors("requeue an unschedulable pod")
-    def add_unschedulable_if_not_present(
-        self, info: QueuedPodInfo, pod_scheduling_cycle: int
-    ) -> Location | None:
-        """Return a pod whose attempt failed (upstream AddUnschedulableIfNotPresent).
-
-        ``info`` carries the rejecting plugins of this attempt and the attempts from
-        pop. The timestamp is refreshed to now. If a move request arrived during or
-        after ``pod_scheduling_cycle``, or no plugin rejected the pod (an error), it
-        goes to backoffQ; else to the unschedulable pool (also when PreEnqueue now gates
-        it). Returns where it went, or None if the pod was already waiting in a
-        sub-queue (upstream's error; nothing changes).
-        """
-        now = self._clock.now()
-        info = self._admit(replace(info, timestamp=now))
-        placement = self._placement(info, Location.UNSCHEDULABLE, now)
-        status, where = self._scripts.add_unschedulable(
-            self._keys,
-            placement,
-            pod_cycle=pod_scheduling_cycle,
-            backoff_expiry=self.backoff_expiry(info),
-            has_rejectors=bool(info.rejector_plugins),
-            gated=info.gated,
-        )
-        if status == "present":
-            log.warning("pod %s is already present in the %s queue", info.pod_key, where)
-            return None
-        self._emit(where, ev.SCHEDULE_ATTEMPT_FAILURE)
-        return Location(where)
-
-    @translate_redis_errors("read the scheduling cycle")
-    def scheduling_cycle(self) -> int:
-        """Pops so far, across every process sharing the queue."""
-        return int(self._client.get(self._keys.cycle) or 0)
 
     # --- moving on events ----------------------------------------------------------
 

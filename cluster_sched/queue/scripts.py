@@ -21,11 +21,18 @@ from redis.commands.core import Script
 
 from cluster_sched.queue.keys import NominatorKeys, QueueKeys
 
-__all__ = ["Placement", "PopReply", "QueueScripts", "as_text", "scripts_for"]
+__all__ = [
+    "FailedAttempt",
+    "Placement",
+    "PopReply",
+    "QueueScripts",
+    "as_text",
+    "scripts_for",
+]
 
 _QUEUE_SCRIPTS = (
     "add",
-    "pop",
+    "pop_many",
     "done",
     "add_unschedulable",
     "requeue",
@@ -83,6 +90,19 @@ class PopReply:
     cycle: int
 
 
+@dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """One pod coming back from a failed scheduling cycle (an add_unschedulable group)."""
+
+    placement: Placement
+    #: the scheduling cycle the pod was popped in (compared with move_cycle)
+    pod_cycle: int
+    backoff_expiry: float
+    #: some plugin rejected the pod (else it failed with an error)
+    has_rejectors: bool
+    gated: bool
+
+
 class QueueScripts:
     """The registered scripts of one client."""
 
@@ -108,12 +128,13 @@ class QueueScripts:
         codes = as_text(self._run("add", keys.core, args))
         return [_ADD_CODES[c] for c in codes]
 
-    def pop(self, keys: QueueKeys, now: float) -> PopReply | None:
-        reply = self._run("pop", keys.core, [_num(float(now))])
-        if not reply:
-            return None
-        pod, info, attempts, cycle = reply
-        return PopReply(as_text(pod), bytes(info), int(attempts), int(cycle))
+    def pop_many(self, keys: QueueKeys, now: float, max_pods: int) -> list[PopReply]:
+        """Up to ``max_pods`` pods, in pop order, each with its own cycle."""
+        reply = self._run("pop_many", keys.core, [_num(float(now)), str(max_pods)])
+        return [
+            PopReply(as_text(reply[i]), bytes(reply[i + 1]), int(reply[i + 2]), int(reply[i + 3]))
+            for i in range(0, len(reply), 4)
+        ]
 
     def done(self, keys: QueueKeys, pod_key: str) -> bool:
         return bool(self._run("done", keys.core, [pod_key]))
@@ -123,31 +144,17 @@ class QueueScripts:
         return int(self._run("done", keys.core, list(pod_keys)))
 
     def add_unschedulable(
-        self,
-        keys: QueueKeys,
-        placement: Placement,
-        *,
-        pod_cycle: int,
-        backoff_expiry: float,
-        has_rejectors: bool,
-        gated: bool,
-    ) -> tuple[str, str]:
-        """``('present', location)`` or ``('added', 'backoff' | 'unschedulable')``."""
-        p = placement
-        args: list[str | bytes] = [
-            p.pod_key,
-            str(pod_cycle),
-            _num(float(backoff_expiry)),
-            _num(p.score),
-            _num(p.sort_score),
-            p.sort_member,
-            p.info or b"",
-            _num(p.attempts or 0),
-            "1" if has_rejectors else "0",
-            "1" if gated else "0",
-        ]
-        status, where = self._run("add_unschedulable", keys.core, args)
-        return as_text(status), as_text(where)
+        self, keys: QueueKeys, attempts: Sequence[FailedAttempt]
+    ) -> list[tuple[str, str]]:
+        """Per pod, ``('present', location)`` or ``('added', 'backoff' | 'unschedulable')``."""
+        args: list[str | bytes] = []
+        for a in attempts:
+            p = a.placement
+            args += [p.pod_key, str(a.pod_cycle), _num(float(a.backoff_expiry)), _num(p.score)]
+            args += [_num(p.sort_score), p.sort_member, p.info or b"", _num(p.attempts or 0)]
+            args += ["1" if a.has_rejectors else "0", "1" if a.gated else "0"]
+        reply = self._run("add_unschedulable", keys.core, args)
+        return [(as_text(reply[i]), as_text(reply[i + 1])) for i in range(0, len(reply), 2)]
 
     def requeue(
         self, keys: QueueKeys, placements: Sequence[Placement], *, move_request: bool

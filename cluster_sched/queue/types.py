@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import msgpack  # type: ignore[import-untyped]
 
@@ -21,6 +22,7 @@ __all__ = [
     "DEFAULT_POD_MAX_BACKOFF_SECONDS",
     "DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS",
     "Location",
+    "Popped",
     "PreEnqueue",
     "QueuedPodInfo",
     "SortKey",
@@ -38,6 +40,7 @@ DEFAULT_POD_MAX_BACKOFF_SECONDS = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS = 300.0
 
 _WIRE_VERSION = 1
+_EMPTY = frozenset[str]()
 
 
 class Location(enum.StrEnum):
@@ -105,22 +108,30 @@ class QueuedPodInfo:
         )
 
     @classmethod
-    def unpack(cls, data: bytes) -> QueuedPodInfo:
-        """Inverse of :meth:`pack`; a StoreError if the bytes are not one."""
+    def unpack(
+        cls, data: bytes, *, attempts: int | None = None, clear_rejectors: bool = False
+    ) -> QueuedPodInfo:
+        """Inverse of :meth:`pack`; a StoreError if the bytes are not one.
+
+        ``attempts`` replaces the recorded count (the queue keeps the authoritative one
+        beside the record) and ``clear_rejectors`` empties the rejecting plugins, as pop
+        does for a new attempt: built in one step, because ``dataclasses.replace`` on
+        every popped or read pod costs more than the decoding.
+        """
         try:
             fields = msgpack.unpackb(data, raw=False)
             if not isinstance(fields, list) or not fields or fields[0] != _WIRE_VERSION:
                 raise ValueError("not a version-1 QueuedPodInfo record")
-            (_, pod_key, priority, timestamp, attempts, initial, unsched, pending) = fields[:8]
+            (_, pod_key, priority, timestamp, recorded, initial, unsched, pending) = fields[:8]
             gated, gating_plugin, nominated = fields[8:11]
             return cls(
                 pod_key=str(pod_key),
                 priority=int(priority),
                 timestamp=float(timestamp),
-                attempts=int(attempts),
+                attempts=int(recorded if attempts is None else attempts),
                 initial_attempt_timestamp=None if initial is None else float(initial),
-                unschedulable_plugins=frozenset(unsched),
-                pending_plugins=frozenset(pending),
+                unschedulable_plugins=_EMPTY if clear_rejectors else frozenset(unsched),
+                pending_plugins=_EMPTY if clear_rejectors else frozenset(pending),
                 gated=bool(gated),
                 gating_plugin=str(gating_plugin),
                 nominated_node_name=str(nominated),
@@ -142,6 +153,15 @@ class QueuedPodInfo:
                 unschedulable_plugins=self.unschedulable_plugins | {gating_plugin},
             )
         return replace(self, gated=False, gating_plugin="")
+
+
+class Popped(NamedTuple):
+    """One pod handed to a scheduling cycle: its info (attempts counting this pop,
+    rejecting plugins cleared) and the cycle's number, which the failure handler
+    passes back to ``add_unschedulable_if_not_present``."""
+
+    info: QueuedPodInfo
+    cycle: int
 
 
 #: The QueueSort plugin's ordering: ``(score, tiebreak)``; activeQ pops the smallest

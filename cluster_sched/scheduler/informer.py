@@ -16,6 +16,7 @@ from typing import Any
 from cluster_sched.api.manifest import parse_object
 from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
 from cluster_sched.store.store import Store
 
@@ -79,6 +80,14 @@ class Informer:
         add, update and delete, as a relisting reflector delivers them.
         """
         snapshot, last_id = self.store.list_and_watch(WATCHED_KINDS)
+        with gc_paused():
+            self._apply_listing(snapshot)
+        self.last_id = last_id
+        # Unknown until the next event: a write between the listing and a separate
+        # read of the counter would make any value read here too new.
+        self.last_rv = 0
+
+    def _apply_listing(self, snapshot: Mapping[str, Mapping[str, dict[str, Any]]]) -> None:
         for kind in LIST_ORDER:
             docs = snapshot.get(kind, {})
             for key, doc in docs.items():
@@ -89,15 +98,15 @@ class Informer:
                     self._apply(kind, key, EventType.MODIFIED, doc)
             for key in [k for k in self._keys_of(kind) if k not in docs]:
                 self._apply(kind, key, EventType.DELETED, {})
-        self.last_id = last_id
-        # Unknown until the next event: a write between the listing and a separate
-        # read of the counter would make any value read here too new.
-        self.last_rv = 0
 
     def poll(self, count: int = 2000, block_ms: int | None = None) -> int:
         """Apply up to ``count`` new events; returns how many were read. A gap in
         resourceVersions means the stream was trimmed past us: relist instead."""
         events = self.store.read_events(self.last_id, count=count, block_ms=block_ms)
+        with gc_paused():  # parsing a batch allocates a lot; see gc_paused
+            return self._apply_batch(events)
+
+    def _apply_batch(self, events: list[WatchEvent]) -> int:
         if events and self.last_rv and events[0].rv > self.last_rv + 1:
             log.warning(
                 "watch events %d..%d were lost to trimming: relisting",

@@ -10,11 +10,9 @@ again, so a bind racing an apply is never undone.
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +28,14 @@ from cluster_sched.store.admission import (
     needs_priority,
     priority_class_info,
 )
-from cluster_sched.store.codec import Encoder, pack, rfc3339, uid_for_rv, unpack_object
+from cluster_sched.store.codec import (
+    Encoder,
+    gc_paused,
+    pack,
+    rfc3339,
+    uid_for_rv,
+    unpack_object,
+)
 from cluster_sched.store.kinds import StoreKeys, describe, normalize
 from cluster_sched.store.results import ApplyAction, ApplyResult
 from cluster_sched.store.scripts import Scripts
@@ -51,25 +56,6 @@ DEFAULT_MAX_ATTEMPTS = 16
 _SERVER_METADATA = ("uid", "creationTimestamp")
 # apply.lua reply codes
 _CONFLICT, _UNREADABLE = -1, -2
-
-
-@contextmanager
-def _gc_paused(pause: bool = True) -> Iterator[None]:
-    """Hold off the cyclic garbage collector during a bulk write.
-
-    Applying 100k manifests allocates millions of containers; each allocation burst
-    triggers full collections that traverse every live object (all those manifests), which
-    halves throughput. Nothing here creates reference cycles, so deferring collection to
-    the end loses nothing. Restores the previous state (it may already be disabled).
-    """
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _chunks(writes: Sequence[Write], size: int) -> list[tuple[list[Write], set[tuple[str, str]]]]:
@@ -264,7 +250,7 @@ class ObjectWriter:
             planned = self._plan(chunks[0][0], results, encoder)
             self._finish(planned, self._compare_and_set(planned), results, encoder)
             return results  # type: ignore[return-value]
-        with _gc_paused(), ThreadPoolExecutor(1) as io:
+        with gc_paused(), ThreadPoolExecutor(1) as io:
             in_flight: Future[list[ApplyResult | None]] | None = None
             in_flight_plan: list[_Planned] = []
             in_flight_idents: set[tuple[str, str]] = set()

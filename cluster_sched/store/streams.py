@@ -21,7 +21,7 @@ import redis
 from cluster_sched.clock import Clock
 from cluster_sched.errors import StoreError
 from cluster_sched.store.boundary import redis_boundary
-from cluster_sched.store.codec import rfc3339_micro, unpack_object
+from cluster_sched.store.codec import gc_paused, rfc3339_micro, unpack_object
 from cluster_sched.store.kinds import StoreKeys
 from cluster_sched.store.results import EventType, ResourceExpiredError, WatchEvent
 
@@ -93,9 +93,13 @@ def read_events(
     """Events after ``from_id`` (at most ``count``), waiting up to ``block_ms`` for the
     first one (None: do not wait)."""
     _check_id(from_id)
-    with redis_boundary("read_events"):
-        reply = client.xread({keys.events: from_id}, count=count, block=block_ms)
-    return [decode_entry(entry_id, fields) for entry_id, fields in _entries(reply)]
+    # The reply's parsing allocates as much as the decoding: both run with the collector
+    # paused (see codec.gc_paused). A blocking read waits paused too, which only delays
+    # other threads' cyclic garbage by at most block_ms.
+    with gc_paused():
+        with redis_boundary("read_events"):
+            reply = client.xread({keys.events: from_id}, count=count, block=block_ms)
+        return [decode_entry(entry_id, fields) for entry_id, fields in _entries(reply)]
 
 
 def _check_id(stream_id: str) -> None:
@@ -198,9 +202,10 @@ def list_and_watch(
         pipe.xrevrange(keys.events, "+", "-", count=1)
         *hashes, last = pipe.execute()
     snapshot: dict[str, dict[str, dict[str, Any]]] = {}
-    for kind, raw in zip(kinds, hashes, strict=True):
-        items = sorted((_text(k), v) for k, v in raw.items())
-        snapshot[kind] = {key: unpack_object(data, kind, key) for key, data in items}
+    with gc_paused():
+        for kind, raw in zip(kinds, hashes, strict=True):
+            items = sorted((_text(k), v) for k, v in raw.items())
+            snapshot[kind] = {key: unpack_object(data, kind, key) for key, data in items}
     last_id = _text(last[0][0]) if last else "0-0"
     return snapshot, last_id
 

@@ -15,6 +15,7 @@ EXPECTED = {
     "Location",
     "Nominator",
     "NominatorKeys",
+    "Popped",
     "PreEnqueue",
     "QueueKeys",
     "QueuedPodInfo",

@@ -1,0 +1,167 @@
+"""The queue's side of a scheduling cycle: hand pods out, take them back.
+
+``pop`` / ``pop_many`` move pods from activeQ into flight, each with its own scheduling
+cycle; ``done`` / ``done_many`` forget pods whose cycle placed them;
+``add_unschedulable_if_not_present`` (and its ``_many``) returns pods whose attempt
+failed. Every batch call is one script run whose per-pod effect is exactly that of the
+single calls in a row, so a caller may batch without changing any pod's outcome: a
+batch pays the Redis round trip once instead of once per pod.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from cluster_sched.framework import events as ev
+from cluster_sched.queue.base import QueueBase, chunks, log
+from cluster_sched.queue.scripts import FailedAttempt
+from cluster_sched.queue.store_errors import translate_redis_errors
+from cluster_sched.queue.types import Location, Popped, QueuedPodInfo
+
+__all__ = ["POP_WAIT_SLICE", "CycleQueue"]
+
+#: Longest single blocking wait inside pop(); close() and other processes' adds wake
+#: it sooner, the slice only bounds how long a lost wake-up can delay a pop.
+POP_WAIT_SLICE = 1.0
+
+
+class CycleQueue(QueueBase):
+    """Pop, done and add-unschedulable, for one pod or a batch (see the module docstring)."""
+
+    # --- handing pods out ----------------------------------------------------------
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Take the head of activeQ into flight, waiting up to ``timeout`` seconds
+        (None: until a pod arrives or the queue is closed).
+
+        The pod's attempts and the scheduling cycle go up by one (``last_pop_cycle``
+        is the pod's cycle); its rejecting plugins are cleared for the new attempt.
+        Returns None on timeout or close. The wait is real time (a blocking Redis
+        call), not the injected clock.
+        """
+        batch = self.pop_many(1, timeout)
+        return batch[0].info if batch else None
+
+    def pop_many(self, max_pods: int, timeout: float | None = None) -> list[Popped]:
+        """Take up to ``max_pods`` pods from the head of activeQ into flight, in one
+        script run: the pods, cycles and Redis state of ``max_pods`` single pops in a row.
+
+        When activeQ is empty, waits (as :meth:`pop`) up to ``timeout`` for the first
+        pod, then returns what is ready: a batch closes when full or when no more pods
+        are ready, so a lone pod never waits for company. ``last_pop_cycle`` becomes the
+        last pod's cycle. Returns [] on timeout or close.
+        """
+        if max_pods < 1:
+            raise ValueError(f"max_pods must be at least 1, got {max_pods}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._closed.is_set():
+            batch = self._pop_ready(max_pods)
+            if batch:
+                return batch
+            remaining = POP_WAIT_SLICE if deadline is None else deadline - time.monotonic()
+            if remaining <= 0:
+                return []
+            self._wait_for_pods(min(remaining, POP_WAIT_SLICE))
+        return []
+
+    @translate_redis_errors("pop from the scheduling queue")
+    def _pop_ready(self, max_pods: int) -> list[Popped]:
+        replies = self._scripts.pop_many(self._keys, self._clock.now(), max_pods)
+        popped = [
+            Popped(QueuedPodInfo.unpack(r.info, attempts=r.attempts, clear_rejectors=True), r.cycle)
+            for r in replies
+        ]
+        if popped:
+            self.last_pop_cycle = popped[-1].cycle
+        return popped
+
+    @translate_redis_errors("wait for pods")
+    def _wait_for_pods(self, seconds: float) -> None:
+        with self._waiters_lock:
+            # Checked under the lock close() reads the waiter count with: either close
+            # sees this waiter and pushes it a token, or this waiter sees close.
+            if self._closed.is_set():
+                return
+            self._waiters += 1
+        try:
+            # BLPOP 0 would block forever; Redis >= 6 takes fractional seconds.
+            self._client.blpop([self._keys.wake, self._closing_key], timeout=max(seconds, 0.01))
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+
+    @translate_redis_errors("read the scheduling cycle")
+    def scheduling_cycle(self) -> int:
+        """Pops so far, across every process sharing the queue."""
+        return int(self._client.get(self._keys.cycle) or 0)
+
+    # --- taking pods back ----------------------------------------------------------
+
+    @translate_redis_errors("finish a scheduling cycle")
+    def done(self, pod_key: str) -> bool:
+        """The pod's scheduling cycle ended and it is not coming back to the queue
+        (assumed/bound): forget it. False if it was not in flight."""
+        return self._scripts.done(self._keys, pod_key)
+
+    @translate_redis_errors("finish scheduling cycles")
+    def done_many(self, pod_keys: Sequence[str]) -> int:
+        """:meth:`done` for several pods in one round trip; returns how many were in flight."""
+        if not pod_keys:
+            return 0
+        return self._scripts.done_many(self._keys, pod_keys)
+
+    def add_unschedulable_if_not_present(
+        self, info: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> Location | None:
+        """Return a pod whose attempt failed (upstream AddUnschedulableIfNotPresent).
+
+        ``info`` carries the rejecting plugins of this attempt and the attempts from
+        pop. The timestamp is refreshed to now. If a move request arrived during or
+        after ``pod_scheduling_cycle``, or no plugin rejected the pod (an error), it
+        goes to backoffQ; else to the unschedulable pool (also when PreEnqueue now gates
+        it). Returns where it went, or None if the pod was already waiting in a
+        sub-queue (upstream's error; nothing changes).
+        """
+        return self.add_unschedulable_if_not_present_many([(info, pod_scheduling_cycle)])[0]
+
+    @translate_redis_errors("requeue unschedulable pods")
+    def add_unschedulable_if_not_present_many(
+        self, failed: Sequence[tuple[QueuedPodInfo, int]]
+    ) -> list[Location | None]:
+        """:meth:`add_unschedulable_if_not_present` for ``(info, pod_scheduling_cycle)``
+        pairs (a :class:`Popped` is one), a thousand per script run; results in order.
+
+        Each pod is judged by the moveRequestCycle rule against its own cycle, exactly as
+        one call per pod in this order would judge it.
+        """
+        now = self._clock.now()
+        attempts: list[FailedAttempt] = []
+        for pod_info, pod_cycle in failed:
+            info = self._admit(replace(pod_info, timestamp=now))
+            attempts.append(
+                FailedAttempt(
+                    placement=self._placement(info, Location.UNSCHEDULABLE, now),
+                    pod_cycle=pod_cycle,
+                    backoff_expiry=self.backoff_expiry(info),
+                    has_rejectors=bool(info.rejector_plugins),
+                    gated=info.gated,
+                )
+            )
+        results: list[Location | None] = []
+        for chunk in chunks(attempts):
+            for attempt, (status, where) in zip(
+                chunk, self._scripts.add_unschedulable(self._keys, chunk), strict=True
+            ):
+                if status == "present":
+                    log.warning(
+                        "pod %s is already present in the %s queue",
+                        attempt.placement.pod_key,
+                        where,
+                    )
+                    results.append(None)
+                    continue
+                self._emit(where, ev.SCHEDULE_ATTEMPT_FAILURE)
+                results.append(Location(where))
+        return results

@@ -1,0 +1,52 @@
+-- pop_many.lua: take up to N pods from the head of activeQ into flight (upstream Pop,
+-- N times in a row; a single pop is N = 1).
+-- KEYS: QueueKeys.core (see _lib.lua)
+-- ARGV[1]: now (s), recorded as the pop time; ARGV[2]: N, the most pods to take (>= 1)
+-- Returns: 4 per pod, in pop order (empty when activeQ is empty):
+--   pod key, msgpack info, attempts, cycle
+--   where attempts already counts this pop and cycle is the scheduling cycle the pod
+--   starts: consecutive within one reply, each pod its own.
+-- ZPOPMIN removes the members in the same step that reads them, so no two callers can
+-- ever receive the same pod. The state left is exactly that of N single pops in a row
+-- (pod i: attempts + 1, cycle c + i, revision s + i); the writes are made per key for
+-- the whole batch (a handful of variadic calls instead of seven per pod), which is
+-- where a batch saves its time inside Redis.
+local head = redis.call('ZPOPMIN', K_ACTIVE, tonumber(ARGV[2]))
+local n = #head / 2
+if n == 0 then
+  return {}
+end
+local pods = {}
+for i = 1, n do
+  pods[i] = string.match(head[2 * i - 1], '%z([^%z]*)$')
+end
+local cycle0 = redis.call('INCRBY', K_CYCLE, n) - n
+local rev0 = redis.call('INCRBY', K_SEQ, n) - n
+local reply = {}
+-- Variadic commands take their arguments through Lua's unpack, whose stack is bounded:
+-- write in slices so any N works.
+local SLICE = 1000
+for first = 1, n, SLICE do
+  local last = math.min(first + SLICE - 1, n)
+  local slice = {unpack(pods, first, last)}
+  local infos = redis.call('HMGET', K_INFO, unpack(slice))
+  local tries = redis.call('HMGET', K_ATTEMPTS, unpack(slice))
+  local where, inflight, attempts, revs = {}, {}, {}, {}
+  for j, pod in ipairs(slice) do
+    local i = first + j - 1
+    local tried = tonumber(tries[j] or '0') + 1
+    where[#where + 1], where[#where + 2] = pod, 'inflight'
+    inflight[#inflight + 1], inflight[#inflight + 2] = ARGV[1], pod
+    attempts[#attempts + 1], attempts[#attempts + 2] = pod, tried
+    revs[#revs + 1], revs[#revs + 2] = pod, rev0 + i
+    reply[#reply + 1] = pod
+    reply[#reply + 1] = infos[j] or ''
+    reply[#reply + 1] = tried
+    reply[#reply + 1] = cycle0 + i
+  end
+  redis.call('HSET', K_WHERE, unpack(where))
+  redis.call('ZADD', K_INFLIGHT, unpack(inflight))
+  redis.call('HSET', K_ATTEMPTS, unpack(attempts))
+  redis.call('HSET', K_REV, unpack(revs))
+end
+return reply

@@ -1,0 +1,289 @@
+"""Batched pops and batched failure returns equal the single calls in a row.
+
+The property tests build a random queue under one prefix, copy every queue key to a
+second prefix, then run the single calls on one copy and the batch call on the other:
+same pods, same cycles, same metrics hooks, and the same Redis state key by key.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import Counter
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from queue_helpers import FIT, GATES, NODE_ADD, PLUGIN_EVENTS, SPREAD, T0, info
+
+from cluster_sched.clock import FakeClock
+from cluster_sched.queue import Location, Popped, QueuedPodInfo, SchedulingQueue, priority_sort_key
+from cluster_sched.queue.keys import QueueKeys
+
+PATIENCE = 30.0
+PROPERTY = settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+priorities = st.integers(min_value=-3, max_value=3)  # few values: many ties to break
+offsets = st.integers(min_value=0, max_value=50).map(lambda s: s / 10)
+
+
+def dump(client: redis.Redis, keys: QueueKeys) -> dict[str, Any]:
+    """Every queue key's content, by key role (the prefix stripped)."""
+    out: dict[str, Any] = {}
+    for name in QueueKeys.__dataclass_fields__:
+        key = getattr(keys, name)
+        kind = client.type(key).decode()
+        if kind == "zset":
+            out[name] = client.zrange(key, 0, -1, withscores=True)
+        elif kind == "hash":
+            out[name] = client.hgetall(key)
+        elif kind == "string":
+            out[name] = client.get(key)
+        elif kind == "list":
+            out[name] = client.lrange(key, 0, -1)
+        else:
+            out[name] = kind
+    return out
+
+
+def twin(client: redis.Redis, source: SchedulingQueue, **kwargs: Any) -> SchedulingQueue:
+    """A queue under a fresh prefix holding a copy of ``source``'s keys."""
+    queue = SchedulingQueue(client, prefix=f"{{b{uuid.uuid4().hex}}}", **kwargs)
+    for name in QueueKeys.__dataclass_fields__:
+        client.copy(getattr(source.keys, name), getattr(queue.keys, name))
+    return queue
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, queue: str, event: str) -> None:
+        self.seen.append((queue, event))
+
+
+# One pod's history before the batch: where it is when the batch call runs.
+FATES = (
+    "active",
+    "gated",
+    "pool",
+    "backoff",
+    "pool_then_active",
+    "backoff_then_active",
+    "flying",
+)
+
+
+@PROPERTY
+@given(
+    pods=st.lists(st.tuples(priorities, offsets, st.sampled_from(FATES)), min_size=1, max_size=30),
+    extra=st.integers(min_value=0, max_value=3),
+    data=st.data(),
+)
+def test_pop_many_equals_single_pops(
+    redis_client: redis.Redis, pods: list[tuple[int, float, str]], extra: int, data: st.DataObject
+) -> None:
+    clock = FakeClock(T0)
+    hook = Recorder()
+    common: dict[str, Any] = {"clock": clock, "plugin_events": PLUGIN_EVENTS}
+    queue = SchedulingQueue(
+        redis_client, prefix=f"{{a{uuid.uuid4().hex}}}", on_incoming=hook, **common
+    )
+    infos = [info(f"p{i}", prio, T0 + off) for i, (prio, off, _) in enumerate(pods)]
+    fate = {i.pod_key: f for i, (_, _, f) in zip(infos, pods, strict=True)}
+    # Pods attempted before the batch: add them, pop them all (single pops), fail them.
+    tried = [i for i in infos if fate[i.pod_key] not in ("active", "gated")]
+    queue.add_many(tried)
+    flying = [queue.pop(timeout=0) for _ in tried]
+    cycles = {p.pod_key: c for c, p in enumerate(flying, start=1) if p is not None}
+    by_key = {p.pod_key: p for p in flying if p is not None}
+
+    def fail(key: str, *plugins: str) -> None:
+        rejected = replace(by_key[key], unschedulable_plugins=frozenset(plugins))
+        queue.add_unschedulable_if_not_present(rejected, cycles[key])
+
+    for key, kind in fate.items():
+        if kind in ("pool", "pool_then_active"):
+            fail(key, FIT)
+        elif kind == "backoff_then_active":
+            fail(key)  # an error: backoffQ
+    clock.step(60)  # backoff over: these two kinds return to activeQ with attempts > 0
+    queue.flush_backoff_q_completed()
+    queue.move_all_to_active_or_backoff_queue(
+        NODE_ADD, pre_check=lambda i: fate[i.pod_key] == "pool_then_active"
+    )
+    for key, kind in fate.items():
+        if kind == "backoff":
+            fail(key)  # backing off until T0 + 61
+    queue.add_many([replace(i, gated=fate[i.pod_key] == "gated") for i in infos if i not in tried])
+    count = Counter(fate.values())
+    assert queue.counts() == {
+        Location.ACTIVE: count["active"] + count["pool_then_active"] + count["backoff_then_active"],
+        Location.BACKOFF: count["backoff"],
+        Location.UNSCHEDULABLE: count["pool"] + count["gated"],
+        Location.IN_FLIGHT: count["flying"],
+    }
+    active_before = queue.pending_pods()[0][: queue.counts()[Location.ACTIVE]]
+    other_hook = Recorder()
+    other = twin(redis_client, queue, on_incoming=other_hook, **common)
+    hook.seen.clear()
+
+    k = data.draw(st.integers(min_value=1, max_value=len(active_before) + extra + 1))
+    singles: list[Popped] = []
+    for _ in range(k):
+        one = queue.pop(timeout=0)
+        if one is not None:
+            singles.append(Popped(one, queue.last_pop_cycle))
+    cycle_before = other.scheduling_cycle()
+    batch = other.pop_many(k, timeout=0)
+
+    assert batch == singles
+    assert dump(redis_client, queue.keys) == dump(redis_client, other.keys)
+    assert hook.seen == other_hook.seen == []
+    # And both are the model: QueueSort order, consecutive cycles, attempts counted,
+    # rejecting plugins cleared.
+    expected = sorted(active_before, key=lambda i: (priority_sort_key(i), i.pod_key))[:k]
+    assert [p.info.pod_key for p in batch] == [i.pod_key for i in expected]
+    assert [p.cycle for p in batch] == list(range(cycle_before + 1, cycle_before + 1 + len(batch)))
+    assert [p.info.attempts for p in batch] == [i.attempts + 1 for i in expected]
+    assert all(not p.info.rejector_plugins for p in batch)
+    assert other.last_pop_cycle == (batch[-1].cycle if batch else 0)
+    assert set(other.in_flight_pods()) >= {p.info.pod_key for p in batch}
+
+
+# What the failure handler reports for one popped pod.
+OUTCOMES = ("rejected", "pending", "error", "gated_now", "present", "deleted", "twice")
+
+
+@PROPERTY
+@given(
+    outcomes=st.lists(st.sampled_from(OUTCOMES), min_size=1, max_size=20),
+    move_after=st.integers(min_value=-1, max_value=20),
+    data=st.data(),
+)
+def test_add_unschedulable_many_equals_single_calls(
+    redis_client: redis.Redis, outcomes: list[str], move_after: int, data: st.DataObject
+) -> None:
+    clock = FakeClock(T0)
+    gate: set[str] = set()
+
+    def pre_enqueue(i: QueuedPodInfo) -> str | None:
+        return GATES if i.pod_key in gate else None
+
+    common: dict[str, Any] = {
+        "clock": clock,
+        "pre_enqueue": pre_enqueue,
+        "plugin_events": PLUGIN_EVENTS,
+    }
+    hook = Recorder()
+    queue = SchedulingQueue(
+        redis_client, prefix=f"{{a{uuid.uuid4().hex}}}", on_incoming=hook, **common
+    )
+    queue.add_many([info(f"p{i}", 0, T0 + i) for i in range(len(outcomes))])
+    popped: list[Popped] = []
+    for n in range(len(outcomes)):
+        popped += queue.pop_many(1, timeout=0)
+        if n == move_after:  # a move request lands during this pod's cycle
+            queue.move_all_to_active_or_backoff_queue(NODE_ADD)
+    clock.step(data.draw(st.sampled_from([0.0, 0.5, 30.0])))
+    failed: list[tuple[QueuedPodInfo, int]] = []
+    for (pod, cycle), outcome in zip(popped, outcomes, strict=True):
+        if outcome == "rejected":
+            pod = replace(pod, unschedulable_plugins=frozenset({FIT}))
+        elif outcome == "pending":
+            pod = replace(pod, pending_plugins=frozenset({SPREAD}))
+        elif outcome == "gated_now":
+            gate.add(pod.pod_key)
+        elif outcome == "present":  # an update put it back in activeQ meanwhile
+            queue.done(pod.pod_key)
+            queue.add(pod)
+        elif outcome == "deleted":
+            queue.delete(pod.pod_key)
+        failed.append((pod, cycle))
+        if outcome == "twice":
+            failed.append((replace(pod, unschedulable_plugins=frozenset({FIT})), cycle))
+    other_hook = Recorder()
+    other = twin(redis_client, queue, on_incoming=other_hook, **common)
+    hook.seen.clear()
+
+    singles = [queue.add_unschedulable_if_not_present(pod, cycle) for pod, cycle in failed]
+    many = other.add_unschedulable_if_not_present_many(failed)
+
+    assert many == singles
+    assert dump(redis_client, queue.keys) == dump(redis_client, other.keys)
+    assert hook.seen == other_hook.seen
+    # The moveRequestCycle rule per pod: a rejected pod whose own cycle saw the move
+    # request goes to backoffQ, the others to the pool.
+    move_cycle = popped[move_after].cycle if 0 <= move_after < len(popped) else None
+    for (pod, cycle), where, outcome in zip(failed, many, [*_expand(outcomes)], strict=True):
+        if outcome in ("present",) or (outcome == "twice" and pod.unschedulable_plugins):
+            assert where is None
+        elif outcome == "gated_now":
+            assert where is Location.UNSCHEDULABLE
+        elif outcome in ("error", "twice", "deleted"):
+            assert where is Location.BACKOFF
+        else:
+            in_time = move_cycle is not None and move_cycle >= cycle
+            assert where is (Location.BACKOFF if in_time else Location.UNSCHEDULABLE)
+
+
+def _expand(outcomes: list[str]) -> list[str]:
+    return [o for outcome in outcomes for o in ([outcome] * (2 if outcome == "twice" else 1))]
+
+
+def test_pop_many_takes_what_is_ready(queue: SchedulingQueue, clock: FakeClock) -> None:
+    queue.add_many([info(f"p{i}", i, clock.now()) for i in range(3)])
+    batch = queue.pop_many(64, timeout=0)
+    assert [p.info.pod_key for p in batch] == ["default/p2", "default/p1", "default/p0"]
+    assert [p.cycle for p in batch] == [1, 2, 3] and queue.last_pop_cycle == 3
+    assert queue.pop_many(64, timeout=0.01) == []
+
+
+def test_pop_many_rejects_an_empty_batch(queue: SchedulingQueue) -> None:
+    with pytest.raises(ValueError, match="max_pods"):
+        queue.pop_many(0)
+
+
+def test_blocked_pop_many_returns_a_lone_pod(queue: SchedulingQueue, clock: FakeClock) -> None:
+    result: list[list[Popped]] = []
+    thread = threading.Thread(target=lambda: result.append(queue.pop_many(64, PATIENCE)))
+    thread.start()
+    while thread.is_alive() and queue._waiters == 0:  # wait until it blocks in Redis
+        thread.join(0.01)
+    queue.add(info("alone", ts=clock.now()))
+    thread.join(PATIENCE)
+    assert not thread.is_alive()
+    assert [[p.info.pod_key for p in batch] for batch in result] == [["default/alone"]]
+
+
+def test_close_wakes_a_blocked_pop_many(queue: SchedulingQueue) -> None:
+    result: list[object] = ["unset"]
+    thread = threading.Thread(target=lambda: result.__setitem__(0, queue.pop_many(8)))
+    thread.start()
+    while thread.is_alive() and queue._waiters == 0:
+        thread.join(0.01)
+    queue.close()
+    thread.join(PATIENCE)
+    assert not thread.is_alive() and result == [[]]
+
+
+def test_batch_round_trip_done_and_failed(queue: SchedulingQueue, clock: FakeClock) -> None:
+    queue.add_many([info(f"p{i}", 0, clock.now() + i) for i in range(4)])
+    batch = queue.pop_many(4, timeout=0)
+    assert queue.done_many([p.info.pod_key for p in batch[:2]]) == 2
+    failed = [
+        Popped(replace(p.info, unschedulable_plugins=frozenset({FIT})), p.cycle) for p in batch[2:]
+    ]
+    assert queue.add_unschedulable_if_not_present_many(failed) == [Location.UNSCHEDULABLE] * 2
+    assert queue.counts() == {
+        Location.ACTIVE: 0,
+        Location.BACKOFF: 0,
+        Location.UNSCHEDULABLE: 2,
+        Location.IN_FLIGHT: 0,
+    }
+    assert queue.add_unschedulable_if_not_present_many([]) == []
