@@ -7,20 +7,19 @@
 """
 
 # Fixtures are imported from test_framework_runtime (and shadowed by their parameters).
-# ruff: noqa: F811
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from test_framework_runtime import POD, _all, _framework, table  # noqa: F401
 
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
+from tests.framework.framework_helpers import POD, _all, _framework
 
 
 class PostBinder:

@@ -9,7 +9,6 @@ Plugins here are small fakes that record what they were asked.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,6 @@ import pytest
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import EVENT_WILDCARD, ActionType, ClusterEvent, EventResource
-from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import (
     NodeSlice,
     NodeToStatus,
@@ -29,31 +27,7 @@ from cluster_sched.framework.runtime import MAX_PERMIT_TIMEOUT, Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.testing.builders import make_node, make_pod
-
-POD = make_pod("p").obj()
-
-
-def _framework(
-    points: dict[str, Sequence[Any]], weights: dict[str, int] | None = None
-) -> Framework:
-    weights = weights or {}
-    plugins = {
-        point: [(pl, weights.get(pl.name, 1)) for pl in pls] for point, pls in points.items()
-    }
-    return Framework("test-profile", plugins, Handle(profile_name="test-profile"))
-
-
-@pytest.fixture
-def table() -> NodeTable:
-    t = NodeTable()
-    for i in range(5):
-        t.upsert_node(make_node(f"n{i}").capacity(cpu="1", pods=10).obj())
-    return t
-
-
-def _all(table: NodeTable) -> NodeSlice:
-    return NodeSlice(table, table.order())
+from tests.framework.framework_helpers import POD, _all, _framework
 
 
 class Filter:

@@ -17,11 +17,11 @@ import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from queue_helpers import FIT, GATES, NODE_ADD, PLUGIN_EVENTS, SPREAD, T0, info
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import Location, Popped, QueuedPodInfo, SchedulingQueue, priority_sort_key
 from cluster_sched.queue.keys import QueueKeys
+from tests.queue.queue_helpers import FIT, GATES, NODE_ADD, PLUGIN_EVENTS, SPREAD, T0, info
 
 PATIENCE = 30.0
 PROPERTY = settings(

@@ -1,0 +1,5 @@
+"""Fixtures of the framework runtime tests."""
+
+from tests.framework.framework_helpers import table
+
+__all__ = ["table"]
