@@ -141,12 +141,12 @@ def test_a_shard_that_cannot_be_rebuilt_fails_the_cycle_clearly(expected: list[A
         SchedulerError, match="shard 1 lost and could not be rebuilt: shard 1 lost: no room"
     ):
         Scheduler(0, random.Random(7)).schedule_pod(
-            fwk, CycleState(), pod, router.table, cache, None, src
+            fwk, CycleState(), pod, router.table, cache.snapshot, None, src
         )
     assert src.lost == {1}
     # the next cycle rebuilds it first, and then answers as a single table would
     res = Scheduler(0, random.Random(7)).schedule_pod(
-        fwk, CycleState(), pod, router.table, cache, None, src
+        fwk, CycleState(), pod, router.table, cache.snapshot, None, src
     )
     assert summary(res) == expected[0]
     assert src.lost == set() and flaky.rebuilt == 1
