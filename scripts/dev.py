@@ -49,7 +49,28 @@ def main(argv: list[str]) -> int:
             str(ROOT / "out"),
         ]
         return subprocess.call([str(BIN / "cluster-sched"), "run", *args], cwd=ROOT)
-    return subprocess.call([str(BIN / "python"), "-m", "pytest", *rest], cwd=ROOT)
+    return _test(rest)
+
+
+#: The static checks the test command runs before the suite (each must pass):
+#: lint and formatting, types, then pytest (whose tests/test_layout.py guards import
+#: cycles and module sizes).
+CHECKS = (
+    ["-m", "ruff", "check", "."],
+    ["-m", "ruff", "format", "--check", "."],
+    ["-m", "mypy"],
+)
+
+
+def _test(pytest_args: list[str]) -> int:
+    """ruff, mypy, then pytest; the first failure ends the run with its exit code."""
+    python = str(BIN / "python")
+    for check in CHECKS:
+        print("$ python " + " ".join(check), flush=True)
+        rc = subprocess.call([python, *check], cwd=ROOT)
+        if rc != 0:
+            return rc
+    return subprocess.call([python, "-m", "pytest", *pytest_args], cwd=ROOT)
 
 
 if __name__ == "__main__":
