@@ -16,6 +16,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from cluster_sched.report.quality import RESOURCES, NodeUsage
 from cluster_sched.report.series import RunSeries
@@ -140,6 +141,7 @@ def _utilisation_heatmap(fig: Figure, axes: list[Axes], usage: NodeUsage) -> Non
             vmax=100,
         )
         ax.set_yticks(range(len(zones)), zones)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(resource, fontsize=9, loc="left")
     axes[-1].set_xlabel("node (by name, within its zone)")
     if image is not None:
@@ -153,8 +155,10 @@ def _reasons(fig: Figure, axes: list[Axes], reasons: Mapping[str, int]) -> None:
         return
     items = list(reasons.items())[:MAX_REASONS][::-1]
     labels = [r if len(r) <= MAX_LABEL else r[: MAX_LABEL - 3] + "..." for r, _ in items]
-    ax.barh(range(len(items)), [c for _, c in items], color="#c44e52")
+    ax.barh(range(len(items)), [c for _, c in items], height=0.6, color="#c44e52")
     ax.set_yticks(range(len(items)), labels, fontsize=8)
+    ax.set_ylim(-0.7, max(len(items), 3) - 0.3)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("unschedulable pods giving this reason (last attempt)")
 
 
