@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from cluster_sched.api.objects import Node, Pod
+from cluster_sched.api.objects import CPU, MEMORY, Node, Pod
 from cluster_sched.api.selectors import label_selector_matches
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
@@ -230,7 +230,13 @@ class EventHandlers:
 
     def add_pod_to_cache(self, pod: Pod) -> None:
         self.cache.add_pod(pod)
-        self.stats.on_bound(pod.key, pod.node_name, self.clock.now())
+        self.stats.on_bound(
+            pod.key,
+            pod.node_name,
+            self.clock.now(),
+            pod.requests.get(CPU, 0),
+            pod.requests.get(MEMORY, 0),
+        )
         self._pending_assigned.append(pod)
 
     def update_pod_in_cache(self, old: Pod, new: Pod) -> None:
@@ -240,7 +246,7 @@ class EventHandlers:
 
     def delete_pod_from_cache(self, pod: Pod) -> None:
         self.cache.remove_pod(pod)
-        self.stats.on_unbound(pod.key)
+        self.stats.on_unbound(pod.key, self.clock.now())
         self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
 
     def _affinity_match(

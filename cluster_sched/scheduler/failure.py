@@ -70,6 +70,7 @@ class FailureHandler:
         if nominated_node:
             self.queue.nominator.add_nominated_pod(pod.key, nominated_node, pod.priority)
         message = status.message()
+        self.stats.on_failure(pod.key, message)
         reason = "Unschedulable" if status.is_rejected else "SchedulerError"
         try:
             self.store.record_event("Pod", pod.key, "FailedScheduling", message, type="Warning")

@@ -1,4 +1,9 @@
-"""What an evaluation run reports: counts, throughput, latency percentiles, attempts."""
+"""What an evaluation run reports: counts, throughput, latency percentiles, attempts.
+
+Everything here is recorded per pod or per attempt (a dict store or a list append), never
+per node, so recording costs the scheduling loop nothing it would notice; the report
+(``cluster_sched.report``) turns it into figures after the run.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,13 @@ class RunStats:
     preemptors: set[str] = field(default_factory=set)
     failed_attempts: int = 0
     errors: int = 0
+    #: the FailedScheduling message of each pod's latest failed attempt: why a pod that
+    #: ends the run unbound is unschedulable (the report parses its reason histogram)
+    last_failure: dict[str, str] = field(default_factory=dict)
+    #: the placement timeline, in the order the watch saw it: ``(time, pod key, node,
+    #: cpu milli-cores, memory bytes)`` when a pod is seen bound, ``(time, pod key, "",
+    #: 0, 0)`` when a bound pod leaves its node (utilisation over time is replayed from it)
+    placement_log: list[tuple[float, str, str, int, int]] = field(default_factory=list)
 
     def on_enqueue(self, key: str, now: float) -> None:
         self.enqueued_at.setdefault(key, now)
@@ -32,14 +44,19 @@ class RunStats:
             self.first_pop = now
         self.attempts[key] = self.attempts.get(key, 0) + 1
 
-    def on_bound(self, key: str, node: str, now: float) -> None:
+    def on_bound(self, key: str, node: str, now: float, cpu: int = 0, memory: int = 0) -> None:
         self.bound_at[key] = now
         self.bound_node[key] = node
+        self.placement_log.append((now, key, node, cpu, memory))
         if key in self.attempts:
             self.last_bind = now
 
-    def on_unbound(self, key: str) -> None:
-        self.bound_node.pop(key, None)
+    def on_unbound(self, key: str, now: float | None = None) -> None:
+        if self.bound_node.pop(key, None) is not None and now is not None:
+            self.placement_log.append((now, key, "", 0, 0))
+
+    def on_failure(self, key: str, message: str) -> None:
+        self.last_failure[key] = message
 
     def on_preempted(self, victims: list[str], preemptor: str) -> None:
         self.preempted.update(victims)

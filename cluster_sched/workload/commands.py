@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from cluster_sched.errors import InvalidObjectError
@@ -30,7 +31,16 @@ def _register_run(sub: Any) -> None:
     p.add_argument("workload", help="plain Kubernetes YAML, or a cluster-sched Workload file")
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--output", default=None, help="directory for placements.json and summary.json")
+    p.add_argument(
+        "--output",
+        default=None,
+        help="directory for placements.json, summary.json, report.html and plots/",
+    )
+    p.add_argument(
+        "--no-report",
+        action="store_true",
+        help="with --output: skip report.html and plots/ (summary.json is complete anyway)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
         "--group-timeout", type=float, default=600.0, help="seconds a pod group may take"
@@ -73,6 +83,15 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
         f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
     ]
+    placement = summary.get("placement")
+    if placement:
+        cpu = placement["utilisation_used_nodes"]["cpu"]
+        lines.append(
+            f"nodes used     {placement['nodes_used']} of {placement['nodes_total']}"
+            f"  (cpu on used nodes: mean {cpu['mean']:.1%}, p90 {cpu['p90']:.1%})"
+        )
+    for reason, pods in list((summary.get("unschedulable_reasons") or {}).items())[:5]:
+        lines.append(f"unschedulable: {pods} pods: {reason}")
     for line in summary.get("invalid") or []:
         lines.append(f"skipped invalid object: {line}")
     print("\n".join(lines))
@@ -94,9 +113,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             shards=args.shards,
             ray_address=args.ray_address,
             otlp_endpoint=args.otlp_endpoint,
+            report=not args.no_report,
         )
     )
     print_summary(result.summary)
+    if args.output and not args.no_report:
+        print(f"report         {Path(args.output) / 'report.html'}")
     return 0
 
 

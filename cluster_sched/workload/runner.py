@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from cluster_sched.config.load import load_config
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
+from cluster_sched.report import build_record, report_summary
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
@@ -48,6 +49,8 @@ class RunOptions:
     otlp_endpoint: str | None = None
     #: stop a group after this many seconds even if pods are still pending
     group_timeout: float = 600.0
+    #: with ``output``: also write report.html and plots/*.png (matplotlib, after the run)
+    report: bool = True
 
 
 @dataclass(slots=True)
@@ -162,8 +165,13 @@ def run_workload(
 
 
 def placements_from_store(store: Store) -> dict[str, str]:
+    return placements_from_docs(store.list("Pod"))
+
+
+def placements_from_docs(pod_docs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """``namespace/name`` -> node of every bound pod, sorted by key."""
     out: dict[str, str] = {}
-    for doc in store.list("Pod"):
+    for doc in pod_docs:
         node = (doc.get("spec") or {}).get("nodeName")
         if node:
             meta = doc.get("metadata") or {}
@@ -199,7 +207,9 @@ def run_evaluation(opts: RunOptions) -> RunResult:
                 + coord.queue.counts()[Location.BACKOFF]
             )
             summary = coord.stats.summary(unschedulable)
-            placements = placements_from_store(store)
+            pod_docs = store.list("Pod")
+            node_docs = store.list("Node")
+            placements = placements_from_docs(pod_docs)
         finally:
             coord.close()
             tracing.shutdown()
@@ -208,10 +218,19 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["workload"] = workload.name
     summary["pods"] = workload.total_pods
     summary["nodes"] = len(workload.node_docs)
+    # Everything below runs after the loop has stopped: the report costs the run nothing.
+    record = build_record(
+        node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
+    )
+    summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
     result = RunResult(summary, placements, list(invalid))
     if opts.output:
         out = Path(opts.output)
         out.mkdir(parents=True, exist_ok=True)
         (out / "placements.json").write_text(json.dumps(placements, indent=1) + "\n")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if opts.report:
+            from cluster_sched.report.render import write_report
+
+            write_report(record, summary, out)
     return result

@@ -59,6 +59,15 @@ class PodGroup:
         for i in range(self.count):
             yield _instance(self.template, f"{prefix}{i}", self.labels, i)
 
+    def pod_keys(self) -> list[str]:
+        """``namespace/name`` of every pod the group creates, without building them
+        (the report's per-group figures need membership only)."""
+        if self.template is None:
+            return [_key(doc) for doc in self.docs]
+        prefix = _name_prefix(self.template)
+        namespace = (self.template.get("metadata") or {}).get("namespace") or "default"
+        return [f"{namespace}/{prefix}{i}" for i in range(self.count)]
+
 
 @dataclass(slots=True)
 class Workload:
@@ -78,6 +87,11 @@ def _name_prefix(template: Mapping[str, Any]) -> str:
     meta = template.get("metadata") or {}
     base = meta.get("generateName") or meta.get("name") or "obj"
     return base if str(base).endswith("-") else f"{base}-"
+
+
+def _key(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
 
 
 def _instance(

@@ -1,0 +1,182 @@
+"""Placement quality at the end of a run: utilisation, imbalance, fragmentation.
+
+Definitions (the README repeats them):
+
+- A node's **utilisation** of a resource is the sum of the requests of the pods bound to it
+  at the end of the run (their effective requests, as NodeResourcesFit counts them; for
+  ``pods``, their number) divided by its allocatable amount (0 when it has none).
+- A node is **used** when at least one pod is bound to it.
+- **Imbalance** of a resource is the coefficient of variation of that utilisation across
+  the used nodes: population standard deviation / mean (0 with no used node or a zero
+  mean). 0 means every used node is equally full.
+- **Fragmentation** of cpu (memory): the share of the cluster's free cpu (memory) that
+  sits on nodes where no *pending shape* with a non-zero cpu (memory) request fits. A
+  shape is the (cpu, memory) request of a pod; it fits a node when both fit the node's
+  free amounts and the node has a free pod slot. Pending shapes are those of the pods
+  still unbound at the end of the run; when every pod was placed, the shapes of all the
+  run's pods (how much free capacity the workload's own pod sizes cannot use). Only
+  resources count: taints, affinity and ports are not considered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster_sched.api.objects import CPU, MEMORY, PODS, Pod
+from cluster_sched.report.record import RunRecord, zone_of
+
+__all__ = [
+    "RESOURCES",
+    "NodeUsage",
+    "fragmentation",
+    "imbalance",
+    "node_usage",
+    "pending_shapes",
+    "utilisation_stats",
+]
+
+#: The resources the quality figures cover, in column order.
+RESOURCES = (CPU, MEMORY, PODS)
+#: Decimal places kept in the summary's ratios.
+DIGITS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class NodeUsage:
+    """Per-node requested and allocatable amounts at the end of a run."""
+
+    names: tuple[str, ...]
+    zones: tuple[str, ...]
+    #: int64[n_nodes, 3]: cpu (milli-cores), memory (bytes), pods, in RESOURCES order
+    allocatable: np.ndarray
+    #: int64[n_nodes, 3]: the same for the bound pods' requests (pods: their count)
+    requested: np.ndarray
+
+    @property
+    def utilisation(self) -> np.ndarray:
+        """float64[n_nodes, 3]: requested / allocatable, 0 where nothing is allocatable."""
+        alloc = self.allocatable.astype(np.float64)
+        out = np.zeros_like(alloc)
+        np.divide(self.requested, alloc, out=out, where=alloc > 0)
+        return out
+
+    @property
+    def used(self) -> np.ndarray:
+        """bool[n_nodes]: nodes holding at least one pod."""
+        return self.requested[:, 2] > 0
+
+    @property
+    def free(self) -> np.ndarray:
+        """int64[n_nodes, 3]: allocatable minus requested, never below zero."""
+        return np.maximum(self.allocatable - self.requested, 0)
+
+
+def _request_row(pod: Pod) -> tuple[int, int, int]:
+    return pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0), 1
+
+
+def node_usage(record: RunRecord) -> NodeUsage:
+    """Sum the bound pods' requests per node (pods bound to unknown nodes are ignored)."""
+    index = {node.name: i for i, node in enumerate(record.nodes)}
+    allocatable = np.array(
+        [[n.allocatable.get(r, 0) for r in RESOURCES] for n in record.nodes], dtype=np.int64
+    ).reshape(len(record.nodes), len(RESOURCES))
+    rows: list[int] = []
+    amounts: list[tuple[int, int, int]] = []
+    for pod in record.bound:
+        row = index.get(pod.node_name)
+        if row is not None:
+            rows.append(row)
+            amounts.append(_request_row(pod))
+    requested = np.zeros_like(allocatable)
+    if rows:
+        np.add.at(requested, np.asarray(rows), np.asarray(amounts, dtype=np.int64))
+    return NodeUsage(
+        names=tuple(n.name for n in record.nodes),
+        zones=tuple(zone_of(n) for n in record.nodes),
+        allocatable=allocatable,
+        requested=requested,
+    )
+
+
+def _dist(values: np.ndarray) -> dict[str, float]:
+    if len(values) == 0:
+        return {"mean": 0.0, "p50": 0.0, "p90": 0.0}
+    return {
+        "mean": round(float(values.mean()), DIGITS),
+        "p50": round(float(np.percentile(values, 50)), DIGITS),
+        "p90": round(float(np.percentile(values, 90)), DIGITS),
+    }
+
+
+def utilisation_stats(usage: NodeUsage, only_used: bool) -> dict[str, dict[str, float]]:
+    """Mean, p50 and p90 of each resource's node utilisation (numpy's linear percentile),
+    over every node or over the used ones."""
+    util = usage.utilisation
+    if only_used:
+        util = util[usage.used]
+    return {r: _dist(util[:, j]) for j, r in enumerate(RESOURCES)}
+
+
+def imbalance(usage: NodeUsage) -> dict[str, float]:
+    """Coefficient of variation of each resource's utilisation across used nodes."""
+    util = usage.utilisation[usage.used]
+    out: dict[str, float] = {}
+    for j, r in enumerate(RESOURCES):
+        col = util[:, j]
+        mean = float(col.mean()) if len(col) else 0.0
+        out[r] = round(float(col.std()) / mean, DIGITS) if mean > 0 else 0.0
+    return out
+
+
+def pending_shapes(record: RunRecord) -> tuple[np.ndarray, str]:
+    """int64[k, 2] distinct (cpu, memory) requests of the pending pods, or of every pod
+    when none is pending; and which of the two it is ("pending pods" / "all pods")."""
+    pending = record.pending
+    source, pods = ("pending pods", pending) if pending else ("all pods", list(record.pods))
+    shapes = {(p.requests.get(CPU, 0), p.requests.get(MEMORY, 0)) for p in pods}
+    arr = np.array(sorted(shapes), dtype=np.int64).reshape(len(shapes), 2)
+    return arr, source
+
+
+def _minimal(shapes: np.ndarray) -> np.ndarray:
+    """The Pareto-minimal shapes: a node that fits any shape fits one of these."""
+    if len(shapes) == 0:
+        return shapes
+    order = np.lexsort((shapes[:, 1], shapes[:, 0]))
+    keep: list[int] = []
+    best_memory: int | None = None
+    for i in order.tolist():
+        memory = int(shapes[i, 1])
+        if best_memory is None or memory < best_memory:
+            keep.append(i)
+            best_memory = memory
+    return shapes[keep]
+
+
+def fragmentation(usage: NodeUsage, shapes: np.ndarray, source: str) -> dict[str, object]:
+    """Stranded free cpu and memory (see the module docstring), absolute and as a share
+    of all free capacity of that resource."""
+    free = usage.free
+    slot = free[:, 2] >= 1
+    out: dict[str, object] = {"shapes_from": source, "shapes": len(shapes)}
+    for j, r in enumerate((CPU, MEMORY)):
+        candidates = _minimal(shapes[shapes[:, j] > 0]) if len(shapes) else shapes
+        if len(candidates):
+            fits = (
+                (free[:, None, 0] >= candidates[None, :, 0])
+                & (free[:, None, 1] >= candidates[None, :, 1])
+                & slot[:, None]
+            ).any(axis=1)
+        else:
+            fits = np.zeros(len(free), dtype=bool)
+        total = int(free[:, j].sum())
+        stranded = int(free[~fits, j].sum())
+        out[r] = {
+            "free": total,
+            "stranded": stranded,
+            "fraction": round(stranded / total, DIGITS) if total > 0 else 0.0,
+        }
+    return out

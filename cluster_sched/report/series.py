@@ -1,0 +1,126 @@
+"""The run over time and the distributions the charts draw, from RunStats' timestamps.
+
+Times are seconds since the run's first recorded event (the earliest enqueue, pop or
+bind), on the scheduler's clock. All arrays are float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cluster_sched.api.objects import CPU, MEMORY, PODS
+from cluster_sched.report.record import RunRecord
+
+__all__ = ["RunSeries", "run_series"]
+
+#: Bins of the throughput chart (fewer when the run has fewer distinct bind times).
+THROUGHPUT_BINS = 60
+
+
+@dataclass(frozen=True, slots=True)
+class RunSeries:
+    #: seconds (relative) at which each pod the scheduler placed was seen bound, sorted
+    bind_times: np.ndarray
+    #: milliseconds from queued to bound, one per pod the scheduler placed, sorted
+    latency_ms: np.ndarray
+    #: milliseconds of each scheduling attempt
+    attempt_ms: np.ndarray
+    #: pending pods (queued, not yet bound) as a step function: times and values
+    pending_t: np.ndarray
+    pending: np.ndarray
+    #: cluster utilisation (bound requests / total allocatable) as a step function:
+    #: times, and float64[n_times, 3] for cpu, memory, pods
+    utilisation_t: np.ndarray
+    utilisation: np.ndarray
+
+    @property
+    def spans_time(self) -> bool:
+        """The run has at least two distinct moments, so charts over time mean something."""
+        return len(self.pending_t) >= 2 and float(self.pending_t[-1] - self.pending_t[0]) > 0
+
+    def throughput(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """Bin starts, pods bound per second in each bin, and the bin width (seconds)."""
+        if len(self.bind_times) == 0:
+            return np.zeros(0), np.zeros(0), 0.0
+        end = float(self.bind_times[-1])
+        if end <= 0:
+            return np.zeros(1), np.array([float(len(self.bind_times))]), 1.0
+        bins = max(1, min(THROUGHPUT_BINS, len(self.bind_times)))
+        counts, edges = np.histogram(self.bind_times, bins=bins, range=(0.0, end))
+        width = float(edges[1] - edges[0])
+        return edges[:-1], counts / width, width
+
+
+def _steps(times: list[float], deltas: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    if not times:
+        return np.zeros(0), np.zeros(0)
+    t = np.asarray(times, dtype=np.float64)
+    d = np.asarray(deltas, dtype=np.float64)
+    order = np.argsort(t, kind="stable")
+    return t[order], np.cumsum(d[order])
+
+
+def _utilisation(record: RunRecord, t0: float) -> tuple[np.ndarray, np.ndarray]:
+    """Replay the placement log: each bind adds the pod's requests, each unbind (or a
+    re-bind of the same pod) takes back what its last bind added."""
+    log = record.stats.placement_log
+    if not log:
+        return np.zeros(0), np.zeros((0, 3))
+    total = np.zeros(3, dtype=np.float64)
+    for n in record.nodes:
+        total += tuple(n.allocatable.get(r, 0) for r in (CPU, MEMORY, PODS))
+    held: dict[str, tuple[int, int]] = {}
+    times = np.empty(len(log), dtype=np.float64)
+    deltas = np.zeros((len(log), 3), dtype=np.float64)
+    for i, (now, key, node_name, cpu, memory) in enumerate(sorted(log, key=lambda e: e[0])):
+        times[i] = now - t0
+        previous = held.pop(key, None)
+        if previous is not None:
+            deltas[i] -= (previous[0], previous[1], 1)
+        if node_name:
+            held[key] = (cpu, memory)
+            deltas[i] += (cpu, memory, 1)
+    used = np.cumsum(deltas, axis=0)
+    safe = np.where(total > 0, total, 1.0)
+    return times, np.where(total > 0, used / safe, 0.0)
+
+
+def run_series(record: RunRecord) -> RunSeries:
+    stats = record.stats
+    starts = list(stats.enqueued_at.values())
+    if stats.first_pop is not None:
+        starts.append(stats.first_pop)
+    if stats.placement_log:
+        starts.append(min(e[0] for e in stats.placement_log))
+    t0 = min(starts) if starts else 0.0
+    placed = [k for k in stats.bound_node if k in stats.attempts]
+    bind_times = np.sort(np.asarray([stats.bound_at[k] - t0 for k in placed], dtype=np.float64))
+    latency = np.sort(
+        np.asarray(
+            [stats.bound_at[k] - stats.enqueued_at[k] for k in placed if k in stats.enqueued_at],
+            dtype=np.float64,
+        )
+        * 1e3
+    )
+    times: list[float] = []
+    deltas: list[int] = []
+    for key, at in stats.enqueued_at.items():
+        times.append(at - t0)
+        deltas.append(1)
+        bound = stats.bound_at.get(key)
+        if bound is not None and bound >= at:
+            times.append(bound - t0)
+            deltas.append(-1)
+    pending_t, pending = _steps(times, deltas)
+    util_t, util = _utilisation(record, t0)
+    return RunSeries(
+        bind_times=bind_times,
+        latency_ms=latency,
+        attempt_ms=np.asarray(stats.attempt_seconds, dtype=np.float64) * 1e3,
+        pending_t=pending_t,
+        pending=pending,
+        utilisation_t=util_t,
+        utilisation=util,
+    )
