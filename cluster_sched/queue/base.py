@@ -23,7 +23,7 @@ from cluster_sched.framework.events import ClusterEvent
 from cluster_sched.queue import requeueing as rq
 from cluster_sched.queue.keys import DEFAULT_PREFIX, QueueKeys
 from cluster_sched.queue.nominator import Nominator
-from cluster_sched.queue.scripts import Placement, as_text, scripts_for
+from cluster_sched.queue.scripts import Placement, as_text, move_request_arg, scripts_for
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import (
     DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
@@ -116,6 +116,10 @@ class QueueBase:
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
         self._on_incoming = on_incoming
         self.nominator = nominator or Nominator(client, prefix=prefix)
+        #: The scheduling cycle a batched coordinator is working on (None: the last
+        #: popped one). Move requests record it, so a pod popped early in a batch is
+        #: judged by the moveRequestCycle rule exactly as after a serial pop.
+        self.cycle_in_progress: int | None = None
         self._backoff_interval = backoff_flush_interval
         self._leftover_interval = leftover_flush_interval
         self._closed = threading.Event()
@@ -290,9 +294,13 @@ class QueueBase:
         """Run requeue.lua in batches; emit metrics for pods that changed sub-queue."""
         results: list[str] = []
         if not placements and move_request:
-            self._scripts.requeue(self._keys, [], move_request=True)
+            self._scripts.requeue(
+                self._keys, [], move_request=True, at_cycle=self.cycle_in_progress
+            )
         for chunk in chunks(placements):
-            results += self._scripts.requeue(self._keys, chunk, move_request=move_request)
+            results += self._scripts.requeue(
+                self._keys, chunk, move_request=move_request, at_cycle=self.cycle_in_progress
+            )
         for result, source in zip(results, sources, strict=True):
             if result and result != Location.IN_FLIGHT and result != source:
                 self._emit(result, event_label)
@@ -305,11 +313,18 @@ class QueueBase:
         pipe = self._client.pipeline(transaction=False)
         pipe.zrangebyscore(self._keys.unschedulable, "-inf", "+inf")
         core = list(self._keys.core)
-        pipe.evalsha(self._scripts.sha("requeue"), len(core), *core, "1")
+        pipe.evalsha(
+            self._scripts.sha("requeue"),
+            len(core),
+            *core,
+            move_request_arg(True, self.cycle_in_progress),
+        )
         try:
             members, _ = pipe.execute()
         except redis.exceptions.NoScriptError:
-            self._scripts.requeue(self._keys, [], move_request=True)
+            self._scripts.requeue(
+                self._keys, [], move_request=True, at_cycle=self.cycle_in_progress
+            )
             return self._unschedulable()
         queued = self._read([as_text(m) for m in members])
         return [q for q in queued.values() if q.where is Location.UNSCHEDULABLE]

@@ -63,6 +63,14 @@ def as_text(value: Any) -> str:
 _ADD_CODES = {"a": "active", "u": "unschedulable", "-": ""}
 
 
+def move_request_arg(move_request: bool, at_cycle: int | None) -> str:
+    """requeue.lua's ARGV[1]: no move request, one at the current cycle, or one at
+    ``at_cycle``."""
+    if not move_request:
+        return "0"
+    return "1" if at_cycle is None else f"={at_cycle}"
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where one pod goes and what is recorded about it (one ARGV group)."""
@@ -157,10 +165,16 @@ class QueueScripts:
         return [(as_text(reply[i]), as_text(reply[i + 1])) for i in range(0, len(reply), 2)]
 
     def requeue(
-        self, keys: QueueKeys, placements: Sequence[Placement], *, move_request: bool
+        self,
+        keys: QueueKeys,
+        placements: Sequence[Placement],
+        *,
+        move_request: bool,
+        at_cycle: int | None = None,
     ) -> list[str]:
-        """Per placement, the location the pod is in now, or "" if its revision moved on."""
-        args: list[str | bytes] = ["1" if move_request else "0"]
+        """Per placement, the location the pod is in now, or "" if its revision moved on.
+        A move request is recorded at the current cycle, or at ``at_cycle`` if given."""
+        args: list[str | bytes] = [move_request_arg(move_request, at_cycle)]
         for p in placements:
             args += [p.pod_key, p.expected_rev, p.dest, _num(p.score)]
             args += [_num(p.sort_score), p.sort_member if p.sort_score is not None else ""]

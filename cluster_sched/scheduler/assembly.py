@@ -28,7 +28,7 @@ from cluster_sched.queue.types import QueuedPodInfo, SortKey, priority_sort_key
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor, LocalBindingExecutor
 from cluster_sched.scheduler.binding_cycle import store_binder
-from cluster_sched.scheduler.coordinator import Coordinator, SchedulerParts
+from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator, SchedulerParts
 from cluster_sched.scheduler.event_handlers import EventHandlers
 from cluster_sched.scheduler.failure import FailureHandler
 from cluster_sched.scheduler.informer import Informer, InformerHandlers
@@ -112,6 +112,7 @@ def new_scheduler(
     metrics: Metrics | None = None,
     shard_clients: Callable[[int], list[ShardClient]] | None = None,
     binding_executor: Callable[[Store, dict[str, Framework]], BindingExecutor] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> Coordinator:
     """A ready-to-start coordinator. ``shard_clients`` / ``binding_executor`` override
     what ``options`` would build (tests inject their own)."""
@@ -205,7 +206,8 @@ def new_scheduler(
             stats=stats,
             tracing=tracing,
             metrics=metrics,
-        )
+        ),
+        batch_size=batch_size,
     )
 
 

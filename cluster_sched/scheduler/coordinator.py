@@ -81,8 +81,15 @@ class SchedulerParts:
     metrics: Metrics
 
 
+#: Pods popped per Redis round trip (``--batch-size``); 1 is the plain serial loop.
+DEFAULT_BATCH_SIZE = 64
+
+
 class Coordinator:
-    def __init__(self, parts: SchedulerParts) -> None:
+    def __init__(self, parts: SchedulerParts, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        self.batch_size = batch_size
         self.parts = parts
         self.store = parts.store
         self.config = parts.config
@@ -176,9 +183,9 @@ class Coordinator:
 
     # ------------------------------------------------------------------ the loop
 
-    def step(self, pop_timeout: float = 0.05) -> bool:
-        """One loop turn: events, binding outcomes, at most one cycle. True if a pod was
-        scheduled (or attempted) in this turn."""
+    def housekeeping(self) -> None:
+        """What the loop does between two cycles: batched acknowledgements, watch events
+        (at most every INFORMER_POLL_INTERVAL), binding outcomes, gauges, expiry."""
         now = time.monotonic()
         self.flush_done(force=False)
         if now - self._last_poll >= INFORMER_POLL_INTERVAL:
@@ -191,17 +198,46 @@ class Coordinator:
             self._last_cleanup = now
             for pod in self.cache.cleanup_assumed_pods():
                 log.warning("assumed pod %s expired: its binding never arrived", pod.key)
+
+    def step(self, pop_timeout: float = 0.05) -> bool:
+        """One loop turn: housekeeping, then one batch of up to ``batch_size`` cycles.
+        True if a pod was scheduled (or attempted) in this turn.
+
+        A batch is popped in one Redis round trip, in the order single pops would give,
+        each pod with its own cycle; the pods are then scheduled one at a time, with the
+        same housekeeping between two pods as between two serial pops. While pod k is
+        handled, the queue records move requests at pod k's cycle (``cycle_in_progress``),
+        which is the counter a serial scheduler would show, so every pod's requeue
+        decision is the serial one. What a batch changes: pods popped together left
+        activeQ together, so a pod that arrives (or is moved back) during a batch with a
+        higher priority than the batch's remaining pods waits for the next batch.
+        """
+        self.housekeeping()
         pop_started_ns = time.time_ns() if self.tracing.enabled else 0
-        info = self.queue.pop(timeout=pop_timeout)
-        if info is None:
+        batch = self.queue.pop_many(self.batch_size, timeout=pop_timeout)
+        if not batch:
             self.flush_done()
             self.poll_informer()
             return False
-        cycle = self.queue.last_pop_cycle
-        if not self.tracing.enabled:
-            self.schedule_one(info, cycle)
-            return True
-        pop_ns = time.time_ns()
+        pop_ns = time.time_ns() if self.tracing.enabled else 0
+        try:
+            for k, (info, cycle) in enumerate(batch):
+                if k:
+                    self.housekeeping()
+                self.queue.cycle_in_progress = cycle
+                if self.tracing.enabled:
+                    self._traced_schedule_one(info, cycle, pop_started_ns, pop_ns)
+                else:
+                    self.schedule_one(info, cycle)
+        finally:
+            self.queue.cycle_in_progress = None
+        return True
+
+    def _traced_schedule_one(
+        self, info: QueuedPodInfo, cycle: int, pop_started_ns: int, pop_ns: int
+    ) -> None:
+        """schedule_one under its SchedulePod root span; the batch's pop is each pod's
+        queuePop child (one round trip served them all)."""
         root = self.tracing.start_span(
             SCHEDULE_POD,
             {
@@ -221,7 +257,6 @@ class Coordinator:
                 self.schedule_one(info, cycle)
         finally:
             self.tracing.end(root)
-        return True
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         self.cycle.schedule_one(info, cycle)

@@ -12,6 +12,7 @@ from typing import Any
 
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.scheduler.assembly import EXECUTORS
+from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 
@@ -64,6 +65,12 @@ def _add_executor(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--shards", type=int, default=1, help="node shards for --executor shards|ray")
     p.add_argument(
+        "--batch-size",
+        type=int,
+        default=DEFAULT_BATCH_SIZE,
+        help="pods popped per queue round trip and scheduled in order (1: pop one at a time)",
+    )
+    p.add_argument(
         "--ray-address",
         default=None,
         help="join an existing Ray cluster (default: start a local one)",
@@ -114,6 +121,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             otlp_endpoint=args.otlp_endpoint,
             report=not args.no_report,
+            batch_size=args.batch_size,
         )
     )
     print_summary(result.summary)
@@ -207,6 +215,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         seed=args.seed,
         tracing=tracing,
         metrics=metrics,
+        batch_size=args.batch_size,
     )
     stopping = False
 

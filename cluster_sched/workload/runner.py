@@ -23,7 +23,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
-from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
@@ -47,6 +47,8 @@ class RunOptions:
     shards: int = 1
     ray_address: str | None = None
     otlp_endpoint: str | None = None
+    #: pods popped per queue round trip (1: the plain serial loop)
+    batch_size: int = DEFAULT_BATCH_SIZE
     #: stop a group after this many seconds even if pods are still pending
     group_timeout: float = 600.0
     #: with ``output``: also write report.html and plots/*.png (matplotlib, after the run)
@@ -199,6 +201,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             seed=opts.seed,
             prefix=opts.prefix,
             tracing=tracing,
+            batch_size=opts.batch_size,
         )
         try:
             run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
