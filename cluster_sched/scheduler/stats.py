@@ -23,6 +23,9 @@ class RunStats:
     preemptors: set[str] = field(default_factory=set)
     failed_attempts: int = 0
     errors: int = 0
+    #: namespace -> pods bound there now (what an informer's lister would count), kept
+    #: incrementally so "are these pods bound yet" is O(1) while a workload runs
+    bound_per_namespace: dict[str, int] = field(default_factory=dict)
 
     def on_enqueue(self, key: str, now: float) -> None:
         self.enqueued_at.setdefault(key, now)
@@ -33,13 +36,18 @@ class RunStats:
         self.attempts[key] = self.attempts.get(key, 0) + 1
 
     def on_bound(self, key: str, node: str, now: float) -> None:
+        if key not in self.bound_node:
+            ns = key.partition("/")[0]
+            self.bound_per_namespace[ns] = self.bound_per_namespace.get(ns, 0) + 1
         self.bound_at[key] = now
         self.bound_node[key] = node
         if key in self.attempts:
             self.last_bind = now
 
     def on_unbound(self, key: str) -> None:
-        self.bound_node.pop(key, None)
+        if self.bound_node.pop(key, None) is not None:
+            ns = key.partition("/")[0]
+            self.bound_per_namespace[ns] -= 1
 
     def on_preempted(self, victims: list[str], preemptor: str) -> None:
         self.preempted.update(victims)
