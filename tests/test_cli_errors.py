@@ -98,7 +98,10 @@ def test_unsupported_perf_op_is_one_line(
     [
         (["run", "{dir}", "--quiet"], "is a directory, expected a file"),
         (["perf", "{dir}"], "is a directory, expected a scheduler_perf config file"),
-        (["explain", "--cluster", "{dir}", "--pod", "{dir}"], "Is a directory"),
+        (
+            ["explain", "--cluster", "{dir}", "--pod", "{dir}"],
+            "is a directory, expected a manifest file",
+        ),
         (["apply", "-f", "{dir}", "--redis", "redis://127.0.0.1:1"], ""),
         (["perf", str(PERF_CONFIG), "--output", "{file}"], "is not a directory (--output)"),
         (["perf", str(PERF_CONFIG), "--workload", "NoSuchWorkload"], "no workload matches"),

@@ -217,7 +217,7 @@ class WorkloadExecutor:
             self._barrier(op)
         elif isinstance(op, Sleep):
             end = time.monotonic() + op.duration
-            self._drive(lambda: time.monotonic() >= end, what="sleep")
+            self._drive(lambda: time.monotonic() >= end, what=lambda: "the sleep to end")
         elif isinstance(op, StartCollectingMetrics):
             if self.window is not None:
                 raise OpFailed("metrics collection is overlapping: stop the previous one first")
@@ -233,9 +233,11 @@ class WorkloadExecutor:
         self,
         until: Callable[[], bool],
         *,
-        what: str,
+        what: Callable[[], str],
         feed: Callable[[], bool] | None = None,
     ) -> None:
+        """Run the scheduler until ``until()``; ``what()`` says what was awaited, with
+        the progress made, when the op's timeout runs out first."""
         if not drive(
             self.coord,
             timeout=self.timeout,
@@ -244,7 +246,7 @@ class WorkloadExecutor:
             tick=self._tick,
             stall_seconds=None,
         ):
-            raise OpFailed(f"timed out after {self.timeout:g} s waiting for {what}")
+            raise OpFailed(f"timed out after {self.timeout:g} s waiting for {what()}")
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -346,8 +348,10 @@ class WorkloadExecutor:
             else:
                 self._drive(
                     lambda: self.scheduled([namespace], {}) >= op.count,
-                    what=f"{op.count} pods to be scheduled in namespace {namespace} "
-                    f"({self.scheduled([namespace], {})} scheduled)",
+                    what=lambda: (
+                        f"{op.count} pods to be scheduled in namespace {namespace} "
+                        f"({self.scheduled([namespace], {})} scheduled)"
+                    ),
                     feed=feeder.feed,
                 )
         if op.collect_metrics:
@@ -381,7 +385,7 @@ class WorkloadExecutor:
                 create(len(done))
             return time.monotonic() >= end
 
-        self._drive(replace_scheduled, what="the steady state to end")
+        self._drive(replace_scheduled, what=lambda: "the steady state to end")
         if seen == 0:
             raise OpFailed("no pod at all got scheduled in the steady state")
 
@@ -398,7 +402,10 @@ class WorkloadExecutor:
         deletes = _PacedDeletes(self.store, keys, op.delete_pods_per_second)
         self.background.append(deletes)
         if not op.skip_wait_to_completion:
-            self._drive(lambda: deletes.done, what=f"{len(keys)} pods to be deleted")
+            self._drive(
+                lambda: deletes.done,
+                what=lambda: f"{len(keys)} pods to be deleted ({deletes.deleted} deleted)",
+            )
 
     def _barrier(self, op: Barrier) -> None:
         for namespace in op.namespaces:
@@ -409,12 +416,12 @@ class WorkloadExecutor:
         if op.stage_requirement == "Attempted":
             self._drive(
                 lambda: all(self.attempted(ns, op.label_selector) >= want[ns] for ns in namespaces),
-                what=f"pods in {namespaces} to be attempted",
+                what=lambda: f"pods in {namespaces} to be attempted",
             )
             return
         self._drive(
             lambda: all(self.scheduled([ns], op.label_selector) >= want[ns] for ns in namespaces),
-            what=f"pods in {namespaces} to be scheduled",
+            what=lambda: f"pods in {namespaces} to be scheduled",
         )
         for namespace in namespaces:
             self.namespaces.pop(namespace, None)

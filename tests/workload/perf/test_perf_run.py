@@ -215,6 +215,7 @@ def test_pods_that_never_schedule_fail_the_workload_after_the_timeout(
     outcome, _final = run(planned, redis_url, timeout=1.0)
     (failure,) = outcome.failures
     assert failure.startswith("op 1: timed out after 1 s waiting for 1 pods to be scheduled")
+    assert failure.endswith("in namespace namespace-1 (0 scheduled)")
     assert outcome.items == []
     assert verdict(planned, outcome).startswith("FAIL TooBig/w: op 1: timed out")
 
