@@ -1,21 +1,46 @@
-"""``cluster-sched``: explain, run, apply, serve, bench.
+"""``cluster-sched``: explain, run, perf, apply, serve.
 
-Every expected failure (bad manifest, bad config, unreachable Redis) is one line on
-stderr naming the object and field, and exit code 2; never a traceback.
+Every expected failure is one line on stderr and never a traceback. Exit codes:
+
+==  ===========================================================================
+0   done, and everything passed
+1   an evaluation ran but something failed (``perf``: a threshold was missed or
+    pods were never scheduled)
+2   usage or input error: bad option, manifest, config, path; Redis unreachable;
+    a port already in use
+130 interrupted (Ctrl-C): one line, ``interrupted``
+141 the reader closed the output pipe (``... | head``): output stops quietly,
+    as for any tool that SIGPIPE ends
+==  ===========================================================================
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from cluster_sched.errors import ClusterSchedError, ConfigError, InvalidObjectError, PluginError
+import redis
 
-EXIT_USAGE = 2
+from cluster_sched.errors import ClusterSchedError, ConfigError, InvalidObjectError, PluginError
+from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
+
+EXIT_BROKEN_PIPE = 141
+"""The reader closed stdout (``| head``), as a shell reports a process SIGPIPE ended."""
 
 
 def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -59,15 +84,33 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(result.json, indent=2, sort_keys=False))
     else:
-        render_table(result, pods[0], show_all=args.all, top=args.top)
+        render_table(result, pods[0], show_all=args.all, top=args.top, console=_console())
     return 0
+
+
+def _console() -> Any:
+    """A rich Console that reports a closed pipe the way ``print`` does (rich's own
+    handler exits 1 instead), so every command ends the same way under ``| head``."""
+    from rich.console import Console
+
+    class _PipeAwareConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return _PipeAwareConsole()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cluster-sched",
         description="kube-scheduler's exact behaviour, as a distributed Python system",
+        epilog=(
+            "exit codes: 0 ok, 1 an evaluation ran but something failed, "
+            "2 usage or input error, 130 interrupted"
+        ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_explain(sub)
     for register in _extra_commands():
@@ -75,15 +118,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _extra_commands() -> list[Any]:
-    """Commands living in their own modules (run, apply, serve, bench)."""
-    out: list[Any] = []
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        from cluster_sched.workload.commands import register_commands
-    except ImportError:
-        return out
-    out.extend(register_commands())
-    return out
+        return version("cluster-sched")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def _extra_commands() -> list[Any]:
+    """Commands living in their own modules (run, apply, serve; perf)."""
+    from cluster_sched.workload.commands import register_commands
+    from cluster_sched.workload.perf.command import register_perf
+
+    return [*register_commands(), register_perf]
+
+
+def _os_error_line(err: OSError) -> str:
+    """One line for a file or socket problem, naming the path when there is one."""
+    where = f"{err.filename}: " if err.filename else ""
+    if isinstance(err, IsADirectoryError):
+        return f"{where}is a directory, expected a file"
+    if isinstance(err, NotADirectoryError | FileExistsError):
+        return f"{where}is not a directory"
+    if isinstance(err, FileNotFoundError):
+        return f"{where}no such file or directory"
+    if isinstance(err, PermissionError):
+        return f"{where}permission denied"
+    if err.errno == errno.EADDRINUSE:
+        return "address already in use"
+    return f"{where}{err.strerror or err}"
+
+
+def _redis_error_line(err: redis.RedisError) -> str:
+    text = str(err).strip()
+    return f"Redis: {text.splitlines()[0] if text else type(err).__name__}"
+
+
+def _interrupted(err: BaseException) -> bool:
+    """True if ``err`` was raised while handling Ctrl-C (cleanup that failed after it)."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
+
+
+def _stdout_gone() -> int:
+    """The reader closed our stdout: later writes, and the interpreter's final flush,
+    go to /dev/null instead of failing again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,15 +182,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         return int(args.func(args) or 0)
-    except ClusterSchedError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    except FileNotFoundError as err:
-        print(f"error: {Path(err.filename or '')}: no such file", file=sys.stderr)
-        return EXIT_USAGE
+    except BrokenPipeError:
+        return _stdout_gone()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except (ClusterSchedError, OSError, redis.RedisError) as err:
+        if _interrupted(err):
+            print("interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        if isinstance(err, OSError):
+            line = _os_error_line(err)
+        elif isinstance(err, redis.RedisError):
+            line = _redis_error_line(err)
+        else:
+            line = str(err)
+        print(f"error: {line}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
     ├── ConfigError             KubeSchedulerConfiguration is invalid (names the field)
     ├── PluginError             a plugin is unknown, cannot be imported or rejects its args
     ├── StoreError              Redis unreachable or a stored object is unreadable
+    ├── UsageError              an option cannot be honoured (busy port, file for a dir)
     └── SchedulerError          an internal invariant broke inside the coordinator
 
 Every message is one line meant for people; the CLI prints it and exits 2.
@@ -75,6 +76,11 @@ class PluginError(ClusterSchedError):
 
 class StoreError(ClusterSchedError):
     """The Redis store cannot be reached or holds something unreadable."""
+
+
+class UsageError(ClusterSchedError):
+    """A command-line option cannot be honoured: its port is in use, its path is a file
+    where a directory is needed. The message names the option."""
 
 
 class SchedulerError(ClusterSchedError):

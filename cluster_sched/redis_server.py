@@ -173,6 +173,10 @@ class RedisServer:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
+                    # Its own session: Ctrl-C in the terminal interrupts cluster-sched,
+                    # which then stops the server itself, instead of killing the server
+                    # under cluster-sched's feet while it cleans up.
+                    start_new_session=True,
                 )
             except OSError as exc:
                 self._cleanup_dir()

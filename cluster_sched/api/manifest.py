@@ -435,6 +435,11 @@ def load_file(path: str | PathLike[str]) -> list[KubeObject]:
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise InvalidObjectError(
+            "is a directory, expected a manifest file", source=source
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise InvalidObjectError(f"cannot read manifest: {err}", source=source) from None
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise InvalidObjectError(f"cannot read manifest: {reason}", source=source) from None
     return parse_objects(load_documents(text, source), source)

@@ -35,6 +35,9 @@ class RunStats:
     #: cpu milli-cores, memory bytes)`` when a pod is seen bound, ``(time, pod key, "",
     #: 0, 0)`` when a bound pod leaves its node (utilisation over time is replayed from it)
     placement_log: list[tuple[float, str, str, int, int]] = field(default_factory=list)
+    #: namespace -> pods bound there now (what an informer's lister would count), kept
+    #: incrementally so "are these pods bound yet" is O(1) while a workload runs
+    bound_per_namespace: dict[str, int] = field(default_factory=dict)
 
     def on_enqueue(self, key: str, now: float) -> None:
         self.enqueued_at.setdefault(key, now)
@@ -45,6 +48,9 @@ class RunStats:
         self.attempts[key] = self.attempts.get(key, 0) + 1
 
     def on_bound(self, key: str, node: str, now: float, cpu: int = 0, memory: int = 0) -> None:
+        if key not in self.bound_node:
+            ns = key.partition("/")[0]
+            self.bound_per_namespace[ns] = self.bound_per_namespace.get(ns, 0) + 1
         self.bound_at[key] = now
         self.bound_node[key] = node
         self.placement_log.append((now, key, node, cpu, memory))
@@ -52,8 +58,11 @@ class RunStats:
             self.last_bind = now
 
     def on_unbound(self, key: str, now: float | None = None) -> None:
-        if self.bound_node.pop(key, None) is not None and now is not None:
-            self.placement_log.append((now, key, "", 0, 0))
+        if self.bound_node.pop(key, None) is not None:
+            ns = key.partition("/")[0]
+            self.bound_per_namespace[ns] -= 1
+            if now is not None:
+                self.placement_log.append((now, key, "", 0, 0))
 
     def on_failure(self, key: str, message: str) -> None:
         self.last_failure[key] = message

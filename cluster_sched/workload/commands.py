@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import signal
 import sys
@@ -10,21 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cluster_sched.errors import InvalidObjectError
-from cluster_sched.scheduler.assembly import EXECUTORS
-from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE
+from cluster_sched.errors import InvalidObjectError, UsageError
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
+from cluster_sched.workload.cli_args import (
+    EXIT_INTERRUPTED,
+    add_executor_options,
+    add_redis_option,
+)
 
 Register = Callable[[Any], None]
-
-
-def _add_redis(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--redis",
-        default=None,
-        help="Redis URL (default: $CLUSTER_SCHED_REDIS_URL, else a private redis-server for this run)",
-    )
 
 
 def _register_run(sub: Any) -> None:
@@ -51,30 +47,9 @@ def _register_run(sub: Any) -> None:
         default=None,
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
-    _add_executor(p)
-    _add_redis(p)
+    add_executor_options(p)
+    add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
-
-
-def _add_executor(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--executor",
-        choices=EXECUTORS,
-        default="local",
-        help="where Filter/Score run: the coordinator's table, in-process shards, or Ray actors",
-    )
-    p.add_argument("--shards", type=int, default=1, help="node shards for --executor shards|ray")
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=DEFAULT_BATCH_SIZE,
-        help="pods popped per queue round trip and scheduled in order (1: pop one at a time)",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="join an existing Ray cluster (default: start a local one)",
-    )
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -131,11 +106,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _register_apply(sub: Any) -> None:
-    p = sub.add_parser("apply", help="create or update objects in the store")
+    p = sub.add_parser("apply", help="create or update objects in an existing store")
     p.add_argument(
         "-f", "--filename", action="append", required=True, help="manifest or Workload file"
     )
-    _add_redis(p)
+    add_redis_option(p, private_fallback=False)
     p.set_defaults(func=_cmd_apply)
 
 
@@ -168,7 +143,10 @@ def _cmd_apply(args: argparse.Namespace) -> int:
 
 
 def _register_serve(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the coordinator against an existing store")
+    p = sub.add_parser(
+        "serve",
+        help="run the coordinator against an existing store (Ctrl-C: exit 130, SIGTERM: 0)",
+    )
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument(
@@ -179,8 +157,8 @@ def _register_serve(sub: Any) -> None:
         default=None,
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
-    _add_executor(p)
-    _add_redis(p)
+    add_executor_options(p)
+    add_redis_option(p, private_fallback=False)
     p.set_defaults(func=_cmd_serve)
 
 
@@ -200,7 +178,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     tracing = setup_tracing(args.otlp_endpoint)
     metrics = Metrics() if args.metrics_port is not None else Metrics.disabled()
     if args.metrics_port is not None:
-        metrics.start_http_server(args.metrics_port)
+        try:
+            metrics.start_http_server(args.metrics_port)
+        except OSError as err:
+            reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror
+            raise UsageError(f"--metrics-port {args.metrics_port}: {reason or err}") from None
     coord = new_scheduler(
         Store(client),
         client,
@@ -217,11 +199,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         metrics=metrics,
         batch_size=args.batch_size,
     )
-    stopping = False
+    stopped_by: int | None = None
 
     def stop(signum: int, frame: Any) -> None:
-        nonlocal stopping
-        stopping = True
+        nonlocal stopped_by
+        stopped_by = signum
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -229,12 +211,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     coord.queue.run()
     print(json.dumps({"serving": url, "profiles": sorted(coord.frameworks)}), flush=True)
     try:
-        while not stopping:
+        while stopped_by is None:
             coord.step(pop_timeout=0.2)
     finally:
         coord.close()
         tracing.shutdown()
-    return 0
+    if stopped_by == signal.SIGINT:
+        # Ctrl-C: a clean stop all the same, reported as an interruption (exit 130).
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0  # SIGTERM: the orderly way to stop a deployment's coordinator
 
 
 def register_commands() -> list[Register]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +32,8 @@ APPLY_BATCH = 2000
 #: A group that makes no progress for this long (seconds of wall time) is declared settled
 #: even if pods still bounce through backoff: they are counted as unschedulable.
 STALL_SECONDS = 30.0
+#: While the loop is busy, ``drive``'s condition is checked at least this often (seconds).
+UNTIL_EVERY = 0.01
 
 
 @dataclass(slots=True)
@@ -83,6 +85,11 @@ class _Feeder:
         self.start = time.monotonic()
         self.done = group.count == 0
 
+    def feed(self) -> bool:
+        """Write the pods now due; True while some remain to be written."""
+        self.tick()
+        return not self.done
+
     def tick(self) -> None:
         if self.done:
             return
@@ -120,6 +127,77 @@ def _progress(quiet: bool, total: int) -> Iterator[Any]:
         yield progress
 
 
+def drive(
+    coord: Coordinator,
+    *,
+    timeout: float,
+    feed: Callable[[], bool] | None = None,
+    until: Callable[[], bool] | None = None,
+    tick: Callable[[], None] | None = None,
+    stall_seconds: float | None = STALL_SECONDS,
+    on_bound: Callable[[int], None] | None = None,
+) -> bool:
+    """Run the coordinator loop in this thread until the work at hand is done.
+
+    ``feed()`` writes the next objects to the store and returns True while it has more
+    to write; ``tick()`` runs on every turn for work that goes on beside scheduling
+    (paced deletes, churn, samplers). Done means ``until()`` holds once feeding is over,
+    or, without ``until``, the queue settled (nothing active, backing off or in flight
+    and no binding pending). ``on_bound(n)`` sees the bound-pod count when it changes.
+
+    Returns True when done, False after ``timeout`` seconds or, if ``stall_seconds``
+    is set, after that long without a new binding while none is pending: the caller
+    decides what an unfinished wait means.
+    """
+    deadline = time.monotonic() + timeout
+    last_progress = last_check = time.monotonic()
+    last_bound = -1
+    while True:
+        feeding = feed() if feed is not None else False
+        if tick is not None:
+            tick()
+        worked = coord.step(pop_timeout=0.0 if feeding else 0.02)
+        bound = len(coord.stats.bound_node)
+        now = time.monotonic()
+        progressed = bound != last_bound
+        if progressed:
+            last_bound = bound
+            last_progress = now
+            if on_bound is not None:
+                on_bound(bound)
+        if until is not None and not feeding and (progressed or now - last_check >= UNTIL_EVERY):
+            last_check = now
+            if until():
+                return True
+        if worked or feeding:
+            continue
+        coord.process_binding_outcomes()
+        coord.flush_done()
+        if until is not None:
+            coord.poll_informer()
+            if until():
+                return True
+        elif _settled(coord):
+            coord.poll_informer()
+            return True
+        now = time.monotonic()
+        if now > deadline or (
+            stall_seconds is not None
+            and now - last_progress > stall_seconds
+            and coord.binder.pending() == 0
+        ):
+            return False
+
+
+def finish_bindings(coord: Coordinator, wait: float = 10.0) -> None:
+    """Let bindings still in flight arrive through the watch (at most ``wait`` seconds)."""
+    end = time.monotonic() + wait
+    while (coord.binder.pending() or coord.cache.assumed) and time.monotonic() < end:
+        coord.process_binding_outcomes()
+        coord.poll_informer(block_ms=10)
+    coord.poll_informer()
+
+
 def run_workload(
     workload: Workload, coord: Coordinator, store: Store, *, quiet: bool, group_timeout: float
 ) -> None:
@@ -130,40 +208,15 @@ def run_workload(
     coord.queue.run()
     with _progress(quiet, workload.total_pods) as progress:
         task = progress.add_task("scheduling", total=workload.total_pods) if progress else None
+
+        def show(bound: int) -> None:
+            if progress is not None:
+                progress.update(task, completed=bound)
+
         for group in workload.pod_groups:
-            feeder = _Feeder(store, group)
-            deadline = time.monotonic() + group_timeout
-            last_progress = time.monotonic()
-            last_bound = -1
-            while True:
-                feeder.tick()
-                worked = coord.step(pop_timeout=0.0 if not feeder.done else 0.02)
-                bound = len(coord.stats.bound_node)
-                if bound != last_bound:
-                    last_bound = bound
-                    last_progress = time.monotonic()
-                    if progress is not None:
-                        progress.update(task, completed=bound)
-                if worked or not feeder.done:
-                    continue
-                coord.process_binding_outcomes()
-                coord.flush_done()
-                if _settled(coord):
-                    coord.poll_informer()
-                    break
-                now = time.monotonic()
-                if now > deadline or (
-                    now - last_progress > STALL_SECONDS and coord.binder.pending() == 0
-                ):
-                    break
-        # Let the last bindings arrive through the watch.
-        end = time.monotonic() + 10
-        while (coord.binder.pending() or coord.cache.assumed) and time.monotonic() < end:
-            coord.process_binding_outcomes()
-            coord.poll_informer(block_ms=10)
-        coord.poll_informer()
-        if progress is not None:
-            progress.update(task, completed=len(coord.stats.bound_node))
+            drive(coord, feed=_Feeder(store, group).feed, timeout=group_timeout, on_bound=show)
+        finish_bindings(coord)
+        show(len(coord.stats.bound_node))
 
 
 def placements_from_store(store: Store) -> dict[str, str]:
