@@ -18,7 +18,7 @@ import yaml
 from cluster_sched.api.manifest import parse_node, parse_pod
 from cluster_sched.cli import main
 from cluster_sched.config.load import load_config
-from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.store.store import Store
 from cluster_sched.workload.perf.command import run_workload, verdict
 from cluster_sched.workload.perf.config import PlannedWorkload, load_test_cases, select_workloads
@@ -48,6 +48,7 @@ def perf_args(redis_url: str, **overrides: Any) -> argparse.Namespace:
         "executor": "local",
         "shards": 1,
         "ray_address": None,
+        "batch_size": DEFAULT_BATCH_SIZE,
         "seed": 1,
         "timeout": 120.0,
     }
