@@ -55,6 +55,12 @@ def _add_executor(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--shards", type=int, default=1, help="node shards for --executor shards|ray")
     p.add_argument(
+        "--compiled",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="attempts on the in-process table take the compiled (numba) path when it applies",
+    )
+    p.add_argument(
         "--batch-size",
         type=int,
         default=DEFAULT_BATCH_SIZE,
@@ -102,6 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             otlp_endpoint=args.otlp_endpoint,
             batch_size=args.batch_size,
+            compiled=args.compiled,
         )
     )
     print_summary(result.summary)
@@ -189,6 +196,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             config_path=args.config,
             redis_url=url,
+            compiled=args.compiled,
         ),
         seed=args.seed,
         tracing=tracing,

@@ -48,6 +48,8 @@ class RunOptions:
     otlp_endpoint: str | None = None
     #: pods popped per queue round trip (1: the plain serial loop)
     batch_size: int = DEFAULT_BATCH_SIZE
+    #: the compiled path for attempts on the in-process table
+    compiled: bool = True
     #: stop a group after this many seconds even if pods are still pending
     group_timeout: float = 600.0
 
@@ -189,6 +191,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
                 ray_address=opts.ray_address,
                 config_path=opts.config,
                 redis_url=session.url,
+                compiled=opts.compiled,
             ),
             seed=opts.seed,
             prefix=opts.prefix,

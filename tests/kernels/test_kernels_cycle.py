@@ -10,6 +10,7 @@ import random
 
 import numpy as np
 import pytest
+from cluster_sched.scheduler.diagnosis import FitError
 
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import parse_config
@@ -26,7 +27,6 @@ from cluster_sched.kernels import (
 )
 from cluster_sched.plugins import names
 from cluster_sched.scheduler.algorithm import Scheduler, num_feasible_nodes_to_find
-from cluster_sched.scheduler.diagnosis import FitError
 from cluster_sched.testing.builders import make_node, make_pod
 
 PLUGINS = (
