@@ -9,7 +9,7 @@ are keys users write, keys plugin capabilities are declared with, and keys of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -182,6 +182,14 @@ class Profile:
     def args_for(self, plugin_name: str) -> Any:
         """The plugin's args, or None when it has neither config nor typed defaults."""
         return self.plugin_config.get(plugin_name)
+
+    def enabled_plugin_names(self) -> set[str]:
+        """Every plugin name enabled at any extension point (out-of-tree ones included)."""
+        return {
+            ref.name
+            for f in fields(self.plugins)
+            for ref in getattr(getattr(self.plugins, f.name), "enabled", ())
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -114,7 +114,7 @@ class Framework:
         ``cluster_sched.plugins.registry``; ``scheduler.profile`` wires both)."""
         handle = handle or Handle(profile_name=profile.scheduler_name)
         handle.profile_name = profile.scheduler_name
-        referenced = _referenced_names(profile)
+        referenced = profile.enabled_plugin_names()
         expanded = expand_plugins(profile, registry.capabilities(referenced), field=field)
         instances: dict[str, Any] = {}
         plugins: dict[str, list[tuple[Any, int]]] = {}
@@ -225,14 +225,23 @@ class Framework:
         return result, SUCCESS, narrowing
 
     @instrumented("Filter")
-    def run_filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> FilterOutcome:
-        """Run Filter plugins in order; each later plugin sees only nodes still passing."""
+    def run_filter(
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: NodeSlice,
+        only: frozenset[str] | None = None,
+    ) -> FilterOutcome:
+        """Run Filter plugins in order; each later plugin sees only nodes still passing.
+        ``only``: run just these plugins (the compiled path applies the others itself)."""
         k = len(nodes)
         verdicts = NodeVerdicts.passing(k)
         plugin_idx = np.full(k, -1, dtype=np.int16)
         alive = np.arange(k)
         for i, pl in enumerate(self.filter):
             if pl.name in state.skip_filter_plugins or not len(alive):
+                continue
+            if only is not None and pl.name not in only:
                 continue
             # While no node failed, later plugins get the caller's slice (a prefix stays one).
             sub = pl.filter(
@@ -487,12 +496,3 @@ MAX_PERMIT_TIMEOUT = 15 * 60.0
 def _go_list(items: Sequence[str]) -> str:
     """Go's %v of a []string: ``[a b c]``."""
     return "[" + " ".join(items) + "]"
-
-
-def _referenced_names(profile: Profile) -> set[str]:
-    """Every plugin name the profile enables at any point (out-of-tree ones get imported)."""
-    return {
-        ref.name
-        for f in fields(profile.plugins)
-        for ref in getattr(getattr(profile.plugins, f.name), "enabled", ())
-    }

@@ -20,11 +20,12 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FilterVerdicts, FitError
-from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus
+from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus, PreFilterResult
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
+from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -74,14 +75,21 @@ class AttemptResult:
 
 
 class Scheduler:
-    """Holds the cross-cycle state of schedulePod: the next start node index and RNG."""
+    """Holds the cross-cycle state of schedulePod: the next start node index and RNG.
+
+    ``fast``: the compiled path (``fast_path.FastPath``), tried first for every attempt
+    on the in-process table; it takes the same decisions or declines."""
 
     def __init__(
-        self, percentage_of_nodes_to_score: int | None = 0, rng: random.Random | None = None
+        self,
+        percentage_of_nodes_to_score: int | None = 0,
+        rng: random.Random | None = None,
+        fast: FastPath | None = None,
     ) -> None:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
         self.rng = rng or random.Random()
+        self.fast = fast
 
     # ------------------------------------------------------------------ the attempt
 
@@ -104,8 +112,18 @@ class Scheduler:
         num_all = table.n_nodes
         if num_all == 0:
             raise FitError(pod.key, 0, Diagnosis())
+        pre = fwk.run_pre_filter(state, pod, snapshot)
+        if (
+            self.fast is not None
+            and isinstance(source, LocalSource)
+            and pre[1].is_success
+            and pre[0] is None
+        ):
+            fast = self._fast_attempt(self.fast, fwk, state, pod, table, snapshot, nominated)
+            if fast is not None:
+                return fast
         feasible, diagnosis, evaluated = self.find_nodes_that_fit(
-            fwk, state, pod, table, snapshot, nominated, source
+            fwk, state, pod, table, snapshot, nominated, source, pre=pre
         )
         if len(feasible) == 0:
             raise FitError(pod.key, num_all, diagnosis)
@@ -119,6 +137,50 @@ class Scheduler:
         self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result, source)
         return result
 
+    def _fast_attempt(
+        self,
+        fast: FastPath,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        nominated: NominatedPods | None,
+    ) -> AttemptResult | None:
+        """The compiled path (``fast_path``): the same window, rotation, PreScore order
+        and host selection as the numpy path; None when it declines (nothing changed)."""
+        n = len(table.index)
+        pct = fwk.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(
+            pct if pct is not None else self.percentage_of_nodes_to_score, n
+        )
+        found = fast.find_feasible(
+            fwk, state, pod, table, nominated, to_find, self.next_start_node_index % n
+        )
+        if found is None:
+            return None
+        feasible, evaluated, requests = found
+        self.next_start_node_index = (self.next_start_node_index + evaluated) % n
+        result = AttemptResult(None, evaluated, feasible, table, Diagnosis(), num_all_nodes=n)
+        if len(feasible) == 1:
+            host = table.names[int(feasible[0])]
+            assert host is not None
+            result.suggested_host = host
+            result.top_nodes = [(host, 0)]
+            return result
+        s = fwk.run_pre_score(state, pod, snapshot, NodeSlice(table, feasible))
+        if not s.is_success:
+            raise PreFilterError(s)
+        totals = fast.score(fwk, state, pod, table, requests, feasible)
+        if totals is None:
+            self.score_feasible(fwk, state, pod, table, feasible, result)
+            return result
+        result.total_scores = totals
+        host_idx, top = select_host(totals, self.rng)
+        result.suggested_host = table.names[int(feasible[host_idx])]
+        result.top_nodes = [(table.names[int(feasible[i])], int(totals[i])) for i in top]  # type: ignore[misc]
+        return result
+
     def find_nodes_that_fit(
         self,
         fwk: Framework,
@@ -128,12 +190,14 @@ class Scheduler:
         snapshot: object,
         nominated: NominatedPods | None,
         source: NodeSource | None = None,
+        pre: tuple[PreFilterResult | None, Status, set[str]] | None = None,
     ) -> tuple[np.ndarray, Diagnosis, int]:
-        """Feasible rows (in evaluation order), the diagnosis, and how many were evaluated."""
+        """Feasible rows (in evaluation order), the diagnosis, and how many were evaluated.
+        ``pre``: PreFilter's answer when the caller already ran it."""
         source = source or LocalSource(table)
         diagnosis = Diagnosis()
         all_rows = table.order()
-        pre_res, s, narrowing = fwk.run_pre_filter(state, pod, snapshot)
+        pre_res, s, narrowing = pre if pre is not None else fwk.run_pre_filter(state, pod, snapshot)
         if not s.is_success:
             if not s.is_rejected:
                 raise PreFilterError(s)
@@ -332,14 +396,27 @@ class Scheduler:
         result: AttemptResult,
         source: NodeSource | None = None,
     ) -> None:
+        if fwk.score:
+            s = fwk.run_pre_score(state, pod, snapshot, NodeSlice(table, feasible))
+            if not s.is_success:
+                raise PreFilterError(s)
+        self.score_feasible(fwk, state, pod, table, feasible, result, source)
+
+    def score_feasible(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        feasible: np.ndarray,
+        result: AttemptResult,
+        source: NodeSource | None = None,
+    ) -> None:
+        """Score (PreScore done), NormalizeScore, weights, and host selection."""
         k = len(feasible)
         if not fwk.score:
             totals = np.ones(k, dtype=np.int64)
         else:
-            nodes = NodeSlice(table, feasible)
-            s = fwk.run_pre_score(state, pod, snapshot, nodes)
-            if not s.is_success:
-                raise PreFilterError(s)
             src = source or LocalSource(table)
             if k == table.size:
                 # All nodes feasible (a full scan): score in row order, then reorder.

@@ -31,6 +31,7 @@ from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator, SchedulerParts
 from cluster_sched.scheduler.event_handlers import EventHandlers
 from cluster_sched.scheduler.failure import FailureHandler
+from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 from cluster_sched.scheduler.preemption_executor import StorePreemptionExecutor
@@ -65,6 +66,8 @@ class ExecutorOptions:
     config_path: str | None = None
     #: the store's URL, for Ray binding tasks that open their own connection
     redis_url: str | None = None
+    #: attempts on the in-process table take the compiled path when it applies
+    compiled: bool = True
 
 
 def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
@@ -198,7 +201,11 @@ def new_scheduler(
             source=source,
             frameworks=frameworks,
             queue=queue,
-            algorithm=Scheduler(config.percentage_of_nodes_to_score, random.Random(rng.random())),
+            algorithm=Scheduler(
+                config.percentage_of_nodes_to_score,
+                random.Random(rng.random()),
+                fast=FastPath() if options.compiled and options.executor == "local" else None,
+            ),
             informer=informer,
             handlers=handlers,
             binder=binder,

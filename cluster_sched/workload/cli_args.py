@@ -57,6 +57,12 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--shards", type=int, default=1, help="node shards for --executor shards|ray")
     p.add_argument(
+        "--compiled",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="attempts on the in-process table take the compiled (numba) path when it applies",
+    )
+    p.add_argument(
         "--batch-size",
         type=int,
         default=DEFAULT_BATCH_SIZE,

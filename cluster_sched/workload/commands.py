@@ -97,6 +97,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             otlp_endpoint=args.otlp_endpoint,
             report=not args.no_report,
             batch_size=args.batch_size,
+            compiled=args.compiled,
         )
     )
     print_summary(result.summary)
@@ -193,6 +194,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             config_path=args.config,
             redis_url=url,
+            compiled=args.compiled,
         ),
         seed=args.seed,
         tracing=tracing,

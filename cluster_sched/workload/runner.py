@@ -51,6 +51,8 @@ class RunOptions:
     otlp_endpoint: str | None = None
     #: pods popped per queue round trip (1: the plain serial loop)
     batch_size: int = DEFAULT_BATCH_SIZE
+    #: the compiled path for attempts on the in-process table
+    compiled: bool = True
     #: stop a group after this many seconds even if pods are still pending
     group_timeout: float = 600.0
     #: with ``output``: also write report.html and plots/*.png (matplotlib, after the run)
@@ -250,6 +252,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
                 ray_address=opts.ray_address,
                 config_path=opts.config,
                 redis_url=session.url,
+                compiled=opts.compiled,
             ),
             seed=opts.seed,
             prefix=opts.prefix,

@@ -10,8 +10,8 @@ deterministic and the same for every mode:
 
 After a round the fake clock jumps past every backoff. Batch size 1 is the serial loop;
 larger batches pop many pods per round trip and commit them one by one. Equal outcomes
-across batch sizes and executors (table, in-process shards) show that a batch changes no
-pod's decision: filter/score state, nominations, preemption, host-selection randomness
+across batch sizes, the compiled and the numpy path, and executors (table, in-process
+shards) show that neither a batch nor the kernels change any pod's decision: filter/score state, nominations, preemption, host-selection randomness
 and requeueing.
 """
 
@@ -114,10 +114,11 @@ def test_batches_and_shards_give_the_serial_outcome(
     redis_client: redis.Redis, driver: str, seed: int
 ) -> None:
     docs = random_workload(seed)
-    serial = _outcome(redis_client, docs, ExecutorOptions("local"), batch=1)
+    serial = _outcome(redis_client, docs, ExecutorOptions("local", compiled=False), batch=1)
     assert any(serial[0].values()), "the workload schedules something"
     for options, batch in (
-        (ExecutorOptions("local"), 7),
+        (ExecutorOptions("local", compiled=False), 7),
+        (ExecutorOptions("local"), 1),
         (ExecutorOptions("local"), 64),
         (ExecutorOptions("shards", shards=2), 64),
         (ExecutorOptions("shards", shards=3), 5),

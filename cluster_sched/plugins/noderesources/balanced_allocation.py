@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from cluster_sched.api.objects import Pod
-from cluster_sched.config.plugin_args import NodeResourcesBalancedAllocationArgs
+from cluster_sched.config.plugin_args import NodeResourcesBalancedAllocationArgs, ResourceSpec
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
@@ -51,8 +52,16 @@ class BalancedAllocation:
                 return np.zeros(len(nodes), dtype=np.int64)
         else:
             requests = s.pod_requests
-        alloc, req = allocatable_and_requested(nodes, self.resources, requests, use_requested=True)
-        return balanced_allocation(alloc, req)
+        return balanced_scores(nodes, self.resources, requests)
+
+
+def balanced_scores(
+    nodes: NodeSlice, resources: Sequence[ResourceSpec], pod_requests: np.ndarray
+) -> np.ndarray:
+    """int64[k]: Score of ``nodes`` for PreScore's ``pod_requests`` (int64[m], no
+    non-zero defaults: upstream scores BalancedAllocation on the plain requests)."""
+    alloc, req = allocatable_and_requested(nodes, resources, pod_requests, use_requested=True)
+    return balanced_allocation(alloc, req)
 
 
 def new(args: NodeResourcesBalancedAllocationArgs | None, handle: Handle) -> BalancedAllocation:

@@ -3,6 +3,7 @@ the score follows the configured strategy (LeastAllocated by default)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,8 @@ from cluster_sched.config.plugin_args import (
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
+    ResourceSpec,
+    ScoringStrategy,
 )
 from cluster_sched.errors import PluginError
 from cluster_sched.framework.cycle_state import CycleState
@@ -53,19 +56,8 @@ class Fit:
 
     def __init__(self, args: NodeResourcesFitArgs) -> None:
         self.args = args
-        strategy = args.scoring_strategy
-        self.resources = strategy.resources
-        if strategy.type == LEAST_ALLOCATED:
-            self._scorer = scorers.least_allocated(self.resources)
-        elif strategy.type == MOST_ALLOCATED:
-            self._scorer = scorers.most_allocated(self.resources)
-        elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
-            assert strategy.requested_to_capacity_ratio is not None
-            self._scorer = scorers.requested_to_capacity_ratio(
-                self.resources, strategy.requested_to_capacity_ratio.shape
-            )
-        else:  # the config layer validates this; a plugin built by hand may not
-            raise PluginError(f"{NAME}: scoring strategy {strategy.type!r} is not supported")
+        self.resources = args.scoring_strategy.resources
+        self._scorer = strategy_scorer(args.scoring_strategy)
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
 
@@ -95,54 +87,7 @@ class Fit:
 
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
         s: _PreFilterState | None = state.get(STATE_KEY)
-        requests = s.requests if s is not None else self._checked_requests(pod)
-        table, rows = nodes.table, nodes.rows
-        checked = [(name, amount) for name, amount in requests if amount > 0]
-        room = nodes.take(table.allowed_pods) - nodes.take(table.pod_count)
-        cols = [table.resources.get(name) for name, _ in checked]
-        if all(c >= 0 for c in cols):
-            # Fast path: one gathered block of free capacity against the request vector.
-            ok = room >= 1
-            for (_, amount), col in zip(checked, cols, strict=True):
-                ok &= nodes.take(table.free[col]) >= amount
-            if ok.all():
-                return NodeVerdicts.passing(len(rows))
-        return self._failures(table, rows, room, checked)
-
-    def _failures(
-        self, table: NodeTable, rows: np.ndarray, room: np.ndarray, checked: list[tuple[str, int]]
-    ) -> NodeVerdicts:
-        """Per-node reasons, in upstream's order: pods, cpu, memory, ephemeral, scalars."""
-        k = len(rows)
-        reasons = [TOO_MANY_PODS]
-        insufficient = [room < 1]
-        unresolvable = [np.zeros(k, dtype=bool)]
-        for name, amount in checked:
-            col = table.resources.get(name)
-            alloc = table.allocatable[col][rows] if col >= 0 else np.zeros(k, dtype=np.int64)
-            free = table.free[col][rows] if col >= 0 else alloc
-            reasons.append(f"Insufficient {name}")
-            insufficient.append(amount > free)
-            unresolvable.append(amount > alloc)
-        bits = np.stack(insufficient, axis=1)
-        failing = bits.any(axis=1)
-        if not failing.any():
-            return NodeVerdicts.passing(k)
-        # One reason tuple per distinct combination of insufficient resources.
-        weights = 1 << np.arange(bits.shape[1], dtype=np.int64)
-        combo = (bits.astype(np.int64) * weights).sum(axis=1)
-        uniq, inverse = np.unique(combo[failing], return_inverse=True)
-        reason_list = [
-            tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()
-        ]
-        unres = np.asarray((np.stack(unresolvable, axis=1) & bits).any(axis=1))
-        codes = np.zeros(k, dtype=np.int8)
-        codes[failing] = np.where(
-            unres[failing], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
-        )
-        reason_ids = np.zeros(k, dtype=np.int32)
-        reason_ids[failing] = inverse
-        return NodeVerdicts(codes, reason_ids, reason_list)
+        return fit_verdicts(nodes, s.requests if s is not None else self._checked_requests(pod))
 
     # -- score
 
@@ -157,10 +102,7 @@ class Fit:
         pod_requests = (
             s.pod_requests if s is not None else pod_request_list(pod, self.resources, nonzero=True)
         )
-        alloc, req = allocatable_and_requested(
-            nodes, self.resources, pod_requests, use_requested=False
-        )
-        return self._scorer(alloc, req)
+        return resource_scores(nodes, self.resources, self._scorer, pod_requests)
 
     def events_to_register(self) -> tuple[ClusterEvent, ...]:
         return (
@@ -173,6 +115,91 @@ class Fit:
                 | ActionType.UPDATE_NODE_LABEL,
             ),
         )
+
+
+def fit_verdicts(nodes: NodeSlice, requests: tuple[tuple[str, int], ...]) -> NodeVerdicts:
+    """The Filter verdicts for ``requests`` (PreFilter's check list): room for one more pod
+    and, per requested resource, free capacity (allocatable - requested) >= the request.
+    A resource the table has never seen has no capacity anywhere.
+
+    A function, not only the method, so the compiled kernels' reference
+    (``cluster_sched.kernels.reference``) runs exactly this code.
+    """
+    table, rows = nodes.table, nodes.rows
+    checked = [(name, amount) for name, amount in requests if amount > 0]
+    room = nodes.take(table.allowed_pods) - nodes.take(table.pod_count)
+    cols = [table.resources.get(name) for name, _ in checked]
+    if all(c >= 0 for c in cols):
+        # Fast path: one gathered block of free capacity against the request vector.
+        ok = room >= 1
+        for (_, amount), col in zip(checked, cols, strict=True):
+            ok &= nodes.take(table.free[col]) >= amount
+        if ok.all():
+            return NodeVerdicts.passing(len(rows))
+    return _failures(table, rows, room, checked)
+
+
+def _failures(
+    table: NodeTable, rows: np.ndarray, room: np.ndarray, checked: list[tuple[str, int]]
+) -> NodeVerdicts:
+    """Per-node reasons, in upstream's order: pods, cpu, memory, ephemeral, scalars."""
+    k = len(rows)
+    reasons = [TOO_MANY_PODS]
+    insufficient = [room < 1]
+    unresolvable = [np.zeros(k, dtype=bool)]
+    for name, amount in checked:
+        col = table.resources.get(name)
+        alloc = table.allocatable[col][rows] if col >= 0 else np.zeros(k, dtype=np.int64)
+        free = table.free[col][rows] if col >= 0 else alloc
+        reasons.append(f"Insufficient {name}")
+        insufficient.append(amount > free)
+        unresolvable.append(amount > alloc)
+    bits = np.stack(insufficient, axis=1)
+    failing = bits.any(axis=1)
+    if not failing.any():
+        return NodeVerdicts.passing(k)
+    # One reason tuple per distinct combination of insufficient resources.
+    weights = 1 << np.arange(bits.shape[1], dtype=np.int64)
+    combo = (bits.astype(np.int64) * weights).sum(axis=1)
+    uniq, inverse = np.unique(combo[failing], return_inverse=True)
+    reason_list = [
+        tuple(r for j, r in enumerate(reasons) if (int(c) >> j) & 1) for c in uniq.tolist()
+    ]
+    unres = np.asarray((np.stack(unresolvable, axis=1) & bits).any(axis=1))
+    codes = np.zeros(k, dtype=np.int8)
+    codes[failing] = np.where(
+        unres[failing], Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.UNSCHEDULABLE
+    )
+    reason_ids = np.zeros(k, dtype=np.int32)
+    reason_ids[failing] = inverse
+    return NodeVerdicts(codes, reason_ids, reason_list)
+
+
+def resource_scores(
+    nodes: NodeSlice,
+    resources: Sequence[ResourceSpec],
+    scorer: scorers.Scorer,
+    pod_requests: np.ndarray,
+) -> np.ndarray:
+    """int64[k]: Score of ``nodes`` for PreScore's ``pod_requests`` (int64[m], non-zero
+    cpu/memory defaults applied), cpu/memory counted with the non-zero accounting."""
+    alloc, req = allocatable_and_requested(nodes, resources, pod_requests, use_requested=False)
+    return scorer(alloc, req)
+
+
+def strategy_scorer(strategy: ScoringStrategy) -> scorers.Scorer:
+    """The scorer of a scoring strategy (one place, shared with the compiled kernels)."""
+    if strategy.type == LEAST_ALLOCATED:
+        return scorers.least_allocated(strategy.resources)
+    if strategy.type == MOST_ALLOCATED:
+        return scorers.most_allocated(strategy.resources)
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        assert strategy.requested_to_capacity_ratio is not None
+        return scorers.requested_to_capacity_ratio(
+            strategy.resources, strategy.requested_to_capacity_ratio.shape
+        )
+    # the config layer validates this; a plugin built by hand may not
+    raise PluginError(f"{NAME}: scoring strategy {strategy.type!r} is not supported")
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> Fit:

@@ -145,6 +145,7 @@ def run_workload(
                 ray_address=args.ray_address,
                 config_path=str(planned.case.scheduler_config_path or "") or None,
                 redis_url=session.url,
+                compiled=args.compiled,
             ),
             seed=args.seed,
             prefix=prefix,

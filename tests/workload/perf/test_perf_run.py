@@ -49,6 +49,7 @@ def perf_args(redis_url: str, **overrides: Any) -> argparse.Namespace:
         "shards": 1,
         "ray_address": None,
         "batch_size": DEFAULT_BATCH_SIZE,
+        "compiled": True,
         "seed": 1,
         "timeout": 120.0,
     }

@@ -1,0 +1,168 @@
+"""Hypothesis strategies for the kernel tests: random tables (allocatable / requested /
+non-zero / pod columns from zero to int64's limit), profiles (all three strategies,
+random resources and weights, ignored resources), real pods and the other plugins'
+columns."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, ObjectMeta
+from cluster_sched.config.plugin_args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFitArgs,
+    RequestedToCapacityRatioParam,
+    ResourceSpec,
+    ScoringStrategy,
+    UtilizationShapePoint,
+)
+from cluster_sched.kernels import KernelProfile, NormalizedScore, PodQuery, PodRequests
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
+from cluster_sched.plugins.noderesources.fit import Fit
+from cluster_sched.testing.builders import make_pod
+
+GPU = "example.com/gpu"
+FPGA = "vendor.io/fpga"
+HUGE = "hugepages-2Mi"
+#: never a column of any table: Fit fails every node, scorers skip it
+UNKNOWN = "example.com/unknown"
+TABLE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, GPU, FPGA, HUGE)
+SCORE_RESOURCES = (*TABLE_RESOURCES, PODS, UNKNOWN)
+INT64_MAX = 2**63 - 1
+
+
+def weighted(*choices: tuple[int, st.SearchStrategy[int]]) -> st.SearchStrategy[int]:
+    """One of ``choices``, each as often as its weight."""
+    pool = [s for w, s in choices for _ in range(w)]
+    return st.integers(0, len(pool) - 1).flatmap(lambda i: pool[i])
+
+
+#: float64-exactness edges of the scorers and int64's limit
+EDGES = st.sampled_from([0, 1, 2**46 - 1, 2**46, 2**53 + 1, 2**56, 2**62, INT64_MAX])
+#: anything the plugins accept (quantities are clamped to int64)
+values = st.one_of(
+    st.integers(0, 16), st.integers(0, 10**7), st.integers(0, 2**40), EDGES,
+    st.integers(0, INT64_MAX),
+)  # fmt: skip
+#: mostly node-sized (pods fit), sometimes tiny, empty or near the limit
+capacities = weighted(
+    (6, st.integers(10**4, 10**12)), (1, st.integers(0, 16)), (1, EDGES),
+    (1, st.integers(0, INT64_MAX)),
+)  # fmt: skip
+#: mostly pod-sized, sometimes absent (0) or huge
+amounts = weighted(
+    (3, st.just(0)), (5, st.integers(1, 10**4)), (1, EDGES), (1, st.integers(0, INT64_MAX))
+)
+
+
+@st.composite
+def tables(draw: st.DrawFn, max_nodes: int = 30) -> NodeTable:
+    """A table with free rows (removed nodes), 1-3 zones (so ``order()`` interleaves) and
+    every accounting column overwritten with random values; ``free`` kept as
+    allocatable - requested, int64 wrap-around included, as add_pod keeps it."""
+    n = draw(st.integers(1, max_nodes))
+    table = NodeTable(capacity=draw(st.integers(1, n)))
+    for name in TABLE_RESOURCES:
+        table.resource_col(name)
+    zones = draw(st.integers(1, 3))
+    for i in range(n):
+        zone = {"topology.kubernetes.io/zone": f"z{draw(st.integers(0, zones - 1))}"}
+        table.upsert_node(Node(ObjectMeta(f"n{i}", labels=zone)))
+    gone = draw(st.sets(st.integers(0, n - 1), max_size=n - 1))
+    for i in sorted(gone):
+        table.remove_node(f"n{i}")
+    r, cap = table.allocatable.shape
+    table.allocatable[:] = draw(hnp.arrays(np.int64, (r, cap), elements=capacities))
+    # mostly a share of allocatable (so pods fit), else anything
+    share = draw(hnp.arrays(np.int64, (r, cap), elements=st.integers(0, 100)))
+    wild = draw(hnp.arrays(np.bool_, (r, cap), elements=st.integers(0, 4).map(lambda x: x == 0)))
+    anything = draw(hnp.arrays(np.int64, (r, cap), elements=values))
+    table.requested[:] = np.where(wild, anything, table.allocatable // 100 * share)
+    table.free[:] = table.allocatable - table.requested
+    table.nonzero[:] = draw(hnp.arrays(np.int64, (2, cap), elements=values))
+    table.pod_count[:] = draw(hnp.arrays(np.int64, cap, elements=st.integers(0, 20)))
+    pods = weighted((6, st.just(110)), (2, st.integers(0, 20)), (1, st.just(INT64_MAX)))
+    table.allowed_pods[:] = draw(hnp.arrays(np.int64, cap, elements=pods))
+    return table
+
+
+def _specs(draw: st.DrawFn, with_weights: bool) -> tuple[ResourceSpec, ...]:
+    if draw(st.booleans()):  # the default cpu + memory: the scorers' fast paths
+        chosen = [CPU, MEMORY]
+    else:
+        chosen = draw(
+            st.lists(st.sampled_from(SCORE_RESOURCES), min_size=1, max_size=4, unique=True)
+        )
+    return tuple(
+        ResourceSpec(name, draw(st.integers(1, 100)) if with_weights else 1) for name in chosen
+    )
+
+
+@st.composite
+def profiles(draw: st.DrawFn) -> KernelProfile:
+    kind = draw(st.sampled_from([LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO]))
+    rtcr = None
+    if kind == REQUESTED_TO_CAPACITY_RATIO:
+        utils = sorted(draw(st.sets(st.integers(0, 100), min_size=1, max_size=5)))
+        rtcr = RequestedToCapacityRatioParam(
+            tuple(UtilizationShapePoint(u, draw(st.integers(0, 10))) for u in utils)
+        )
+    args = NodeResourcesFitArgs(
+        ignored_resources=tuple(draw(st.sets(st.sampled_from([GPU, FPGA, HUGE])))),
+        ignored_resource_groups=tuple(draw(st.sets(st.sampled_from(["vendor.io", "example"])))),
+        scoring_strategy=ScoringStrategy(kind, _specs(draw, with_weights=True), rtcr),
+    )
+    balanced = None
+    if draw(st.integers(0, 3)):
+        balanced = BalancedAllocation(NodeResourcesBalancedAllocationArgs(_specs(draw, False)))
+    score_weight = weighted((1, st.just(0)), (3, st.integers(1, 3)))
+    return KernelProfile(Fit(args), balanced, draw(score_weight), draw(score_weight))
+
+
+@st.composite
+def requests(draw: st.DrawFn, profile: KernelProfile) -> PodRequests:
+    """A real pod's requests, through the plugins' own PreFilter/PreScore."""
+    reqs: dict[str, str] = {}
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE, GPU, FPGA, HUGE, UNKNOWN):
+        # an unknown resource fails every node: rarely, or little else would be feasible
+        if draw(st.integers(0, 9)) < {CPU: 2, MEMORY: 2, UNKNOWN: 9}.get(name, 5):
+            continue
+        v = draw(amounts)
+        reqs[name] = f"{v}m" if name == CPU else str(v)
+    return PodRequests.of_pod(make_pod("p").req(reqs).obj(), profile)
+
+
+def _column(draw: st.DrawFn, cap: int, elements: st.SearchStrategy[int]) -> np.ndarray:
+    return draw(hnp.arrays(np.int64, cap, elements=elements))
+
+
+@st.composite
+def queries(draw: st.DrawFn, table: NodeTable, profile: KernelProfile) -> PodQuery:
+    cap = table.allocatable.shape[1]
+    passes = st.integers(0, 4).map(bool)
+    masks = tuple(
+        draw(hnp.arrays(np.bool_, cap, elements=passes)) for _ in range(draw(st.integers(0, 2)))
+    )
+    raws = st.one_of(st.integers(0, 10), st.integers(0, 2**20), values)
+    normalized = tuple(
+        NormalizedScore(_column(draw, cap, raws), draw(st.booleans()), draw(st.integers(1, 3)))
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    extra = _column(draw, cap, st.integers(0, 300)) if draw(st.booleans()) else None
+    return PodQuery(draw(requests(profile)), draw(st.integers(0, 10**6)), masks, normalized, extra)
+
+
+@st.composite
+def orders(draw: st.DrawFn, table: NodeTable) -> np.ndarray | None:
+    """None (the whole table in nodeTree order) or a PreFilter-narrowed subset of it."""
+    if draw(st.booleans()):
+        return None
+    full = table.order()
+    keep = draw(hnp.arrays(np.bool_, len(full)))
+    return full[keep]
