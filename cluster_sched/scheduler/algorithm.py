@@ -171,14 +171,16 @@ class Scheduler:
         s = fwk.run_pre_score(state, pod, snapshot, NodeSlice(table, feasible))
         if not s.is_success:
             raise PreFilterError(s)
-        totals = fast.score(fwk, state, pod, table, requests, feasible)
-        if totals is None:
+        scored = fast.score(fwk, state, pod, table, requests, feasible)
+        if scored is None:
             self.score_feasible(fwk, state, pod, table, feasible, result)
             return result
-        result.total_scores = totals
-        host_idx, top = select_host(totals, self.rng)
-        result.suggested_host = table.names[int(feasible[host_idx])]
-        result.top_nodes = [(table.names[int(feasible[i])], int(totals[i])) for i in top]  # type: ignore[misc]
+        # The kernel's tie set and the same RNG draw as select_host.
+        result.total_scores = scored.totals
+        host = table.names[scored.select_row(self.rng)]
+        assert host is not None
+        result.suggested_host = host
+        result.top_nodes = [(host, scored.best)]
         return result
 
     def find_nodes_that_fit(

@@ -33,6 +33,7 @@ from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.kernels import (
     STATUS_OK,
+    Evaluation,
     KernelProfile,
     NormalizedScore,
     PodQuery,
@@ -55,6 +56,9 @@ COLUMN_FILTERS = frozenset(
         names.NODE_PORTS,
     }
 )
+#: Rows whose other-plugin verdicts are computed before the kernel runs, at least (twice
+#: numFeasibleNodesToFind otherwise): most windows end inside them.
+MIN_MASKED_HEAD = 256
 #: Score plugins the kernel fuses, and those it takes as columns.
 FUSED_SCORES = frozenset({names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION})
 NORMALIZED_SCORES = {names.TAINT_TOLERATION: True, names.NODE_AFFINITY: False}
@@ -93,16 +97,24 @@ class FastPath:
         if any(name not in COLUMN_FILTERS for name in others):
             return None
         rows = table.order()
-        masks: tuple[np.ndarray, ...] = ()
-        if others:
-            outcome = fwk.run_filter(state, pod, NodeSlice(table, rows), only=frozenset(others))
-            mask = np.zeros(table.allocatable.shape[1], dtype=np.bool_)
-            mask[rows] = outcome.passed
-            masks = (mask,)
+        n = len(rows)
+        rotated = np.concatenate((rows[start:], rows[:start])) if start else rows
         requests = PodRequests.of_pod(pod, profile)
-        ev = evaluate_pod(
-            table, profile, PodQuery(requests, start=start, masks=masks), to_find, rows
-        )
+        if not others:
+            ev = evaluate_pod(table, profile, PodQuery(requests), to_find, rotated)
+        else:
+            # The other plugins' verdicts for the head of the rotation (usually enough to
+            # find to_find nodes), then for the rest only if the window runs past it.
+            only = frozenset(others)
+            mask = np.zeros(table.allocatable.shape[1], dtype=np.bool_)
+            head = rotated[: min(n, max(2 * to_find, MIN_MASKED_HEAD))]
+            mask[head] = fwk.run_filter(state, pod, NodeSlice(table, head), only=only).passed
+            query = PodQuery(requests, masks=(mask,))
+            ev = evaluate_pod(table, profile, query, to_find, head)
+            if len(ev.feasible_rows) < to_find and len(head) < n:
+                rest = rotated[len(head) :]
+                mask[rest] = fwk.run_filter(state, pod, NodeSlice(table, rest), only=only).passed
+                ev = evaluate_pod(table, profile, query, to_find, rotated)
         if len(ev.feasible_rows) == 0 or ev.status != STATUS_OK:
             return None
         return ev.feasible_rows, ev.evaluated, requests
@@ -115,8 +127,9 @@ class FastPath:
         table: NodeTable,
         requests: PodRequests,
         feasible: np.ndarray,
-    ) -> np.ndarray | None:
-        """Weighted totals over ``feasible`` (PreScore done), or None for the numpy path."""
+    ) -> Evaluation | None:
+        """Weighted totals and best-score ties over ``feasible`` (PreScore done), or None
+        for the numpy path."""
         profile = self._profile(fwk)
         assert profile is not None
         return self._kernel_scores(fwk, state, pod, table, profile, requests, feasible)
@@ -130,9 +143,9 @@ class FastPath:
         profile: KernelProfile,
         requests: PodRequests,
         feasible: np.ndarray,
-    ) -> np.ndarray | None:
-        """Weighted totals over ``feasible`` from the kernel, or None when an active
-        Score plugin is one it does not take (or a score came out of range)."""
+    ) -> Evaluation | None:
+        """The kernel's scoring of ``feasible``, or None when an active Score plugin is
+        one it does not take (or a score came out of range)."""
         active = fwk.active_score_plugins(state)
         names_active = {pl.name for pl in active}
         if any(
@@ -162,4 +175,4 @@ class FastPath:
         ev = evaluate_pod(table, profile, query, len(feasible), feasible)
         if ev.status != STATUS_OK or len(ev.feasible_rows) != len(feasible):
             return None
-        return ev.totals
+        return ev
