@@ -129,7 +129,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         for group in w.pod_groups:
             docs.extend(group.manifests())
         for start in range(0, len(docs), 2000):
-            results = store.apply_many(docs[start : start + 2000])
+            results = store.apply_many(docs[start : start + 2000], source=path)
             total += len(results)
     for line in invalid:
         print(f"error: {line}", file=sys.stderr)
