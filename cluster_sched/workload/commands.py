@@ -16,6 +16,9 @@ from cluster_sched.telemetry.tracing import setup_tracing
 
 Register = Callable[[Any], None]
 
+#: Where ``serve --metrics-port`` listens unless told otherwise: this machine only.
+DEFAULT_METRICS_ADDRESS = "127.0.0.1"
+
 
 def _add_redis(p: argparse.ArgumentParser) -> None:
     p.add_argument(
@@ -145,6 +148,12 @@ def _register_serve(sub: Any) -> None:
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )
     p.add_argument(
+        "--metrics-address",
+        default=DEFAULT_METRICS_ADDRESS,
+        help=f"interface the metrics server listens on (default {DEFAULT_METRICS_ADDRESS}; "
+        "0.0.0.0 exposes it to the network)",
+    )
+    p.add_argument(
         "--otlp-endpoint",
         default=None,
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
@@ -156,7 +165,7 @@ def _register_serve(sub: Any) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
-    from cluster_sched.redis_server import connect, resolve_url
+    from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
     from cluster_sched.store.store import Store
 
@@ -170,7 +179,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     tracing = setup_tracing(args.otlp_endpoint)
     metrics = Metrics() if args.metrics_port is not None else Metrics.disabled()
     if args.metrics_port is not None:
-        metrics.start_http_server(args.metrics_port)
+        metrics.start_http_server(args.metrics_port, addr=args.metrics_address)
     coord = new_scheduler(
         Store(client),
         client,
@@ -196,7 +205,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     coord.start()
     coord.queue.run()
-    print(json.dumps({"serving": url, "profiles": sorted(coord.frameworks)}), flush=True)
+    shown = redact_url(url)  # the password stays out of logs
+    print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
     try:
         while not stopping:
             coord.step(pop_timeout=0.2)
