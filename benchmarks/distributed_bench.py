@@ -196,7 +196,7 @@ def child(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(cfg: dict[str, Any]) -> dict[str, Any]:
-    env = {**os.environ, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "disabled")}
+    env = dict(os.environ)  # the child's private Ray gets token auth unless this says otherwise
     proc = subprocess.run(
         [sys.executable, __file__, "--child", json.dumps(cfg)],
         capture_output=True,

@@ -13,6 +13,12 @@ docker-compose.yml runs, hosts mapped to 127.0.0.1. Jaeger is not started: pass
 writes pids, ports and log paths to ``<state-dir>/launcher.json`` and returns; the
 processes keep running.
 
+Each run is locked down as compose is (see infra/services.py): ``up`` generates a Redis
+password and a Ray token, gives redis-server its password in a 0600 config file and every
+other process its secrets through the environment (never a command line, which ``ps``
+shows to every user), and keeps them in the 0600 ``launcher.json`` (``redis_url`` there
+is the URL to ``apply`` with). Everything listens on 127.0.0.1.
+
 ``down`` stops exactly the processes ``up`` started, by pid, never by name: each runs in its
 own session, ``ray start --block`` owns its node's processes (and a reaper kills them if it
 dies), so SIGTERM to it, then SIGKILL to its process group if anything lingers, stops that
@@ -26,6 +32,7 @@ import argparse
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -39,6 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final
 
+from cluster_sched.redis_server import redact_url
 from infra import services
 from infra.services import ServiceSpec, Topology
 
@@ -56,6 +64,8 @@ __all__ = [
 DEFAULT_STATE_DIR: Final = Path("out") / "launcher"
 """Where ``launcher.json`` and the logs go, relative to the working directory."""
 STATE_FILE: Final = "launcher.json"
+REDIS_CONFIG_FILE: Final = "redis.conf"
+"""redis-server's config in the state dir: its password, readable by the owner only."""
 START_TIMEOUT_S: Final = 120.0
 """Upper bound on one service becoming ready (Ray on a loaded 2-core machine is slow)."""
 STOP_GRACE_S: Final = 20.0
@@ -99,6 +109,7 @@ class State:
 
     def to_json(self) -> str:
         data = asdict(self)
+        data["redis_url"] = self.redis_url  # for operators: the URL to `apply` with
         return json.dumps(data, indent=2)
 
     @classmethod
@@ -201,16 +212,30 @@ def _tail(path: str, lines: int = 20) -> str:
         return "(no log)"
 
 
-def _redis_answers(port: int) -> Callable[[], bool]:
+def _redis_answers(port: int, password: str) -> Callable[[], bool]:
     import redis
 
     def ready() -> bool:
+        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1)
         try:
-            return bool(redis.Redis(host="127.0.0.1", port=port, socket_timeout=1).ping())
+            return bool(client.ping())
         except redis.RedisError:
             return False
+        finally:
+            client.close()
 
     return ready
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable and writable by the owner only (0600), from
+    the first byte: it holds secrets."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    tmp.replace(path)
 
 
 def _log_says(path: str, line: str) -> Callable[[], bool]:
@@ -268,6 +293,10 @@ def up(
     # Short and private: Ray puts unix sockets under it (path limit ~107 bytes), and a
     # private dir keeps /tmp/ray/ray_current_cluster pointing at nobody's cluster of ours.
     ray_temp_dir = tempfile.mkdtemp(prefix="csray-", dir="/tmp")
+    # Hex: URL-safe, so the password goes into redis:// URLs as it is.
+    redis_password = secrets.token_hex(32)
+    redis_config = state_path / REDIS_CONFIG_FILE
+    _write_private(redis_config, f"requirepass {redis_password}\n")
     topology = Topology.local(
         redis_port=_port(redis_port),
         ray_port=_port(ray_port),
@@ -275,6 +304,9 @@ def up(
         dashboard_port=free_port(),
         dashboard_agent_port=free_port(),
         ray_temp_dir=ray_temp_dir,
+        redis_password=redis_password,
+        ray_auth_token=secrets.token_hex(32),
+        redis_config_file=str(redis_config),
         otlp_endpoint=otlp_endpoint,
     )
     started: list[LaunchedProcess] = []
@@ -290,7 +322,10 @@ def up(
         _wait_until(launched.name, ready(launched.log), popen, launched.log)
 
     try:
-        launch(services.redis_service(topology), lambda _log: _redis_answers(topology.redis_port))
+        launch(
+            services.redis_service(topology),
+            lambda _log: _redis_answers(topology.redis_port, topology.redis_password),
+        )
         launch(
             services.ray_head_service(topology, head_cpus),
             lambda log: _log_says(log, RAY_READY_LINE),
@@ -305,6 +340,7 @@ def up(
     except BaseException:
         _stop_all(started, popens)
         (state_path / STATE_FILE).unlink(missing_ok=True)
+        redis_config.unlink(missing_ok=True)
         shutil.rmtree(ray_temp_dir, ignore_errors=True)
         raise
     _LIVE_POPENS.update(popens)
@@ -316,9 +352,7 @@ _LIVE_POPENS: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def _write_state(state_path: Path, state: State) -> None:
-    tmp = state_path / (STATE_FILE + ".tmp")
-    tmp.write_text(state.to_json())
-    tmp.replace(state_path / STATE_FILE)
+    _write_private(state_path / STATE_FILE, state.to_json())  # it holds the secrets
 
 
 def load_state(state_dir: Path | str = DEFAULT_STATE_DIR) -> State:
@@ -364,6 +398,7 @@ def down(state_dir: Path | str = DEFAULT_STATE_DIR) -> State:
     _stop_all(state.processes, _LIVE_POPENS)
     shutil.rmtree(state.ray_temp_dir, ignore_errors=True)
     (Path(state.state_dir) / STATE_FILE).unlink(missing_ok=True)
+    (Path(state.state_dir) / REDIS_CONFIG_FILE).unlink(missing_ok=True)
     return state
 
 
@@ -415,7 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 worker_cpus=args.worker_cpus, shards=args.shards,
                 otlp_endpoint=args.otlp_endpoint, coordinator=not args.no_coordinator,
             )  # fmt: skip
-            print(f"redis      {state.redis_url}")
+            shown = redact_url(state.redis_url)
+            print(f"redis      {shown}  (password: redis_url in {STATE_FILE})")
             print(
                 f"ray        {state.ray_address}  (dashboard 127.0.0.1:{state.topology.dashboard_port})"
             )

@@ -23,6 +23,20 @@ What differs between the two, and why, is only what the topology carries:
 Environment variables are the CLI's contract: CLUSTER_SCHED_REDIS_URL,
 OTEL_EXPORTER_OTLP_ENDPOINT and RAY_ADDRESS. Ray nodes get the first two as well,
 because binding tasks and shard actors run there and write to Redis and export spans.
+
+Locked down by default, in both:
+
+- Redis requires a password (``requirepass``; clients use ``redis://:PASSWORD@host``),
+  runs in protected mode, and listens on the compose network (a container's own
+  interfaces) or on 127.0.0.1. Compose takes the password from ``$REDIS_PASSWORD`` (an
+  ``.env`` file beside docker-compose.yml; compose refuses to start without it); the
+  launcher generates one per run and hands it to redis-server in a 0600 config file,
+  never on a command line (``ps`` shows those to every local user).
+- Ray uses token authentication (``RAY_AUTH_MODE=token``): the token comes from
+  ``$RAY_AUTH_TOKEN`` in compose, a fresh one per launcher run. Its dashboard and Jobs
+  API listen on 127.0.0.1 of the head only and are not published.
+- Prometheus metrics listen on 127.0.0.1 locally; in a container on its interfaces, with
+  the port published on the host's 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -34,6 +48,8 @@ from typing import Any, Final
 
 __all__ = [
     "COMPOSE",
+    "COMPOSE_RAY_AUTH_TOKEN",
+    "COMPOSE_REDIS_PASSWORD",
     "DEFAULT_HEAD_CPUS",
     "DEFAULT_SHARDS",
     "DEFAULT_WORKER_CPUS",
@@ -41,6 +57,7 @@ __all__ = [
     "Topology",
     "coordinator_service",
     "jaeger_service",
+    "ray_auth_env",
     "ray_head_service",
     "ray_worker_service",
     "redis_service",
@@ -58,23 +75,21 @@ REDIS_URL_ENV: Final = "CLUSTER_SCHED_REDIS_URL"
 OTLP_ENV: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 RAY_ADDRESS_ENV: Final = "RAY_ADDRESS"
 
-RAY_AUTH_ENV: Final[Mapping[str, str]] = {
-    # Explicit, because Ray decides per process otherwise: a head finding ~/.ray/auth_token
-    # (any earlier local ray.init() writes one) turns token auth on, while a joining node
-    # with no token then fails with InvalidAuthToken. Every Ray process and driver here
-    # gets the same answer. Disabled: the compose network and the loopback launcher are the
-    # trust boundary; a deployment exposing Ray's ports must switch to token mode.
-    "RAY_AUTH_MODE": "disabled",
-}
-"""Ray authentication mode, shared by the nodes and the coordinator (a driver)."""
+REDIS_CLI_AUTH_ENV: Final = "REDISCLI_AUTH"
+"""The password redis-cli (the compose health check) authenticates with."""
+
+COMPOSE_REDIS_PASSWORD: Final = "${REDIS_PASSWORD:?set REDIS_PASSWORD, see docker-compose.yml}"
+"""Compose interpolates the Redis password from the environment or ``.env``; unset, it
+refuses to start. URL-safe characters only: it is written into ``redis://`` URLs."""
+COMPOSE_RAY_AUTH_TOKEN: Final = "${RAY_AUTH_TOKEN:?set RAY_AUTH_TOKEN, see docker-compose.yml}"
+"""Compose interpolates Ray's authentication token the same way."""
 
 RAY_NODE_ENV: Final[Mapping[str, str]] = {
-    **RAY_AUTH_ENV,
     # `ray start --block` drains for 30 s on SIGTERM (meant for Ray Serve replicas); we run
     # no Serve, and `docker compose down` waits only 10 s before SIGKILL.
     "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0",
 }
-"""Environment every Ray node gets on top of the Redis URL and OTLP endpoint."""
+"""Environment every Ray node gets on top of the Redis URL, OTLP endpoint and Ray auth."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +104,22 @@ class Topology:
     otlp_endpoint: str | None
     """OTLP base URL, or None to run without tracing."""
     bind_host: str
-    """Interface servers bind to: every interface in a container, loopback locally."""
+    """Interface Redis and the metrics server bind to: a container's own interfaces
+    (the compose network; ports are published on the host's loopback only), or
+    loopback locally."""
     dashboard_port: int
     dashboard_agent_port: int
     """Per-node dashboard agent port; fixed in containers, must differ per local node."""
     ray_temp_dir: str
+    redis_password: str
+    """Redis's ``requirepass``: a compose ``${...}`` reference, or the launcher's secret."""
+    ray_auth_token: str
+    """Ray's token (RAY_AUTH_TOKEN): a compose reference, or the launcher's secret."""
+    redis_config_file: str | None = None
+    """A 0600 file holding ``requirepass`` that redis-server reads, so the password is
+    on no command line (local only: compose passes the reference)."""
+    dashboard_host: str = "127.0.0.1"
+    """Where Ray's dashboard and Jobs API listen: never beyond the head's loopback."""
 
     @classmethod
     def local(
@@ -105,9 +131,13 @@ class Topology:
         dashboard_port: int,
         dashboard_agent_port: int,
         ray_temp_dir: str,
+        redis_password: str,
+        ray_auth_token: str,
+        redis_config_file: str | None = None,
         otlp_endpoint: str | None = None,
     ) -> Topology:
-        """Every host is 127.0.0.1; the launcher picks the ports and the temp dir."""
+        """Every host is 127.0.0.1; the launcher picks the ports, the temp dir and the
+        secrets."""
         return cls(
             redis_host="127.0.0.1",
             redis_port=redis_port,
@@ -119,11 +149,16 @@ class Topology:
             dashboard_port=dashboard_port,
             dashboard_agent_port=dashboard_agent_port,
             ray_temp_dir=ray_temp_dir,
+            redis_password=redis_password,
+            ray_auth_token=ray_auth_token,
+            redis_config_file=redis_config_file,
         )
 
     @property
     def redis_url(self) -> str:
-        return f"redis://{self.redis_host}:{self.redis_port}/0"
+        """``redis://:PASSWORD@host:port/0``: what every client (coordinator, apply, Ray
+        binding workers) is given."""
+        return f"redis://:{self.redis_password}@{self.redis_host}:{self.redis_port}/0"
 
     @property
     def ray_address(self) -> str:
@@ -141,6 +176,8 @@ COMPOSE: Final = Topology(
     dashboard_port=8265,
     dashboard_agent_port=52365,
     ray_temp_dir="/tmp/ray",
+    redis_password=COMPOSE_REDIS_PASSWORD,
+    ray_auth_token=COMPOSE_RAY_AUTH_TOKEN,
 )
 """The compose network: service names resolve as hosts; ports are the well-known ones."""
 
@@ -172,22 +209,45 @@ def _tracing_env(topology: Topology) -> dict[str, str]:
 
 
 def redis_service(topology: Topology) -> ServiceSpec:
-    """redis-server holding the queue, the objects and the event stream; nothing on disk."""
+    """redis-server holding the queue, the objects and the event stream; nothing on disk.
+
+    Password required, protected mode on, bound to ``bind_host`` only. The password comes
+    from ``redis_config_file`` when there is one (kept off the command line), else
+    ``--requirepass`` (compose: a reference the compose file interpolates).
+    """
+    config = (topology.redis_config_file,) if topology.redis_config_file else ()
+    password = () if config else ("--requirepass", topology.redis_password)
     return ServiceSpec(
         name="redis",
         argv=(
-            "redis-server",
+            "redis-server", *config,
             "--port", str(topology.redis_port),
             "--bind", topology.bind_host,
-            "--protected-mode", "no",
+            "--protected-mode", "yes",
+            *password,
             "--save", "",
             "--appendonly", "no",
         ),
+        environment={REDIS_CLI_AUTH_ENV: topology.redis_password},
     )  # fmt: skip
 
 
+def ray_auth_env(topology: Topology) -> dict[str, str]:
+    """Token authentication, the same for every Ray node and driver of the cluster.
+
+    Explicit, because Ray decides per process otherwise (a head finding
+    ``~/.ray/auth_token`` turns token auth on while a joining node without one fails).
+    """
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": topology.ray_auth_token}
+
+
 def _ray_node_env(topology: Topology) -> dict[str, str]:
-    return {REDIS_URL_ENV: topology.redis_url, **_tracing_env(topology), **RAY_NODE_ENV}
+    return {
+        REDIS_URL_ENV: topology.redis_url,
+        **_tracing_env(topology),
+        **ray_auth_env(topology),
+        **RAY_NODE_ENV,
+    }
 
 
 def ray_head_service(topology: Topology, num_cpus: int = DEFAULT_HEAD_CPUS) -> ServiceSpec:
@@ -198,7 +258,7 @@ def ray_head_service(topology: Topology, num_cpus: int = DEFAULT_HEAD_CPUS) -> S
             "ray", "start", "--head",
             "--port", str(topology.ray_port),
             "--num-cpus", str(num_cpus),
-            "--dashboard-host", topology.bind_host,
+            "--dashboard-host", topology.dashboard_host,
             "--dashboard-port", str(topology.dashboard_port),
             "--dashboard-agent-listen-port", str(topology.dashboard_agent_port),
             "--temp-dir", topology.ray_temp_dir,
@@ -247,7 +307,7 @@ def coordinator_service(
         REDIS_URL_ENV: topology.redis_url,
         RAY_ADDRESS_ENV: topology.ray_address,
         **_tracing_env(topology),
-        **RAY_AUTH_ENV,
+        **ray_auth_env(topology),
     }
     return ServiceSpec(
         name="coordinator",
@@ -256,6 +316,7 @@ def coordinator_service(
             "--executor", "ray",
             "--shards", str(shards),
             "--metrics-port", str(topology.metrics_port),
+            "--metrics-address", topology.bind_host,
         ),
         environment=env,
         prelude=_ray_join(topology, 0, topology.dashboard_agent_port) if join_ray else (),

@@ -2,13 +2,22 @@
 
 Ray is joined at ``address`` if one is given, else at ``$RAY_ADDRESS`` (the deployment's
 contract, see infra/services.py), else a private local instance is started
-(``address="local"``: never whatever cluster ``/tmp/ray`` happens to name). Authentication
-follows ``RAY_AUTH_MODE``, defaulting to "disabled" as every process infra/ starts does.
+(``address="local"``: never whatever cluster ``/tmp/ray`` happens to name).
+
+Authentication follows ``RAY_AUTH_MODE`` / ``RAY_AUTH_TOKEN`` when the environment sets
+them (infra/ always does). Otherwise a private local instance gets token authentication
+with a fresh random token of this process (inherited by the Ray processes it starts,
+written nowhere): an unauthenticated Ray lets anyone who reaches its ports run code.
+Joining a cluster without those variables leaves the choice to Ray (token mode when a
+token is found, e.g. in ``~/.ray/auth_token``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
+import secrets
 import threading
 from pathlib import Path
 from typing import Any, Final
@@ -19,10 +28,21 @@ from cluster_sched.errors import ConfigError, SchedulerError
 from cluster_sched.framework.state_codec import StateCodecError, encode_value
 from cluster_sched.telemetry.tracing import Tracing, process_tracing, setup_tracing
 
-__all__ = ["RAY_ADDRESS_ENV", "config_document", "ensure_ray", "worker_tracing"]
+__all__ = [
+    "RAY_ADDRESS_ENV",
+    "RAY_AUTH_MODE_ENV",
+    "RAY_AUTH_TOKEN_ENV",
+    "config_document",
+    "ensure_ray",
+    "worker_tracing",
+]
 
 RAY_ADDRESS_ENV: Final = "RAY_ADDRESS"
 """Where the deployment's Ray cluster is (``ray://`` or ``host:port``)."""
+RAY_AUTH_MODE_ENV: Final = "RAY_AUTH_MODE"
+"""Ray's authentication mode: ``token`` (our default) or ``disabled``."""
+RAY_AUTH_TOKEN_ENV: Final = "RAY_AUTH_TOKEN"
+"""The shared token every Ray process and driver of one cluster must present."""
 
 
 def ensure_ray(address: str | None = None) -> None:
@@ -31,8 +51,9 @@ def ensure_ray(address: str | None = None) -> None:
 
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     target = address or os.environ.get(RAY_ADDRESS_ENV) or "local"
+    if target == "local":
+        _secure_local_auth()
     kwargs: dict[str, Any] = {"ignore_reinit_error": True, "log_to_driver": False}
     if target == "local":
         kwargs["include_dashboard"] = False
@@ -42,6 +63,20 @@ def ensure_ray(address: str | None = None) -> None:
         lines = str(exc).strip().splitlines()
         reason = lines[0] if lines else type(exc).__name__
         raise SchedulerError(f"cannot start or join Ray at {target!r}: {reason}") from exc
+
+
+def _secure_local_auth() -> None:
+    """Token authentication for a private local instance unless the environment chose."""
+    if os.environ.get(RAY_AUTH_MODE_ENV):
+        return
+    os.environ[RAY_AUTH_MODE_ENV] = "token"
+    if not (os.environ.get(RAY_AUTH_TOKEN_ENV) or os.environ.get("RAY_AUTH_TOKEN_PATH")):
+        os.environ[RAY_AUTH_TOKEN_ENV] = secrets.token_hex(32)
+    # Ray reads its configuration from the environment once, at import: refresh it so
+    # this process (the driver) speaks the mode its child processes will enforce.
+    with contextlib.suppress(ImportError, AttributeError):
+        config = importlib.import_module("ray._raylet").Config
+        config.initialize("")
 
 
 def config_document(config_path: str | os.PathLike[str] | None) -> bytes:

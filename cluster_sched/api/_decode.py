@@ -121,15 +121,29 @@ def required_string(value: object, field: str) -> str:
     return text
 
 
-def integer(value: object, field: str, default: int | None = None) -> int | None:
-    """Go decodes int32/int64 fields from integral JSON numbers only."""
+#: The ranges of Go's int32 and int64, which the API server's JSON decoding enforces.
+INT_RANGES = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
+
+
+def integer(value: object, field: str, default: int | None = None, *, bits: int = 64) -> int | None:
+    """Go decodes int32/int64 fields from integral JSON numbers only, and rejects a
+    number past the field's width (``cannot unmarshal number ... of type int32``)."""
     if value is None:
         return default
     if type(value) is int:
-        return value
-    if type(value) is float and value.is_integer():
-        return int(value)
-    raise wrong_type(value, "an integer", field)
+        number = value
+    elif type(value) is float and value.is_integer():
+        number = int(value)
+    else:
+        raise wrong_type(value, "an integer", field)
+    low, high = INT_RANGES[bits]
+    if not low <= number <= high:
+        # str() of a huge int is slow, and refused past 4300 digits: name its size.
+        shown = str(number) if number.bit_length() <= 128 else f"a {number.bit_length()}-bit number"
+        raise InvalidObjectError(
+            f"{shown} is out of the int{bits} range ({low} to {high})", field=field
+        )
+    return number
 
 
 def boolean(value: object, field: str, default: bool = False) -> bool:

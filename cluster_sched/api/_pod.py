@@ -33,7 +33,7 @@ from cluster_sched.api.objects import (
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
 )
-from cluster_sched.api.quantity import Amount, quantity_pair
+from cluster_sched.api.quantity import INT64_MAX, Amount, quantity_pair
 from cluster_sched.api.requests import NON_ZERO_DEFAULTS, aggregate_requests, round_up
 from cluster_sched.errors import InvalidObjectError, QuantityError
 
@@ -78,6 +78,18 @@ def resource_list(value: object, field: str) -> tuple[dict[str, int], dict[str, 
         rounded[name] = as_int
         exact[name] = amount
     return rounded, exact
+
+
+def _check_totals(totals: Mapping[str, int]) -> None:
+    """Each quantity fits int64, but their sum over containers, init containers and
+    overhead may not; upstream's PodRequests would then wrap in MilliValue()/Value()."""
+    for name, total in totals.items():
+        if total > INT64_MAX:
+            raise InvalidObjectError(
+                f"the pod's total {name} request (containers, init containers and overhead) "
+                f"is beyond the int64 range the scheduler reads",
+                field="spec.containers",
+            )
 
 
 def _container(
@@ -127,10 +139,10 @@ def _container(
 
 def _port(value: object, field: str, host_network: bool) -> ContainerPort:
     port = d.mapping(value, field)
-    container_port = d.integer(port.get("containerPort"), f"{field}.containerPort")
+    container_port = d.integer(port.get("containerPort"), f"{field}.containerPort", bits=32)
     if container_port is None or not 1 <= container_port <= 65535:
         raise InvalidObjectError("must be between 1 and 65535", field=f"{field}.containerPort")
-    host_port = d.integer(port.get("hostPort"), f"{field}.hostPort", 0) or 0
+    host_port = d.integer(port.get("hostPort"), f"{field}.hostPort", 0, bits=32) or 0
     if not 0 <= host_port <= 65535:
         raise InvalidObjectError("must be between 0 and 65535", field=f"{field}.hostPort")
     if host_network and host_port == 0:
@@ -201,7 +213,7 @@ def _scheduling_gates(value: object, field: str) -> tuple[str, ...]:
 
 
 def _weight(value: object, field: str) -> int:
-    weight = d.integer(value, field)
+    weight = d.integer(value, field, bits=32)
     if weight is None or not 1 <= weight <= 100:
         raise InvalidObjectError(f"must be in the range 1-100, got {weight}", field=field)
     return weight
@@ -310,7 +322,7 @@ def _affinity(value: object) -> Affinity | None:
 
 def _spread_constraint(value: object, field: str) -> TopologySpreadConstraint:
     spec = d.mapping(value, field)
-    max_skew = d.integer(spec.get("maxSkew"), f"{field}.maxSkew")
+    max_skew = d.integer(spec.get("maxSkew"), f"{field}.maxSkew", bits=32)
     if max_skew is None or max_skew < 1:
         raise InvalidObjectError(
             f"must be greater than zero, got {max_skew}", field=f"{field}.maxSkew"
@@ -321,7 +333,7 @@ def _spread_constraint(value: object, field: str) -> TopologySpreadConstraint:
     selectors.validate_label_key(topology_key, f"{field}.topologyKey")
     when = d.string(spec.get("whenUnsatisfiable"), f"{field}.whenUnsatisfiable")
     _one_of(when, WHEN_UNSATISFIABLE, f"{field}.whenUnsatisfiable")
-    min_domains = d.integer(spec.get("minDomains"), f"{field}.minDomains")
+    min_domains = d.integer(spec.get("minDomains"), f"{field}.minDomains", bits=32)
     if min_domains is not None:
         if min_domains < 1:
             raise InvalidObjectError(
@@ -413,6 +425,13 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
             exact, init_exact, overhead_exact, non_missing=NON_ZERO_DEFAULTS
         )
         nonzero_cpu, nonzero_memory = round_up(nonzero[CPU]), round_up(nonzero[MEMORY])
+    _check_totals(
+        {
+            **requests,
+            CPU: max(requests.get(CPU, 0), nonzero_cpu),
+            MEMORY: max(requests.get(MEMORY, 0), nonzero_memory),
+        }
+    )
 
     preemption_policy = (
         d.string(spec.get("preemptionPolicy"), "spec.preemptionPolicy") or "PreemptLowerPriority"
@@ -428,7 +447,7 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "node_name": d.string(spec.get("nodeName"), "spec.nodeName"),
         "scheduler_name": d.string(spec.get("schedulerName"), "spec.schedulerName")
         or DEFAULT_SCHEDULER_NAME,
-        "priority": d.integer(spec.get("priority"), "spec.priority", 0) or 0,
+        "priority": d.integer(spec.get("priority"), "spec.priority", 0, bits=32) or 0,
         "priority_class_name": d.string(spec.get("priorityClassName"), "spec.priorityClassName"),
         "preemption_policy": _one_of(
             preemption_policy, PREEMPTION_POLICIES, "spec.preemptionPolicy"

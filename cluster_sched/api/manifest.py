@@ -168,6 +168,11 @@ def load_documents(text: str, source: str = "") -> list[dict[str, Any]]:
         return list(_flatten(raw, source))
     except RecursionError:
         raise InvalidObjectError("document is nested too deeply", source=source) from None
+    except (ValueError, OverflowError) as err:
+        # A scalar the loaders cannot build: an integer past Python's 4300-digit
+        # conversion limit, a timestamp in year 0...
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InvalidObjectError(f"cannot decode a value: {reason}", source=source) from None
 
 
 # --- objects ------------------------------------------------------------------------------------
@@ -242,6 +247,7 @@ def _int_or_percent(value: object, field: str) -> int | str | None:
     if value is None:
         return None
     if type(value) is int:
+        d.integer(value, field, bits=32)  # IntOrString holds an int32
         if value < 0:
             raise InvalidObjectError(
                 f"must be greater than or equal to 0, got {value}", field=field
@@ -270,7 +276,9 @@ def _decode_pdb(doc: Mapping[str, Any]) -> PodDisruptionBudget:
     disrupted = {}
     for name, when in d.mapping(status.get("disruptedPods"), "status.disruptedPods").items():
         disrupted[name] = d.timestamp(when, f"status.disruptedPods.{name}") or 0.0
-    allowed = d.integer(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0) or 0
+    allowed = (
+        d.integer(status.get("disruptionsAllowed"), "status.disruptionsAllowed", 0, bits=32) or 0
+    )
     return PodDisruptionBudget(
         meta=meta,
         selector=d.label_selector(spec.get("selector"), "spec.selector"),
@@ -311,7 +319,7 @@ def _decode_controller(doc: Mapping[str, Any]) -> WorkloadController:
 
 def _decode_priority_class(doc: Mapping[str, Any]) -> PriorityClass:
     meta = d.object_meta(doc, namespaced=False)
-    value = d.integer(doc.get("value"), "value")
+    value = d.integer(doc.get("value"), "value", bits=32)
     if value is None:
         raise InvalidObjectError("required value is missing", field="value")
     policy = d.string(doc.get("preemptionPolicy"), "preemptionPolicy") or "PreemptLowerPriority"

@@ -20,8 +20,14 @@ Where this differs from upstream, on purpose:
 
 - a number needs at least one digit. Upstream's scanner accepts ``"."``, ``"+"`` and
   ``"Mi"`` as zero, which is never what a manifest author meant.
-- magnitudes are clamped to int64 (upstream clamps BinarySI and overflows the rest);
-  quantity strings longer than 1000 characters are rejected.
+- the scheduler reads every quantity as an int64 (cpu in milli-units), as upstream's
+  ``Value()``/``MilliValue()`` do. Upstream's parser clamps a binary-suffixed magnitude
+  (``16Ei``) to int64 base units and we do the same; it keeps any other magnitude
+  exactly, and ``MilliValue()`` / ``Value()`` then silently wrap past int64 (``cpu: 1Ei``
+  or ``memory: 1e20`` reach the scheduler as garbage). Such a quantity is rejected here,
+  with the largest accepted value in the message: 9223372036854775807 units, or
+  9223372036854775807m of cpu (about 9.2e15 cores).
+- quantity strings longer than 1000 characters are rejected.
 - leading/trailing blanks are ignored, as upstream's JSON/YAML unmarshalling does.
 """
 
@@ -86,9 +92,17 @@ def _as_text(value: object) -> str:
     raise _invalid(value, f"expected a string or a number, got {type(value).__name__}")
 
 
+class _TooLarge(Exception):
+    """A magnitude past int64 base units; _canonical names the limit of the resource."""
+
+
 @lru_cache(maxsize=1 << 16)
 def _base_amount(text: str) -> Amount:
-    """Exact value of ``text`` in base units after the nano round-up, clamped to int64."""
+    """Exact value of ``text`` in base units after the nano round-up.
+
+    A binary-suffixed magnitude beyond int64 is clamped to it (upstream's ``maxAllowed``);
+    any other is a QuantityError (see the module docstring).
+    """
     if not text:
         raise _invalid(text, "empty")
     if len(text) > _MAX_TEXT:
@@ -116,6 +130,8 @@ def _base_amount(text: str) -> Amount:
     digits = len(str(mantissa)) + ten
     low, high = digits - 1 + (two * 30) // 100, digits + (two * 31 + 99) // 100
     if low >= 19:
+        if not two:
+            raise _TooLarge
         return -INT64_MAX if negative else INT64_MAX
     if high <= -10:
         amount: Amount = Fraction(1, _NANO)  # non-zero and below a nano-unit
@@ -123,6 +139,8 @@ def _base_amount(text: str) -> Amount:
         exact = Fraction(mantissa << two) * (Fraction(10) ** ten)
         amount = Fraction(-((-exact * _NANO) // 1), _NANO)  # round up to a nano-unit
         if amount > INT64_MAX:
+            if not two:
+                raise _TooLarge
             amount = Fraction(INT64_MAX)
     if amount.denominator == 1:
         amount = int(amount)
@@ -131,16 +149,28 @@ def _base_amount(text: str) -> Amount:
 
 @lru_cache(maxsize=1 << 16)
 def _canonical(text: str, milli: bool) -> tuple[int, Amount]:
-    """(rounded, exact) amount in canonical units: milli-units when ``milli``."""
-    base = _base_amount(text)
-    exact = base * 1000 if milli else base
-    if isinstance(exact, Fraction):
-        if exact.denominator == 1:
-            exact = int(exact)
-        rounded = math.ceil(exact) if exact > 0 else math.floor(exact)
-    else:
-        rounded = exact
-    return max(-INT64_MAX, min(INT64_MAX, rounded)), exact
+    """(rounded, exact) amount in canonical units: milli-units when ``milli``.
+
+    QuantityError when the rounded amount does not fit int64 (``cpu: 1Ei``).
+    """
+    try:
+        base = _base_amount(text)
+    except _TooLarge:
+        base = None
+    rounded: Amount | None = None
+    exact: Amount = 0
+    if base is not None:
+        exact = base * 1000 if milli else base
+        if isinstance(exact, Fraction):
+            if exact.denominator == 1:
+                exact = int(exact)
+            rounded = math.ceil(exact) if exact > 0 else math.floor(exact)
+        else:
+            rounded = exact
+    if rounded is None or not -INT64_MAX <= rounded <= INT64_MAX:
+        limit = f"{INT64_MAX}m of cpu" if milli else str(INT64_MAX)
+        raise _invalid(text, f"beyond the int64 range the scheduler reads (at most {limit})")
+    return int(rounded), exact
 
 
 def parse_quantity(value: str | int | float, *, resource: str) -> int:

@@ -13,7 +13,8 @@ plugins gather a few resources for many nodes: ``free[c][rows]`` is a fast 1-D g
 and reductions run across a handful of rows instead of along a narrow axis.
 
 - ``allocatable``, ``requested``, ``free``: int64[R, cap] — cpu in millis, others in
-  units; ``free`` is allocatable - requested, kept in step
+  units; ``free`` is allocatable - requested, kept in step; sums past int64 saturate
+  (``overflow`` keeps them exactly, see nodetable/overflow.py)
 - ``nonzero``: int64[2, cap] — cpu/memory requested with scoring defaults (100m, 200Mi)
 - ``pod_count``, ``allowed_pods``: int64[cap]
 - ``unschedulable``, ``alive``: bool[cap]
@@ -36,6 +37,7 @@ from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node
 from cluster_sched.nodetable.images import ImageIndex
 from cluster_sched.nodetable.interner import Interner
 from cluster_sched.nodetable.order import ZoneList, zone_interleaved_order, zone_key
+from cluster_sched.nodetable.overflow import BOUND_LIMIT, OverflowLedger, pod_amount
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.nodetable.ports import PortKey, may_claim_host_ports, pod_host_ports
 
@@ -55,6 +57,7 @@ _ROW_COLUMNS = (
     "free",
     "nonzero",
     "pod_count",
+    "amount_bound",
     "allowed_pods",
     "unschedulable",
     "zone_code",
@@ -90,6 +93,11 @@ class NodeTable:
         #: allocatable - requested, kept in step so Fit reads one column per resource
         self.free = np.zeros((len(self.resources), cap), dtype=np.int64)
         self.pod_count = np.zeros(cap, dtype=np.int64)
+        #: exact values of the requested/nonzero cells that saturated at int64, and per
+        #: row (float64) the sum of its pods' largest amounts: below BOUND_LIMIT no cell
+        #: of the row can overflow, so the exact path is skipped (nodetable/overflow.py)
+        self.overflow = OverflowLedger()
+        self.amount_bound = np.zeros(cap, dtype=np.float64)
         self.allowed_pods = np.zeros(cap, dtype=np.int64)
         self.unschedulable = np.zeros(cap, dtype=bool)
         self.zone_code = np.zeros(cap, dtype=np.int64)
@@ -191,6 +199,8 @@ class NodeTable:
             self.alive[row] = True
             self.requested[:, row] = 0
             self.nonzero[:, row] = 0
+            self.overflow.clear_row(row)
+            self.amount_bound[row] = 0.0
             self.pod_count[row] = 0
             self.port_count[:, row] = 0
             self.row_pods[row] = {}
@@ -250,6 +260,8 @@ class NodeTable:
         self.requested[:, row] = 0
         self.free[:, row] = 0
         self.nonzero[:, row] = 0
+        self.overflow.clear_row(row)
+        self.amount_bound[row] = 0.0
         self.pod_count[row] = 0
         self.port_count[:, row] = 0
         self.row_pods[row] = {}
@@ -310,11 +322,19 @@ class NodeTable:
         else:
             self.row_pods[row].pop(pod.key, None)
         cols, vals = self.resource_vector(pod.requests)
-        if len(cols):
-            self.requested[cols, row] += sign * vals
-            self.free[cols, row] -= sign * vals
-        self.nonzero[0, row] += sign * pod.nonzero_cpu
-        self.nonzero[1, row] += sign * pod.nonzero_memory
+        bound = self.amount_bound[row] + sign * pod_amount(pod)
+        self.amount_bound[row] = bound
+        cpu, memory = sign * pod.nonzero_cpu, sign * pod.nonzero_memory
+        if bound >= BOUND_LIMIT or self.overflow.has_row(row):
+            self.overflow.add_pod_exact(
+                self, row, cols.tolist(), (sign * vals).tolist(), cpu, memory
+            )
+        else:
+            if len(cols):
+                self.requested[cols, row] += sign * vals
+                self.free[cols, row] -= sign * vals
+            self.nonzero[0, row] += cpu
+            self.nonzero[1, row] += memory
         self.pod_count[row] += sign
         for key in pod_host_ports(pod):
             p = self.ports.intern(key)
@@ -362,17 +382,23 @@ class NodeTable:
             for r in requests:
                 table.resource_vector(r)
         at = np.asarray(bulk_rows, dtype=np.int64)
+        columns: list[tuple[int, np.ndarray]] = []
         for name in names:
             vals = np.fromiter((r.get(name, 0) for r in requests), dtype=np.int64, count=n)
-            if not vals.any():
-                continue
-            col = table.resource_col(name)
-            np.add.at(table.requested[col], at, sign * vals)
-            np.subtract.at(table.free[col], at, sign * vals)
+            if vals.any():
+                columns.append((table.resource_col(name), vals))
         cpu = np.fromiter((p.nonzero_cpu for p in bulk), dtype=np.int64, count=n)
         mem = np.fromiter((p.nonzero_memory for p in bulk), dtype=np.int64, count=n)
-        np.add.at(table.nonzero[0], at, sign * cpu)
-        np.add.at(table.nonzero[1], at, sign * mem)
+        amount = np.maximum.reduce([cpu, mem, *(vals for _, vals in columns)])
+        np.add.at(table.amount_bound, at, sign * amount.astype(np.float64))
+        if table.amount_bound[at].max() >= BOUND_LIMIT or table.overflow.has_any(bulk_rows):
+            table.overflow.add_pods_exact(table, bulk_rows, columns, cpu, mem, sign)
+        else:
+            for col, vals in columns:
+                np.add.at(table.requested[col], at, sign * vals)
+                np.subtract.at(table.free[col], at, sign * vals)
+            np.add.at(table.nonzero[0], at, sign * cpu)
+            np.add.at(table.nonzero[1], at, sign * mem)
         np.add.at(table.pod_count, at, sign)
 
     def remove_pod(self, row: int, pod: Pod) -> None:
@@ -466,6 +492,7 @@ class NodeTable:
         t._memo_version = (-1, -1)
         t.node_version = self.node_version + 1_000_000_000
         t.pod_index = self.pod_index.copy_rows(rows, t)
+        t.overflow = self.overflow.subset(remap) if self.overflow else OverflowLedger()
         return t
 
     def rows_of(self, names: Iterable[str]) -> np.ndarray:

@@ -12,6 +12,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE, NodeSlice
 from cluster_sched.nodetable.images import normalized_image_name
+from cluster_sched.nodetable.overflow import saturating_add
 from cluster_sched.plugins.names import IMAGE_LOCALITY
 
 NAME = IMAGE_LOCALITY
@@ -48,7 +49,10 @@ class ImageLocality:
                 size, num = int(index.sizes[i][0]), len(index.rows[i])
             else:
                 size, num = state_
-            per_row[index.rows[i]] += scaled_image_score(size, num, total)
+            # Saturating: sizes are int64, so a few huge images pass int64 (upstream wraps);
+            # anything past max_threshold scores the same.
+            at = index.rows[i]
+            per_row[at] = saturating_add(per_row[at], scaled_image_score(size, num, total))
         sums = nodes.take(per_row)
         n_containers = len(pod.init_containers) + len(pod.containers)
         max_threshold = MAX_CONTAINER_THRESHOLD * n_containers

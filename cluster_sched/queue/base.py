@@ -19,6 +19,7 @@ from typing import TypeVar
 import redis
 
 from cluster_sched.clock import Clock, SystemClock
+from cluster_sched.errors import StoreError
 from cluster_sched.framework.events import ClusterEvent
 from cluster_sched.queue import requeueing as rq
 from cluster_sched.queue.keys import DEFAULT_PREFIX, QueueKeys
@@ -42,6 +43,7 @@ __all__ = [
     "DEFAULT_BACKOFF_FLUSH_INTERVAL",
     "DEFAULT_LEFTOVER_FLUSH_INTERVAL",
     "IncomingHook",
+    "QuarantineHook",
     "QueueBase",
 ]
 
@@ -57,6 +59,9 @@ BATCH = 1000
 #: Called once per pod entering a sub-queue: (queue label, event label), for
 #: scheduler_queue_incoming_pods_total{queue,event}.
 IncomingHook = Callable[[str, str], None]
+#: Called with the key of a pod whose unreadable record was moved aside (it left the
+#: queue): the coordinator may queue it afresh from the pod object it holds.
+QuarantineHook = Callable[[str], None]
 
 T = TypeVar("T")
 
@@ -100,6 +105,7 @@ class QueueBase:
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
         pod_max_in_unschedulable_pods_duration: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECONDS,
         on_incoming: IncomingHook | None = None,
+        on_quarantine: QuarantineHook | None = None,
         nominator: Nominator | None = None,
         backoff_flush_interval: float = DEFAULT_BACKOFF_FLUSH_INTERVAL,
         leftover_flush_interval: float = DEFAULT_LEFTOVER_FLUSH_INTERVAL,
@@ -115,6 +121,9 @@ class QueueBase:
         self._max_backoff = pod_max_backoff
         self._max_in_unschedulable = pod_max_in_unschedulable_pods_duration
         self._on_incoming = on_incoming
+        self._on_quarantine = on_quarantine
+        #: records moved to the dead-letter hash by this instance
+        self.quarantined = 0
         self.nominator = nominator or Nominator(client, prefix=prefix)
         #: The scheduling cycle a batched coordinator is working on (None: the last
         #: popped one). Move requests record it, so a pod popped early in a batch is
@@ -211,9 +220,34 @@ class QueueBase:
             ):
                 if blob is None or where is None or rev is None:
                     continue  # not queued (or removed between reads)
-                info = QueuedPodInfo.unpack(blob, attempts=int(att or 0))
-                found[key] = Queued(info, Location(where.decode()), rev.decode())
+                try:
+                    info = QueuedPodInfo.unpack(blob, attempts=int(att or 0))
+                    found[key] = Queued(info, Location(where.decode()), rev.decode())
+                except (StoreError, ValueError, UnicodeDecodeError) as exc:
+                    self.quarantine(key, blob, str(exc))
         return found
+
+    def quarantine(self, pod_key: str, seen: bytes, reason: str) -> bool:
+        """Move an unreadable record aside: its bytes to the dead-letter hash, its pod
+        out of every sub-queue. Only if the record still is ``seen`` (a writer that
+        replaced it meanwhile wins). Logged once per record; never raises for the
+        record's content, so one poisoned pod cannot stop the queue (or crash-loop a
+        coordinator whose start-up reads it). Returns whether the pod was moved."""
+        if not self._scripts.quarantine(self._keys, pod_key, seen):
+            return False
+        self.quarantined += 1
+        log.warning(
+            "queue record of pod %s is unreadable (%s): moved to the dead-letter hash %s",
+            pod_key,
+            reason.splitlines()[0] if reason else "unknown",
+            self._keys.dead_letter,
+        )
+        if self._on_quarantine is not None:
+            try:
+                self._on_quarantine(pod_key)
+            except Exception:  # the hook must not turn a skipped record into a crash
+                log.exception("on_quarantine hook failed for pod %s", pod_key)
+        return True
 
     def _unschedulable(self, entered_before: float | None = None) -> list[Queued]:
         upper: float | str = "+inf" if entered_before is None else f"({entered_before!r}"

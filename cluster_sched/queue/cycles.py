@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from cluster_sched.errors import StoreError
 from cluster_sched.framework import events as ev
 from cluster_sched.queue.base import QueueBase, chunks, log
 from cluster_sched.queue.scripts import FailedAttempt
@@ -68,11 +69,18 @@ class CycleQueue(QueueBase):
 
     @translate_redis_errors("pop from the scheduling queue")
     def _pop_ready(self, max_pods: int) -> list[Popped]:
-        replies = self._scripts.pop_many(self._keys, self._clock.now(), max_pods)
-        popped = [
-            Popped(QueuedPodInfo.unpack(r.info, attempts=r.attempts, clear_rejectors=True), r.cycle)
-            for r in replies
-        ]
+        popped: list[Popped] = []
+        while not popped:
+            replies = self._scripts.pop_many(self._keys, self._clock.now(), max_pods)
+            if not replies:
+                break
+            for r in replies:
+                try:
+                    info = QueuedPodInfo.unpack(r.info, attempts=r.attempts, clear_rejectors=True)
+                except (StoreError, ValueError) as exc:
+                    self.quarantine(r.pod_key, r.info, str(exc))  # skipped, never fatal
+                    continue
+                popped.append(Popped(info, r.cycle))
         if popped:
             self.last_pop_cycle = popped[-1].cycle
         return popped

@@ -56,6 +56,8 @@ class QueueKeys:
     wake: str
     #: STRING source of revisions, never reset (no ABA when a pod key is reused)
     seq: str
+    #: HASH pod key -> the queue record that failed to decode (moved aside, not core)
+    dead_letter: str
 
     @classmethod
     def for_prefix(cls, prefix: str) -> QueueKeys:
@@ -74,6 +76,7 @@ class QueueKeys:
             move_cycle=base + "move_cycle",
             wake=base + "wake",
             seq=base + "seq",
+            dead_letter=base + "deadletter",
         )
 
     @property

@@ -21,6 +21,7 @@ resolves keys when the view is read, so the view always holds the pod as it is n
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from cluster_sched.errors import StoreError
 from cluster_sched.queue.keys import DEFAULT_PREFIX, NominatorKeys
 from cluster_sched.queue.scripts import as_text, scripts_for
 from cluster_sched.queue.store_errors import translate_redis_errors
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from cluster_sched.api.objects import Pod
@@ -81,9 +84,12 @@ class Nominator:
         nominations it holds."""
         self._by_node.clear()
         self._node_of.clear()
-        node_of = {
-            as_text(k): as_text(v) for k, v in self._client.hgetall(self._keys.node_of).items()
-        }
+        node_of: dict[str, str] = {}
+        for k, v in self._client.hgetall(self._keys.node_of).items():
+            try:
+                node_of[as_text(k)] = as_text(v)
+            except UnicodeDecodeError:  # written by something else: not a nomination
+                log.warning("skipping an unreadable nomination record %r", k)
         for node in sorted(set(node_of.values())):
             for key in self.nominated_pods_for_node(node):
                 if node_of.get(key) == node:

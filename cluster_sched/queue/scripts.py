@@ -38,6 +38,7 @@ _QUEUE_SCRIPTS = (
     "requeue",
     "flush_backoff",
     "delete",
+    "quarantine",
 )
 _PLAIN_SCRIPTS = ("nominate",)
 
@@ -189,6 +190,10 @@ class QueueScripts:
     def delete(self, keys: QueueKeys, pod_key: str) -> str | None:
         reply = self._run("delete", keys.core, [pod_key])
         return as_text(reply) if reply else None
+
+    def quarantine(self, keys: QueueKeys, pod_key: str, seen: bytes) -> bool:
+        """Move the pod's record to the dead-letter hash if it still is ``seen``."""
+        return bool(self._run("quarantine", [*keys.core, keys.dead_letter], [pod_key, seen]))
 
     def nominate(
         self,

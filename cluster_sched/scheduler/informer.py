@@ -4,6 +4,12 @@ It keeps the last known object of every kind it watches (the informer's local st
 handlers get (old, new) pairs, and the coordinator reads pending pods without a Redis
 round trip. A malformed object is reported (one line naming object and field, and a
 Warning event) and skipped: it never stops the stream or loses another object.
+
+The same holds for what no parser can read: a stored object that is not msgpack is
+left out of a listing and reported like a malformed one; a stream entry the store did not
+write (an ERROR event) is logged and skipped, and one that carries a resourceVersion (a
+real write whose object is unreadable) makes the informer relist, as a reflector does
+after a watch error, so it never keeps a stale view of that object.
 """
 
 from __future__ import annotations
@@ -69,8 +75,10 @@ class Informer:
     invalid: dict[tuple[str, str], str] = field(default_factory=dict)
     #: resourceVersion of the last event applied (0: none yet)
     last_rv: int = 0
-    #: how many times a gap in the stream forced a relist
+    #: how many times a gap in the stream (or an unreadable write) forced a relist
     relists: int = 0
+    #: unreadable stream entries and stored objects met so far
+    unreadable: int = 0
 
     def list_and_watch(self) -> None:
         """Initial listing (nodes first, so pods find their nodes), then the stream id.
@@ -79,7 +87,7 @@ class Informer:
         new listing is diffed against what the informer knew, so handlers still see every
         add, update and delete, as a relisting reflector delivers them.
         """
-        snapshot, last_id = self.store.list_and_watch(WATCHED_KINDS)
+        snapshot, last_id = self.store.list_and_watch(WATCHED_KINDS, self._unreadable_object)
         with gc_paused():
             self._apply_listing(snapshot)
         self.last_id = last_id
@@ -116,11 +124,43 @@ class Informer:
             self.relists += 1
             self.list_and_watch()
             return len(events)
-        for ev in events:
+        for i, ev in enumerate(events):
+            if ev.type is EventType.ERROR:
+                self.last_id = ev.id
+                if self._unreadable_event(ev):
+                    # A write we cannot read: what we know of its object may be stale.
+                    self.relists += 1
+                    self.list_and_watch()
+                    return i + 1
+                continue
             self.last_id = ev.id
             self.last_rv = ev.rv
             self._apply(ev.kind, ev.key, ev.type, ev.obj)
         return len(events)
+
+    def _unreadable_event(self, ev: WatchEvent) -> bool:
+        """Report an ERROR event; True if it was a write of the store's (it has a
+        resourceVersion), whose object the informer therefore missed."""
+        self.unreadable += 1
+        message = str(ev.obj.get("message", "unreadable"))
+        if ev.rv > 0 and ev.kind in WATCHED_KINDS and ev.key:
+            self._report(ev.kind, ev.key, InvalidObjectError(message, obj=f"{ev.kind} {ev.key}"))
+        else:  # not the store's write: nothing to say about any object
+            log.warning("skipping watch event %s: %s", ev.id, message)
+        return ev.rv > 0
+
+    def _unreadable_object(self, kind: str, key: str, why: str) -> None:
+        """A stored object the listing could not decode: reported, treated as gone."""
+        self.unreadable += 1
+        self._report(kind, key, InvalidObjectError(why, obj=f"{kind} {key}"))
+
+    def _report(self, kind: str, key: str, err: InvalidObjectError) -> None:
+        """Log and hand on an object's error once per distinct message."""
+        line = str(err)
+        if self.invalid.get((kind, key)) != line:
+            self.invalid[(kind, key)] = line
+            log.warning("skipping invalid %s %s: %s", kind, key, line)
+            self.handlers.on_invalid(kind, key, err)
 
     def _known(self, kind: str, key: str) -> Any:
         if kind == "Pod":
@@ -139,6 +179,9 @@ class Informer:
     def apply_events(self, events: list[WatchEvent]) -> None:
         for ev in events:
             self.last_id = ev.id
+            if ev.type is EventType.ERROR:
+                self._unreadable_event(ev)
+                continue
             self._apply(ev.kind, ev.key, ev.type, ev.obj)
 
     def _apply(self, kind: str, key: str, etype: EventType | str, doc: Mapping[str, Any]) -> None:
@@ -151,11 +194,7 @@ class Informer:
             try:
                 new = parse_object(doc)
             except InvalidObjectError as err:
-                line = str(err)
-                if self.invalid.get((kind, key)) != line:
-                    self.invalid[(kind, key)] = line
-                    log.warning("skipping invalid %s %s: %s", kind, key, line)
-                    self.handlers.on_invalid(kind, key, err)
+                self._report(kind, key, err)
                 # A now-invalid object is treated as gone for scheduling purposes.
                 etype = EventType.DELETED
         if kind == "Pod":

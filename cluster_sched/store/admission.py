@@ -51,8 +51,17 @@ class PriorityClassInfo:
     preemption_policy: str = PREEMPT_LOWER_PRIORITY
 
 
+#: Priorities are int32 in the API (PriorityClass.value, PodSpec.priority).
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int32_error(value: int) -> str:
+    shown = str(value) if value.bit_length() <= 128 else f"a {value.bit_length()}-bit number"
+    return f"{shown} is out of the int32 range ({INT32_MIN} to {INT32_MAX})"
 
 
 def priority_class_info(doc: Mapping[str, Any], source: str = "") -> PriorityClassInfo:
@@ -64,6 +73,8 @@ def priority_class_info(doc: Mapping[str, Any], source: str = "") -> PriorityCla
         raise InvalidObjectError(
             f"value must be an integer, got {value!r}", obj=obj, field="value", source=source
         )
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise InvalidObjectError(_int32_error(value), obj=obj, field="value", source=source)
     if value > HIGHEST_USER_DEFINABLE_PRIORITY and name not in SYSTEM_PRIORITY_CLASSES:
         raise InvalidObjectError(
             f"maximum allowed value of a user defined priority is "
@@ -167,6 +178,10 @@ def admit_pod(
                 obj=obj,
                 field="spec.priority",
                 source=source,
+            )
+        if not INT32_MIN <= priority <= INT32_MAX:
+            raise InvalidObjectError(
+                _int32_error(priority), obj=obj, field="spec.priority", source=source
             )
         return pod
     if info is None:

@@ -29,6 +29,10 @@ class EventType(StrEnum):
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
     DELETED = "DELETED"
+    #: An entry the store did not write, or whose object is unreadable (upstream's
+    #: watch.Error). ``obj`` is ``{"message": why}``; ``kind``, ``key`` and ``rv`` are
+    #: what could be read ("" and 0 otherwise). Readers skip it and report it.
+    ERROR = "ERROR"
 
 
 @dataclass(frozen=True, slots=True)

@@ -363,11 +363,14 @@ class Store:
         )
 
     def list_and_watch(
-        self, kinds: Iterable[str] = KINDS
+        self, kinds: Iterable[str] = KINDS, on_unreadable: streams.Unreadable | None = None
     ) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
         """``(snapshot, last_id)``: every object of ``kinds`` by kind then key, and the
-        stream id to ``watch`` from; consistent (one MULTI/EXEC), see streams.list_and_watch."""
-        return streams.list_and_watch(self._client, self._keys, [check_kind(k) for k in kinds])
+        stream id to ``watch`` from; consistent (one MULTI/EXEC), see streams.list_and_watch.
+        Unreadable objects are left out and reported to ``on_unreadable(kind, key, why)``."""
+        return streams.list_and_watch(
+            self._client, self._keys, [check_kind(k) for k in kinds], on_unreadable
+        )
 
     def last_event_id(self) -> str:
         """The id of the newest watch event ("0-0" if there is none)."""

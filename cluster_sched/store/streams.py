@@ -13,7 +13,7 @@ Kubernetes Events (Scheduled, FailedScheduling, Preempted) are plain string fiel
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import redis
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_BLOCK_MS",
     "DEFAULT_READ_COUNT",
     "KUBE_EVENT_TYPES",
+    "Unreadable",
     "decode_entry",
     "list_and_watch",
     "read_events",
@@ -50,8 +51,8 @@ _STREAM_ID = re.compile(r"^\d+(-\d+)?$")
 Entry = tuple[bytes, dict[bytes, bytes]]
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+def _text(value: bytes | str, errors: str = "strict") -> str:
+    return value.decode(errors=errors) if isinstance(value, bytes) else value
 
 
 def _id_tuple(stream_id: str) -> tuple[int, int]:
@@ -59,17 +60,43 @@ def _id_tuple(stream_id: str) -> tuple[int, int]:
     return int(ms), int(seq or 0)
 
 
+def _field(fields: Mapping[bytes, bytes], name: bytes) -> str:
+    value = fields.get(name)
+    if value is None:
+        return ""
+    try:
+        return _text(value)
+    except UnicodeDecodeError:
+        return ""
+
+
+def _entry_rv(fields: Mapping[bytes, bytes]) -> int:
+    """The entry's resourceVersion, 0 when it has none that reads as one."""
+    text = _field(fields, b"rv")
+    return int(text) if text.isascii() and text.isdigit() else 0
+
+
 def decode_entry(entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> WatchEvent:
-    """A stream entry as a WatchEvent; StoreError if it is not one the store wrote."""
+    """A stream entry as a WatchEvent; an ERROR event if it is not one the store wrote
+    or its object is unreadable, so one bad entry never ends a watch."""
     try:
         kind = _text(fields[b"kind"])
         key = _text(fields[b"key"])
         event_type = EventType(_text(fields[b"type"]))
         rv = int(fields[b"rv"])
-        data = fields[b"obj"]
-    except (KeyError, ValueError) as exc:
-        raise StoreError(f"watch event {_text(entry_id)} is malformed: {exc!r}") from exc
-    return WatchEvent(_text(entry_id), event_type, kind, key, unpack_object(data, kind, key), rv)
+        if kind and key and rv > 0 and event_type is not EventType.ERROR:
+            obj = unpack_object(fields[b"obj"], kind, key)
+            return WatchEvent(_text(entry_id), event_type, kind, key, obj, rv)
+        why = "it names no object or resourceVersion"
+    except StoreError as err:
+        why = str(err)
+    except (KeyError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        why = f"malformed: {exc!r}"
+    kind, key = _field(fields, b"kind"), _field(fields, b"key")
+    message = f"watch event {_text(entry_id)} is unreadable: {why}"
+    return WatchEvent(
+        _text(entry_id), EventType.ERROR, kind, key, {"message": message}, _entry_rv(fields)
+    )
 
 
 def _entries(reply: Any) -> list[Entry]:
@@ -116,16 +143,18 @@ def _resolve_start(client: redis.Redis, keys: StoreKeys, from_id: str) -> tuple[
         if not last:
             return "0-0", None
         entry_id, fields = last[0]
-        return _text(entry_id), int(fields[b"rv"]) + 1
+        rv = _entry_rv(fields)
+        return _text(entry_id), rv + 1 if rv else None
     if _id_tuple(from_id) == (0, 0):
         return "0-0", 1
     exact: Any = client.xrange(keys.events, from_id, from_id)
     if exact:
-        return from_id, int(exact[0][1][b"rv"]) + 1
+        rv = _entry_rv(exact[0][1])
+        return from_id, rv + 1 if rv else None
     first: Any = client.xrange(keys.events, "-", "+", count=1)
     if first:
         first_id, fields = first[0]
-        if _id_tuple(_text(first_id)) > _id_tuple(from_id) and int(fields[b"rv"]) != 1:
+        if _id_tuple(_text(first_id)) > _id_tuple(from_id) and _entry_rv(fields) != 1:
             raise ResourceExpiredError(
                 f"watch from {from_id}: the stream now starts at {_text(first_id)} and "
                 f"earlier events were trimmed; relist"
@@ -172,6 +201,10 @@ def _follow(
                 return
             continue
         for event in batch:
+            if event.type is EventType.ERROR and not event.rv:
+                last_id = event.id  # not a write of the store's: no resourceVersion used
+                yield event
+                continue
             if expected is not None and event.rv != expected:
                 raise ResourceExpiredError(
                     f"watch after {last_id}: expected resourceVersion {expected} but the "
@@ -183,8 +216,15 @@ def _follow(
                 yield event
 
 
+#: Told about each stored object a listing skipped: (kind, key, why).
+Unreadable = Callable[[str, str, str], None]
+
+
 def list_and_watch(
-    client: redis.Redis, keys: StoreKeys, kinds: Iterable[str]
+    client: redis.Redis,
+    keys: StoreKeys,
+    kinds: Iterable[str],
+    on_unreadable: Unreadable | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
     """A consistent snapshot of ``kinds`` and the stream id it corresponds to.
 
@@ -193,6 +233,8 @@ def list_and_watch(
     delivers exactly the writes the snapshot misses. The price is one large reply (every
     object of those kinds); informers do this once, at start and after a 410.
     Objects are keyed by their key, in sorted order, so consumers iterate deterministically.
+    An unreadable stored object (not msgpack, not a map) is left out and reported to
+    ``on_unreadable``: one garbage value must not keep every informer from starting.
     """
     kinds = list(kinds)
     with redis_boundary("list_and_watch"):
@@ -204,8 +246,15 @@ def list_and_watch(
     snapshot: dict[str, dict[str, dict[str, Any]]] = {}
     with gc_paused():
         for kind, raw in zip(kinds, hashes, strict=True):
-            items = sorted((_text(k), v) for k, v in raw.items())
-            snapshot[kind] = {key: unpack_object(data, kind, key) for key, data in items}
+            items = sorted((_text(k, errors="replace"), v) for k, v in raw.items())
+            objects: dict[str, dict[str, Any]] = {}
+            for key, data in items:
+                try:
+                    objects[key] = unpack_object(data, kind, key)
+                except StoreError as err:
+                    if on_unreadable is not None:
+                        on_unreadable(kind, key, str(err))
+            snapshot[kind] = objects
     last_id = _text(last[0][0]) if last else "0-0"
     return snapshot, last_id
 

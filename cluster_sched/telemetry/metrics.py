@@ -268,8 +268,9 @@ class Metrics:
         """The registry in Prometheus text format, as ``/metrics`` serves it."""
         return generate_latest(self.registry)
 
-    def start_http_server(self, port: int, addr: str = "0.0.0.0") -> tuple[WSGIServer, int]:
-        """Serve ``/metrics`` from a daemon thread; port 0 picks a free one.
+    def start_http_server(self, port: int, addr: str = "127.0.0.1") -> tuple[WSGIServer, int]:
+        """Serve ``/metrics`` from a daemon thread; port 0 picks a free one. Loopback
+        unless ``addr`` says otherwise: metrics name pods, nodes and plugins.
 
         Returns the server (call ``shutdown()`` then ``server_close()`` to stop it) and
         the port actually bound.

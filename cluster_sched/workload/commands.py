@@ -22,6 +22,9 @@ from cluster_sched.workload.cli_args import (
 
 Register = Callable[[Any], None]
 
+#: Where ``serve --metrics-port`` listens unless told otherwise: this machine only.
+DEFAULT_METRICS_ADDRESS = "127.0.0.1"
+
 
 def _register_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a whole evaluation of a workload")
@@ -135,7 +138,7 @@ def _cmd_apply(args: argparse.Namespace) -> int:
         for group in w.pod_groups:
             docs.extend(group.manifests())
         for start in range(0, len(docs), 2000):
-            results = store.apply_many(docs[start : start + 2000])
+            results = store.apply_many(docs[start : start + 2000], source=path)
             total += len(results)
     for line in invalid:
         print(f"error: {line}", file=sys.stderr)
@@ -154,6 +157,12 @@ def _register_serve(sub: Any) -> None:
         "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
     )
     p.add_argument(
+        "--metrics-address",
+        default=DEFAULT_METRICS_ADDRESS,
+        help=f"interface the metrics server listens on (default {DEFAULT_METRICS_ADDRESS}; "
+        "0.0.0.0 exposes it to the network)",
+    )
+    p.add_argument(
         "--otlp-endpoint",
         default=None,
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
@@ -165,7 +174,7 @@ def _register_serve(sub: Any) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
-    from cluster_sched.redis_server import connect, resolve_url
+    from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
     from cluster_sched.store.store import Store
 
@@ -180,7 +189,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     metrics = Metrics() if args.metrics_port is not None else Metrics.disabled()
     if args.metrics_port is not None:
         try:
-            metrics.start_http_server(args.metrics_port)
+            metrics.start_http_server(args.metrics_port, addr=args.metrics_address)
         except OSError as err:
             reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror
             raise UsageError(f"--metrics-port {args.metrics_port}: {reason or err}") from None
@@ -211,7 +220,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, stop)
     coord.start()
     coord.queue.run()
-    print(json.dumps({"serving": url, "profiles": sorted(coord.frameworks)}), flush=True)
+    shown = redact_url(url)  # the password stays out of logs
+    print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
     try:
         while stopped_by is None:
             coord.step(pop_timeout=0.2)

@@ -180,7 +180,16 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
 def load_workload(path: str | Path) -> Workload:
     """Read a workload file (either format)."""
     source = str(path)
-    text = Path(path).read_text()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidObjectError(
+            f"not UTF-8 text (a binary file?): {err.reason} at byte {err.start}", source=source
+        ) from None
+    except IsADirectoryError:
+        raise InvalidObjectError("is a directory, not a workload file", source=source) from None
+    except PermissionError:
+        raise InvalidObjectError("permission denied", source=source) from None
     docs = load_documents(text, source)
     if len(docs) == 1 and docs[0].get("kind") == KIND:
         if docs[0].get("apiVersion") != API_VERSION:

@@ -754,6 +754,38 @@ ERROR_CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "spec.topologySpreadConstraints[1]",
         "duplicate",
     ),
+    # Numbers past the Go field's width: the API server's JSON decoding refuses them.
+    ("priority-2**70", pod_doc(priority=2**70), "spec.priority", "out of the int32 range"),
+    ("priority-2**31", pod_doc(priority=2**31), "spec.priority", "out of the int32 range"),
+    ("max-skew-int32", _spread(maxSkew=2**31), f"{SPREAD}.maxSkew", "int32"),
+    (
+        "toleration-seconds-int64",
+        pod_doc(
+            tolerations=[
+                {
+                    "key": "k",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 2**63,
+                }
+            ]
+        ),
+        "spec.tolerations[0].tolerationSeconds",
+        "int64",
+    ),
+    ("cpu-2**80", _mutate(f"{REQ}.cpu", 2**80), f"{REQ}.cpu", "at most 9223372036854775807m"),
+    ("cpu-1Ei", _mutate(f"{REQ}.cpu", "1Ei"), f"{REQ}.cpu", "int64"),
+    ("memory-1e20", _mutate(f"{REQ}.memory", "1e20"), f"{REQ}.memory", "int64"),
+    (
+        "total-past-int64",
+        pod_doc(
+            containers=[
+                {"name": n, "resources": {"requests": {"memory": "6Ei"}}} for n in ("a", "b")
+            ]
+        ),
+        "spec.containers",
+        "total memory request",
+    ),
 ]
 
 
@@ -792,6 +824,14 @@ NODE_ERRORS = [
     ("taint-no-key", "spec.taints", [{"effect": "NoSchedule"}], "spec.taints[0].key"),
     ("unschedulable-string", "spec.unschedulable", "yes", "spec.unschedulable"),
     ("images-not-list", "status.images", {"names": ["a"]}, "status.images"),
+    ("allocatable-1e20", "status.allocatable", {"cpu": "1e20"}, "status.allocatable.cpu"),
+    ("capacity-past-int64", "status.capacity", {"memory": str(2**63)}, "status.capacity.memory"),
+    (
+        "image-size-past-int64",
+        "status.images",
+        [{"names": ["a"], "sizeBytes": 2**63}],
+        "status.images[0].sizeBytes",
+    ),
 ]
 
 

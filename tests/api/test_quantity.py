@@ -40,14 +40,16 @@ PARSE_CASES = [
     ("6G", 6 * 10**12, 6 * 10**9),
     ("5T", 5 * 10**15, 5 * 10**12),
     ("2P", 2 * 10**18, 2 * 10**15),
-    ("1E", INT64_MAX, 10**18),
+    ("1E", None, 10**18),  # 10**21 milli-cores: past int64
     ("1Ki", 1024 * 1000, KI),
     ("8Ki", 8 * KI * 1000, 8 * KI),
     ("7Mi", 7 * MI * 1000, 7 * MI),
     ("6Gi", 6 * GI * 1000, 6 * GI),
     ("5Ti", 5 * 2**40 * 1000, 5 * 2**40),
     ("4Pi", 4 * 2**50 * 1000, 4 * 2**50),
-    ("3Ei", INT64_MAX, 3 * 2**60),
+    ("3Ei", None, 3 * 2**60),
+    ("8Ei", None, INT64_MAX),  # binary: clamped to int64, as upstream's parser does
+    ("-16Ei", None, -INT64_MAX),
     ("1e3", 1_000_000, 1000),
     ("1E6", 10**9, 10**6),
     ("1e+3", 1_000_000, 1000),
@@ -69,9 +71,9 @@ PARSE_CASES = [
     ("-1.5", -1500, -2),
     ("-100m", -100, -1),
     ("  2Gi ", 2 * GI * 1000, 2 * GI),
-    ("9223372036854775807", INT64_MAX, INT64_MAX),
-    ("9223372036854775808", INT64_MAX, INT64_MAX),
-    ("1e999999999", INT64_MAX, INT64_MAX),
+    ("9223372036854775807", None, INT64_MAX),
+    ("9223372036854775807m", INT64_MAX, 9223372036854776),
+    ("9223372036854775.808", None, 9223372036854776),
     ("1e-999999999", 1, 1),
 ]
 
@@ -79,9 +81,39 @@ PARSE_CASES = [
 @pytest.mark.parametrize(
     ("text", "cpu", "memory"), PARSE_CASES, ids=[c[0].strip() or "blank" for c in PARSE_CASES]
 )
-def test_parse_table(text: str, cpu: int, memory: int) -> None:
-    assert parse_quantity(text, resource="cpu") == cpu
+def test_parse_table(text: str, cpu: int | None, memory: int) -> None:
+    """``None``: the cpu amount does not fit int64 milli-units and is rejected."""
+    if cpu is None:
+        with pytest.raises(QuantityError, match="beyond the int64 range"):
+            parse_quantity(text, resource="cpu")
+    else:
+        assert parse_quantity(text, resource="cpu") == cpu
     assert parse_quantity(text, resource="memory") == memory
+
+
+# Amounts the scheduler cannot hold in an int64: upstream's API server stores them, and
+# its MilliValue()/Value() then wrap silently; rejected here with the limit in the message.
+TOO_LARGE = [
+    ("9223372036854775808", "memory"),
+    ("1e20", "memory"),
+    ("100E", "ephemeral-storage"),
+    ("1e999999999", "memory"),
+    ("-1e999999999", "memory"),
+    (str(2**80), "cpu"),
+    ("1Ei", "cpu"),
+    ("9223372036854775.808", "cpu"),
+    ("1e20", "example.com/gpu"),
+]
+
+
+@pytest.mark.parametrize(("text", "resource"), TOO_LARGE, ids=[f"{t}-{r}" for t, r in TOO_LARGE])
+def test_beyond_int64_is_rejected_with_the_limit(text: str, resource: str) -> None:
+    with pytest.raises(QuantityError) as info:
+        parse_quantity(text, resource=resource)
+    limit = f"{INT64_MAX}m of cpu" if resource == "cpu" else str(INT64_MAX)
+    assert f"at most {limit}" in str(info.value)
+    assert repr(text)[:40] in str(info.value)
+    assert "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -206,10 +238,18 @@ DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P
 BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 
 
-def _expected(amount: Fraction, resource: str) -> int:
+def _expected(amount: Fraction, resource: str) -> int | None:
+    """The canonical integer, or None where it does not fit int64 (a QuantityError)."""
     scaled = amount * 1000 if resource == "cpu" else amount
     rounded = math.ceil(scaled) if scaled >= 0 else math.floor(scaled)
-    return max(-INT64_MAX, min(INT64_MAX, rounded))
+    return rounded if -INT64_MAX <= rounded <= INT64_MAX else None
+
+
+def _parsed(text: str, resource: str) -> int | None:
+    try:
+        return parse_quantity(text, resource=resource)
+    except QuantityError:
+        return None
 
 
 @given(st.integers(-(2**62), 2**62), RESOURCES)
@@ -220,13 +260,13 @@ def test_format_parse_round_trip(value: int, resource: str) -> None:
 @given(st.integers(0, 10**15), st.sampled_from(sorted(DECIMAL)), RESOURCES)
 def test_decimal_suffix_scaling(number: int, suffix: str, resource: str) -> None:
     amount = Fraction(number) * Fraction(10) ** DECIMAL[suffix]
-    assert parse_quantity(f"{number}{suffix}", resource=resource) == _expected(amount, resource)
+    assert _parsed(f"{number}{suffix}", resource) == _expected(amount, resource)
 
 
 @given(st.integers(0, 10**6), st.sampled_from(sorted(BINARY)), RESOURCES)
 def test_binary_suffix_scaling(number: int, suffix: str, resource: str) -> None:
-    amount = Fraction(number * 2 ** BINARY[suffix])
-    assert parse_quantity(f"{number}{suffix}", resource=resource) == _expected(amount, resource)
+    amount = min(Fraction(number * 2 ** BINARY[suffix]), Fraction(INT64_MAX))  # clamped
+    assert _parsed(f"{number}{suffix}", resource) == _expected(amount, resource)
 
 
 @given(st.integers(0, 10**9), st.integers(-12, 12), RESOURCES)
@@ -234,9 +274,7 @@ def test_decimal_exponent(mantissa: int, exponent: int, resource: str) -> None:
     amount = Fraction(mantissa) * Fraction(10) ** exponent
     if amount and amount < Fraction(1, 10**9):
         amount = Fraction(1, 10**9)  # upstream rounds non-zero amounts up to a nano-unit
-    assert parse_quantity(f"{mantissa}e{exponent}", resource=resource) == _expected(
-        amount, resource
-    )
+    assert _parsed(f"{mantissa}e{exponent}", resource) == _expected(amount, resource)
 
 
 @given(st.integers(0, 10**6), st.text("0123456789", min_size=1, max_size=6), RESOURCES)
@@ -253,8 +291,9 @@ def test_fractions_round_up(whole: int, frac: str, resource: str) -> None:
 @given(st.integers(1, 10**12), st.sampled_from(["", "m", "k", "Mi", "Gi", "e3", "e-2"]), RESOURCES)
 def test_sign_is_symmetric(number: int, suffix: str, resource: str) -> None:
     text = f"{number}{suffix}"
-    assert parse_quantity(f"-{text}", resource=resource) == -parse_quantity(text, resource=resource)
-    assert parse_quantity(f"+{text}", resource=resource) == parse_quantity(text, resource=resource)
+    value = _parsed(text, resource)
+    assert _parsed(f"-{text}", resource) == (None if value is None else -value)
+    assert _parsed(f"+{text}", resource) == value
 
 
 @given(st.integers(0, 10**6), st.integers(0, 10**4), RESOURCES)

@@ -96,7 +96,7 @@ def test_plain_process_topology_schedules_traces_and_links(tmp_path: Path) -> No
             names = [p.name for p in state.processes]
             assert names == ["redis", "ray-head", "ray-worker-1", "coordinator"]
             assert len({p.pid for p in state.processes}) == 4
-            url = f"redis://127.0.0.1:{state.topology.redis_port}/0"
+            url = state.redis_url  # with the run's password: Redis refuses clients without
             exe = str(Path(sys.executable).with_name("cluster-sched"))
             applied = subprocess.run(
                 [exe, "apply", "-f", str(workload), "--redis", url],

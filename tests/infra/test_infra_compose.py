@@ -73,7 +73,7 @@ def test_dependencies_wait_for_health(compose: dict[str, Any]) -> None:
 def test_jaeger_receives_otlp_over_http(compose: dict[str, Any]) -> None:
     jaeger = compose["services"]["jaeger"]
     assert jaeger["image"].startswith("jaegertracing/all-in-one:")
-    assert {"16686:16686", "4318:4318"} <= set(jaeger["ports"])
+    assert {"127.0.0.1:16686:16686", "127.0.0.1:4318:4318"} <= set(jaeger["ports"])
     assert services.COMPOSE.otlp_endpoint == "http://jaeger:4318"
 
 
@@ -86,14 +86,75 @@ def test_images_are_built_from_infra_dockerfile(compose: dict[str, Any]) -> None
 def test_local_topology_maps_hosts_to_loopback() -> None:
     local = services.Topology.local(
         redis_port=1, ray_port=2, metrics_port=3, dashboard_port=4, dashboard_agent_port=5,
-        ray_temp_dir="/tmp/x",
+        ray_temp_dir="/tmp/x", redis_password="pw", ray_auth_token="tok",
+        redis_config_file="/state/redis.conf",
     )  # fmt: skip
     coordinator = services.coordinator_service(local, join_ray=False)
     assert coordinator.environment == {
-        "CLUSTER_SCHED_REDIS_URL": "redis://127.0.0.1:1/0",
+        "CLUSTER_SCHED_REDIS_URL": "redis://:pw@127.0.0.1:1/0",
         "RAY_ADDRESS": "127.0.0.1:2",
-        "RAY_AUTH_MODE": "disabled",
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": "tok",
     }
     compose_argv = services.coordinator_service(services.COMPOSE).argv
-    assert coordinator.argv == tuple(a.replace("9090", "3") for a in compose_argv)
+    assert coordinator.argv == tuple(
+        a.replace("9090", "3").replace("0.0.0.0", "127.0.0.1") for a in compose_argv
+    )
     assert coordinator.prelude == ()
+    redis = services.redis_service(local).argv
+    assert redis[:2] == ("redis-server", "/state/redis.conf")  # the password file
+    assert "pw" not in redis and "--requirepass" not in redis
+    assert redis[redis.index("--bind") + 1] == "127.0.0.1"
+
+
+# --------------------------------------------------------------------- locked down
+
+
+def _ports(service: dict[str, Any]) -> list[str]:
+    return [str(p) for p in service.get("ports", [])]
+
+
+def test_no_port_is_published_beyond_the_hosts_loopback(compose: dict[str, Any]) -> None:
+    published = {name: _ports(svc) for name, svc in compose["services"].items()}
+    assert any(published.values())
+    for name, ports in published.items():
+        for port in ports:
+            assert port.startswith("127.0.0.1:") and port.count(":") == 2, (name, port)
+    assert "ports" not in compose["services"]["ray-head"]  # dashboard, Jobs API, GCS
+
+
+def test_redis_requires_a_password_from_the_environment(compose: dict[str, Any]) -> None:
+    reference = services.COMPOSE_REDIS_PASSWORD
+    assert reference.startswith("${REDIS_PASSWORD:?")  # compose refuses to start unset
+    command = compose["services"]["redis"]["command"]
+    assert command[command.index("--requirepass") + 1] == reference
+    assert command[command.index("--protected-mode") + 1] == "yes"
+    assert compose["services"]["redis"]["environment"]["REDISCLI_AUTH"] == reference
+    urls = [
+        svc["environment"]["CLUSTER_SCHED_REDIS_URL"]
+        for svc in compose["services"].values()
+        if "CLUSTER_SCHED_REDIS_URL" in svc.get("environment", {})
+    ]
+    assert len(urls) == 3
+    assert set(urls) == {f"redis://:{reference}@redis:6379/0"}
+
+
+def test_ray_authenticates_with_a_token_everywhere(compose: dict[str, Any]) -> None:
+    ray_services = ("ray-head", "ray-worker", "coordinator")
+    for name in ray_services:
+        env = compose["services"][name]["environment"]
+        assert env["RAY_AUTH_MODE"] == "token", name
+        assert env["RAY_AUTH_TOKEN"] == services.COMPOSE_RAY_AUTH_TOKEN, name
+    assert "disabled" not in (ROOT / "docker-compose.yml").read_text()
+    head = compose["services"]["ray-head"]["command"]
+    assert head[head.index("--dashboard-host") + 1] == "127.0.0.1"
+
+
+def test_metrics_listen_on_loopback_unless_told_otherwise() -> None:
+    from cluster_sched.cli import build_parser
+
+    args = build_parser().parse_args(["serve", "--metrics-port", "0"])
+    assert args.metrics_address == "127.0.0.1"
+    argv = services.coordinator_service(services.COMPOSE).argv
+    # In the container: its own interfaces, published on the host's loopback only.
+    assert argv[argv.index("--metrics-address") + 1] == "0.0.0.0"

@@ -26,9 +26,11 @@ ray.shutdown()
 """
 
 
-def alive_ray_nodes(address: str) -> list[str]:
-    """Ask the cluster from a separate driver process, so this test process joins no cluster."""
-    env = {**os.environ, **services.RAY_AUTH_ENV}
+def alive_ray_nodes(topology: services.Topology) -> list[str]:
+    """Ask the cluster from a separate driver process, so this test process joins no
+    cluster; the driver presents the run's token, as every process of it must."""
+    address = topology.ray_address
+    env = {**os.environ, **services.ray_auth_env(topology)}
     out = subprocess.run(
         [sys.executable, "-c", NODES_SCRIPT, address],
         capture_output=True, text=True, timeout=180, check=True, env=env,
@@ -46,7 +48,19 @@ def test_up_starts_redis_ray_head_and_a_second_ray_node_then_down_stops_them(
         assert [p.name for p in state.processes] == ["redis", "ray-head", "ray-worker-1"]
         assert launcher.status(tmp_path) == {"redis": True, "ray-head": True, "ray-worker-1": True}
         assert redis.Redis.from_url(state.redis_url).ping()
-        assert len(alive_ray_nodes(state.ray_address)) == 2
+        assert len(alive_ray_nodes(state.topology)) == 2
+
+        # Locked down: no password, no Redis; secrets on no command line, files 0600.
+        port = state.topology.redis_port
+        with pytest.raises(redis.RedisError, match=r"(?i)auth"):
+            redis.Redis(host="127.0.0.1", port=port, socket_timeout=5).ping()
+        secrets = (state.topology.redis_password, state.topology.ray_auth_token)
+        for proc in state.processes:
+            cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode(errors="replace")
+            assert not any(secret in cmdline for secret in secrets), proc.name
+        for name in ("launcher.json", "redis.conf"):
+            assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
+        assert json.loads((tmp_path / "launcher.json").read_text())["redis_url"] == state.redis_url
 
         # What ran is what services.py renders (argv[0] resolved to a path).
         head = state.processes[1]

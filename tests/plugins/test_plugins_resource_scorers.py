@@ -106,6 +106,15 @@ def shapes(draw: st.DrawFn) -> list[tuple[int, int]]:
     return [(u, 10 * draw(st.integers(0, 10))) for u in utils]
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _extremes(max_value: int) -> list[int]:
+    """Values where ``x * 100`` passes int64, when the matrices may hold them."""
+    candidates = [INT64_MAX // 100 + 1, 2**62, INT64_MAX - 1, INT64_MAX]
+    return [v for v in candidates if v <= max_value]
+
+
 @st.composite
 def resource_matrices(
     draw: st.DrawFn, max_value: int = 2**40
@@ -116,7 +125,7 @@ def resource_matrices(
     value = st.one_of(
         st.integers(0, 16),
         st.integers(0, max_value),
-        st.sampled_from([0, 1, 2**46 - 1, 2**46, 2**50 + 3]),
+        st.sampled_from([0, 1, 2**46 - 1, 2**46, 2**50 + 3, *_extremes(max_value)]),
     )
     alloc = np.asarray(
         draw(st.lists(st.lists(value, min_size=k, max_size=k), min_size=m, max_size=m)),
@@ -209,6 +218,23 @@ def test_most_allocated_matches_reference(
     weights, alloc, req = matrices
     specs = [ResourceSpec(f"r{i}", w) for i, w in enumerate(weights)]
     assert most_allocated(specs)(alloc, req).tolist() == _per_node(ref_most, weights, alloc, req)
+
+
+@settings(max_examples=300, deadline=None)
+@given(resource_matrices(max_value=INT64_MAX), shapes())
+def test_scorers_are_exact_up_to_int64(
+    matrices: tuple[list[int], np.ndarray, np.ndarray], shape: list[tuple[int, int]]
+) -> None:
+    """Every quantity the parser admits fits int64, and so does a node's saturated
+    usage: where upstream's ``x * 100`` would wrap, the scorers still give the exact
+    result (upstream's own wherever it does not wrap), never a negative score."""
+    weights, alloc, req = matrices
+    specs = [ResourceSpec(f"r{i}", w) for i, w in enumerate(weights)]
+    points = tuple(UtilizationShapePoint(u, s // 10) for u, s in shape)
+    assert least_allocated(specs)(alloc, req).tolist() == _per_node(ref_least, weights, alloc, req)
+    assert most_allocated(specs)(alloc, req).tolist() == _per_node(ref_most, weights, alloc, req)
+    got = requested_to_capacity_ratio(specs, points)(alloc, req).tolist()
+    assert got == _per_node(lambda w, r, a: ref_rtcr(w, shape, r, a), weights, alloc, req)
 
 
 # ---------------------------------------------------------------------- BalancedAllocation

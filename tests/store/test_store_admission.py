@@ -109,6 +109,8 @@ def test_no_class_and_no_default_leaves_the_pod_alone() -> None:
         ),
         ({"priority": "high"}, "spec.priority", "integer"),
         ({"priorityClassName": 3}, "spec.priorityClassName", "string"),
+        ({"priority": 2**70}, "spec.priority", "out of the int32 range"),
+        ({"priority": -(2**31) - 1}, "spec.priority", "out of the int32 range"),
     ],
     ids=[
         "unknown",
@@ -116,6 +118,8 @@ def test_no_class_and_no_default_leaves_the_pod_alone() -> None:
         "policy-contradicts",
         "priority-not-int",
         "name-not-str",
+        "priority-2**70",
+        "priority-below-int32",
     ],
 )
 def test_admit_pod_errors(spec: dict[str, Any], field: str, message: str) -> None:
@@ -165,13 +169,25 @@ def test_unknown_class_is_an_error_and_the_pod_is_not_stored(store: Store) -> No
         (priority_class("x", "high"), "value"),
         (priority_class("x", True), "value"),
         (priority_class("x", 2_000_000_000), "value"),
+        (priority_class("x", -(2**70)), "value"),
         (priority_class("x", 1, globalDefault="yes"), "globalDefault"),
         (priority_class("x", 1, preemptionPolicy="Sometimes"), "preemptionPolicy"),
     ],
-    ids=["str", "bool", "too-high", "default-not-bool", "bad-policy"],
+    ids=["str", "bool", "too-high", "below-int32", "default-not-bool", "bad-policy"],
 )
 def test_bad_priority_classes_are_rejected(store: Store, doc: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidObjectError) as err:
         store.apply(doc)
     assert err.value.field == field and err.value.obj == "PriorityClass x"
     assert store.count("PriorityClass") == 0
+
+
+def test_a_value_msgpack_cannot_hold_is_refused_before_anything_is_written(store: Store) -> None:
+    """An integer past 64 bits in a field no parser reads: refused by name, and the
+    other objects of the call are not stored either."""
+    bad = make_pod("a").manifest()
+    bad["spec"]["extra"] = 2**70
+    with pytest.raises(InvalidObjectError) as err:
+        store.apply_many([make_pod("ok").manifest(), bad], source="w.yaml")
+    assert str(err.value).startswith("w.yaml: Pod default/a: cannot be stored")
+    assert store.count("Pod") == 0

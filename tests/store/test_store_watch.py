@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 import redis
 
-from cluster_sched.errors import StoreError
 from cluster_sched.store import EventType, ResourceExpiredError, Store
 from cluster_sched.testing import make_node, make_pod
 
@@ -164,16 +163,65 @@ def test_a_watch_that_falls_behind_the_trim_expires(
         next(watch)
 
 
-def test_malformed_entries_and_ids(store: Store, redis_client: redis.Redis) -> None:
+def test_a_malformed_entry_is_an_error_event_and_the_watch_goes_on(
+    store: Store, redis_client: redis.Redis
+) -> None:
+    """An entry the store did not write (no rv, missing fields, not UTF-8) reads as an
+    ERROR event (upstream's watch.Error) instead of ending the read: the events after it
+    still arrive, and a watch's gap check ignores it (it used no resourceVersion)."""
+    store.apply(pod("a"))
     redis_client.xadd(store.keys.events, {"type": "ADDED", "kind": "Pod"})
-    with pytest.raises(StoreError, match="malformed"):
-        store.read_events()
+    redis_client.xadd(store.keys.events, {b"\xff": b"\xfe", b"rv": b"x"})
+    store.apply(pod("b"))
+    events = store.read_events()
+    assert [e.type for e in events] == [
+        EventType.ADDED,
+        EventType.ERROR,
+        EventType.ERROR,
+        EventType.ADDED,
+    ]
+    error = events[1]
+    assert (error.kind, error.key, error.rv) == ("Pod", "", 0)
+    assert "unreadable" in error.obj["message"] and "\n" not in error.obj["message"]
+    assert [(e.type, e.rv) for e in drain(store)] == [
+        (EventType.ADDED, 1),
+        (EventType.ERROR, 0),
+        (EventType.ERROR, 0),
+        (EventType.ADDED, 2),
+    ]
+    assert [e.rv for e in drain(store, "$")] == []
+
+
+def test_bad_stream_ids_are_still_refused(store: Store) -> None:
     with pytest.raises(ValueError, match="not a stream id"):
         store.read_events("yesterday")
 
 
-def test_unreadable_event_object_names_it(store: Store, redis_client: redis.Redis) -> None:
+def test_unreadable_event_object_is_an_error_event_naming_it(
+    store: Store, redis_client: redis.Redis
+) -> None:
     fields = {"type": "ADDED", "kind": "Pod", "key": "default/x", "rv": "1", "obj": b"\xc1"}
     redis_client.xadd(store.keys.events, fields)
-    with pytest.raises(StoreError, match="Pod default/x"):
-        store.read_events()
+    (event,) = store.read_events()
+    assert event.type is EventType.ERROR
+    assert (event.kind, event.key, event.rv) == ("Pod", "default/x", 1)
+    assert "Pod default/x" in event.obj["message"]
+
+
+def test_list_and_watch_skips_and_reports_unreadable_objects(
+    store: Store, redis_client: redis.Redis
+) -> None:
+    store.apply_many([pod("a"), pod("b")])
+    redis_client.hset(store.keys.obj("Pod"), "default/junk", b"\xc1\x00garbage")
+    redis_client.hset(store.keys.obj("Pod"), "default/list", b"\x93\x01\x02\x03")
+    reported: list[tuple[str, str, str]] = []
+    snapshot, last_id = store.list_and_watch(
+        ["Pod"], on_unreadable=lambda *args: reported.append(args)
+    )
+    assert sorted(snapshot["Pod"]) == ["default/a", "default/b"]
+    assert [(kind, key) for kind, key, _ in reported] == [
+        ("Pod", "default/junk"),
+        ("Pod", "default/list"),
+    ]
+    assert all("unreadable" in why for _, _, why in reported)
+    assert last_id == store.last_event_id()

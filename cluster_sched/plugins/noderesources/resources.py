@@ -10,6 +10,7 @@ import numpy as np
 from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 from cluster_sched.config.plugin_args import ResourceSpec
 from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.nodetable.overflow import saturating_add
 from cluster_sched.nodetable.table import R_CPU, R_MEMORY
 
 NATIVE = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS})
@@ -52,7 +53,8 @@ def allocatable_and_requested(
 
     Upstream calculateResourceAllocatableRequest: cpu/memory use the non-zero
     accounting unless ``use_requested``; a scalar resource the pod does not request, or
-    one the node lacks, yields allocatable 0, which every scorer skips.
+    one the node lacks, yields allocatable 0, which every scorer skips. ``requested``
+    saturates at int64 (see nodetable/overflow.py): past allocatable either way.
     """
     table, rows = nodes.table, nodes.rows
     k, m = len(rows), len(resources)
@@ -72,5 +74,5 @@ def allocatable_and_requested(
             used = nodes.take(table.nonzero[R_MEMORY])
         else:
             used = nodes.take(table.requested[col])
-        req[i] = used + pod_requests[i]
+        req[i] = saturating_add(used, int(pod_requests[i]))
     return alloc, req

@@ -20,6 +20,8 @@ Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]
 MAX_UTILIZATION = 100
 
 
+INT64_MAX = 2**63 - 1
+
 #: Below this, float64 division of non-negative integers floors exactly like Go's int64
 #: division (the quotient's fractional gap 1/b stays far above float64's rounding error).
 EXACT_FLOAT_LIMIT = 2**46
@@ -30,6 +32,27 @@ def floor_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.size and (a.max() >= EXACT_FLOAT_LIMIT or b.max() >= EXACT_FLOAT_LIMIT):
         return a // b
     return np.floor(a / b).astype(np.int64)
+
+
+def scaled_floor_div(n: np.ndarray, scale: int, d: np.ndarray) -> np.ndarray:
+    """``n * scale // d`` for int64 ``n >= 0`` and ``d > 0``, exact where ``n * scale``
+    would pass int64.
+
+    Upstream computes e.g. ``requested * MaxNodeScore / capacity`` in int64, which wraps
+    once requested passes 2**63 / 100 (about 9.2e16: 92 PB of memory, or 92 billion cores
+    in milli-units); the result there is garbage, a negative score the framework rejects.
+    Every value our parser admits fits int64, so computing those few cells in Python
+    integers gives upstream's result wherever upstream does not overflow, and the
+    mathematically right one where it does.
+    """
+    limit = INT64_MAX // scale
+    if not n.size or n.max() <= limit:
+        return floor_div(n * scale, d)
+    big = n > limit
+    out = floor_div(np.where(big, 0, n) * scale, d)
+    divisors = np.broadcast_to(d, n.shape)[big].tolist()
+    out[big] = [v * scale // w for v, w in zip(n[big].tolist(), divisors, strict=True)]
+    return out
 
 
 def _weighted_mean(
@@ -47,10 +70,11 @@ def least_allocated(resources: Sequence[ResourceSpec]) -> Scorer:
     def score(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
         if alloc.size and alloc.min() > 0:
             # every resource counted: no masks needed
-            per = floor_div(np.maximum(alloc - req, 0) * MAX_NODE_SCORE, alloc)
+            per = scaled_floor_div(np.maximum(alloc - req, 0), MAX_NODE_SCORE, alloc)
             return (weights @ per) // int(weights.sum())
         safe = np.maximum(alloc, 1)
-        per = np.where((alloc > 0) & (req <= alloc), (alloc - req) * MAX_NODE_SCORE // safe, 0)
+        left = scaled_floor_div(np.maximum(alloc - req, 0), MAX_NODE_SCORE, safe)
+        per = np.where((alloc > 0) & (req <= alloc), left, 0)
         return _weighted_mean(per, alloc > 0, weights)
 
     return score
@@ -61,10 +85,11 @@ def most_allocated(resources: Sequence[ResourceSpec]) -> Scorer:
 
     def score(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
         if alloc.size and alloc.min() > 0:
-            per = floor_div(np.minimum(req, alloc) * MAX_NODE_SCORE, alloc)
+            per = scaled_floor_div(np.minimum(req, alloc), MAX_NODE_SCORE, alloc)
             return (weights @ per) // int(weights.sum())
         safe = np.maximum(alloc, 1)
-        per = np.where(alloc > 0, np.minimum(req, alloc) * MAX_NODE_SCORE // safe, 0)
+        used = scaled_floor_div(np.clip(req, 0, alloc), MAX_NODE_SCORE, safe)
+        per = np.where(alloc > 0, used, 0)
         return _weighted_mean(per, alloc > 0, weights)
 
     return score
@@ -96,7 +121,9 @@ def requested_to_capacity_ratio(
     def score(alloc: np.ndarray, req: np.ndarray) -> np.ndarray:
         safe = np.maximum(alloc, 1)
         over = (alloc == 0) | (req > alloc)
-        util = np.where(over, MAX_UTILIZATION, req * MAX_UTILIZATION // safe)
+        util = np.where(
+            over, MAX_UTILIZATION, scaled_floor_div(np.where(over, 0, req), MAX_UTILIZATION, safe)
+        )
         per = broken_linear(points, util)
         counted = (alloc > 0) & (per > 0)
         w = np.where(counted, weights[:, None], 0)

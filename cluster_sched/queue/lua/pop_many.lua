@@ -11,14 +11,25 @@
 -- (pod i: attempts + 1, cycle c + i, revision s + i); the writes are made per key for
 -- the whole batch (a handful of variadic calls instead of seven per pod), which is
 -- where a batch saves its time inside Redis.
-local head = redis.call('ZPOPMIN', K_ACTIVE, tonumber(ARGV[2]))
-local n = #head / 2
+-- A member that names no pod (written by something else) is dropped as it is popped,
+-- and the next one taken in its place.
+local want = tonumber(ARGV[2])
+local pods = {}
+while #pods < want do
+  local head = redis.call('ZPOPMIN', K_ACTIVE, want - #pods)
+  if #head == 0 then
+    break
+  end
+  for i = 1, #head / 2 do
+    local pod = string.match(head[2 * i - 1], '%z([^%z]*)$')
+    if pod and pod ~= '' then
+      pods[#pods + 1] = pod
+    end
+  end
+end
+local n = #pods
 if n == 0 then
   return {}
-end
-local pods = {}
-for i = 1, n do
-  pods[i] = string.match(head[2 * i - 1], '%z([^%z]*)$')
 end
 local cycle0 = redis.call('INCRBY', K_CYCLE, n) - n
 local rev0 = redis.call('INCRBY', K_SEQ, n) - n
@@ -34,7 +45,7 @@ for first = 1, n, SLICE do
   local where, inflight, attempts, revs = {}, {}, {}, {}
   for j, pod in ipairs(slice) do
     local i = first + j - 1
-    local tried = tonumber(tries[j] or '0') + 1
+    local tried = (tonumber(tries[j] or '0') or 0) + 1  -- an unreadable count restarts
     where[#where + 1], where[#where + 2] = pod, 'inflight'
     inflight[#inflight + 1], inflight[#inflight + 2] = ARGV[1], pod
     attempts[#attempts + 1], attempts[#attempts + 2] = pod, tried
