@@ -175,8 +175,17 @@ def new_scheduler(
         pod_max_backoff=float(config.pod_max_backoff_seconds),
         on_incoming=metrics.inc_incoming if metrics.enabled else None,
         nominator=nominator,
+        on_quarantine=lambda key: requeue_after_quarantine(key),
     )
     handlers = EventHandlers(cache, queue, frameworks, pods, store=store, stats=stats, clock=clock)
+
+    def requeue_after_quarantine(key: str) -> None:
+        """A queue record that could not be read was set aside: the pod, as the informer
+        knows it, goes back through the queue's add (nothing is lost mid-run)."""
+        pod = pods.get(key)
+        if pod is not None and not pod.node_name:
+            handlers.add_pod_to_scheduling_queue(pod)
+
     informer = Informer(
         store,
         InformerHandlers(

@@ -1,4 +1,6 @@
-"""One nominator: every path that ends a nomination ends the reservation Filter sees.
+"""Coordinator invariants that once broke, on the table and on in-process shards.
+
+One nominator: every path that ends a nomination ends the reservation Filter sees.
 
 The bug this guards (issue: "a deleted nominated pod keeps its reservation"): the
 coordinator kept its own copy of nominations beside the queue's Redis nominator.
@@ -6,6 +8,8 @@ Deleting a nominated pod cleared Redis but not the copy, so Filter's first pass 
 adding the deleted pod to its node and later pods were rejected there for ever.
 Run with Filter on the coordinator's table and on in-process shards (the shard code
 the Ray executor runs).
+
+No pod lost to a bad queue record: the record is quarantined and the pod requeued.
 """
 
 from __future__ import annotations
@@ -108,3 +112,22 @@ def test_a_new_coordinator_rebuilds_the_view_from_redis(
     assert fresh.load() == 1
     assert [p.key for p in fresh.nominated_pods()["n1"]] == ["default/hi"]
     assert fresh.has_nomination("default/hi")
+
+
+def test_a_quarantined_queue_record_does_not_lose_the_pod(
+    coord: Coordinator, redis_client: redis.Redis
+) -> None:
+    """An unreadable queue record is set aside at pop; the coordinator puts the pod it
+    knows back through the queue, and it is scheduled in the same run."""
+    _apply(coord, make_node("n1").capacity(cpu="4", memory="8Gi", pods=10))
+    coord.start()
+    _apply(coord, make_pod("a").req(cpu="1"))
+    redis_client.hset(coord.queue.keys.info, "default/a", b"\xc1 not msgpack")
+    for _ in range(5):
+        coord.step(pop_timeout=0.1)
+        if (coord.store.get("Pod", "default/a") or {}).get("spec", {}).get("nodeName"):
+            break
+        _settle(coord)
+    assert coord.queue.quarantined == 1
+    _settle(coord)
+    assert (coord.store.get("Pod", "default/a") or {})["spec"]["nodeName"] == "n1"
