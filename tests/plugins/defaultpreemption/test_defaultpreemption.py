@@ -19,8 +19,8 @@ from cluster_sched.framework.interfaces import PostFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.defaultpreemption import PreemptionExecutor
 from cluster_sched.plugins.defaultpreemption import plugin as dp
-from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
 from cluster_sched.plugins.defaultpreemption.batch import select_victims_on_nodes
+from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
 from cluster_sched.plugins.defaultpreemption.victims import (
     Victims,
     select_victims_on_node,
@@ -230,7 +230,9 @@ def test_victims_on_node_are_in_importance_order_after_reprieve() -> None:
     fwk.run_pre_filter(state, pod, cache.snapshot)
     table = cache.sink.table  # type: ignore[attr-defined]
     pdbs = list(cache.pdbs.values())
-    victims, status = select_victims_on_node(fwk, state.clone(), pod, table, table.index["n1"], pdbs)
+    victims, status = select_victims_on_node(
+        fwk, state.clone(), pod, table, table.index["n1"], pdbs
+    )
     assert status.is_success and victims is not None
     assert [p.name for p in victims.pods] == ["a2", "a1"]
     assert victims.num_pdb_violations == 1
