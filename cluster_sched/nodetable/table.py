@@ -38,6 +38,7 @@ from cluster_sched.nodetable.interner import Interner
 from cluster_sched.nodetable.order import ZoneList, zone_interleaved_order, zone_key
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.nodetable.ports import PortKey, may_claim_host_ports, pod_host_ports
+from cluster_sched.nodetable.volumes import VolumeIndex
 
 R_CPU = 0
 R_MEMORY = 1
@@ -107,6 +108,8 @@ class NodeTable:
         #: pods accounted on each row, by key (preemption and simulations read them)
         self.row_pods: list[dict[str, Pod]] = []
         self.pod_index = PodIndex(self)
+        #: volumes the pods of each row use (only pods with volumes touch it)
+        self.volumes = VolumeIndex(cap)
         self.node_version = 0
         self.pod_version = 0
         self._memo: dict[object, np.ndarray] = {}
@@ -138,6 +141,7 @@ class NodeTable:
             self.labels[key] = pad(col, -1)
         self._cap = new
         self.pod_index.grow(new)
+        self.volumes.grow(new)
 
     def _sync_columns(self) -> None:
         """Widen matrices whose interner gained values (resources, taints, ports)."""
@@ -195,6 +199,7 @@ class NodeTable:
             self.port_count[:, row] = 0
             self.row_pods[row] = {}
             self.pod_index.clear_row(row)
+            self.volumes.clear_row(row)
             self.seq[row] = self._next_seq
             self._next_seq += 1
             old_zone = None
@@ -254,6 +259,7 @@ class NodeTable:
         self.port_count[:, row] = 0
         self.row_pods[row] = {}
         self.pod_index.clear_row(row)
+        self.volumes.clear_row(row)
         self._free_rows.append(row)
         self._node_changed()
         return row
@@ -321,6 +327,8 @@ class NodeTable:
             self._sync_columns()
             self.port_count[p, row] += sign
         self.pod_index.add(row, pod, sign)
+        if pod.volumes:
+            self.volumes.add(row, pod, sign)
         self.pod_version += 1
 
     def add_pods(self, rows: Sequence[int], pods: Sequence[Pod], sign: int = 1) -> None:
@@ -339,7 +347,7 @@ class NodeTable:
         bulk_rows: list[int] = []
         bulk: list[Pod] = []
         for row, pod in zip(rows, pods, strict=True):
-            if may_claim_host_ports(pod):
+            if pod.volumes or may_claim_host_ports(pod):
                 table.add_pod(row, pod, sign)
                 continue
             if sign > 0:
@@ -466,6 +474,7 @@ class NodeTable:
         t._memo_version = (-1, -1)
         t.node_version = self.node_version + 1_000_000_000
         t.pod_index = self.pod_index.copy_rows(rows, t)
+        t.volumes = self.volumes.copy_rows(rows)
         return t
 
     def rows_of(self, names: Iterable[str]) -> np.ndarray:
