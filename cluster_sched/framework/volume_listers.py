@@ -38,6 +38,8 @@ class VolumeListers:
     csinodes: dict[str, CSINode] = field(default_factory=dict)
     csidrivers: dict[str, CSIDriver] = field(default_factory=dict)
     generation: int = 0
+    #: bumps only when a CSINode changes (attach limits are cached on it)
+    csinode_generation: int = 0
     _by_class: dict[str, tuple[PersistentVolume, ...]] = field(default_factory=dict)
     _by_class_gen: int = -1
 
@@ -52,11 +54,16 @@ class VolumeListers:
 
     def set(self, kind: str, obj: StorageObject) -> None:
         self._table(kind)[storage_key(obj)] = obj
-        self.generation += 1
+        self._changed(kind)
 
     def remove(self, kind: str, key: str) -> None:
         if self._table(kind).pop(key, None) is not None:
-            self.generation += 1
+            self._changed(kind)
+
+    def _changed(self, kind: str) -> None:
+        self.generation += 1
+        if kind == "CSINode":
+            self.csinode_generation += 1
 
     def pvc(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
         return self.pvcs.get(f"{namespace}/{name}")

@@ -78,6 +78,8 @@ class _State:
     limits: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     #: the listers' generation the above was computed at (caches key on it)
     generation: int = 0
+    #: the CSINodes' generation ``limits`` was computed at
+    csinode_generation: int = 0
 
 
 def _gce_handle(pv: PersistentVolume) -> str:
@@ -164,6 +166,8 @@ class NodeVolumeLimits:
     def __init__(self) -> None:
         self._units: dict[str, Unit | None] = {}
         self._units_at = -1
+        self._limits: dict[str, list[tuple[str, int]]] = {}
+        self._limits_at = -1
 
     def pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Any
@@ -209,18 +213,27 @@ class NodeVolumeLimits:
                 unit = self._units[ref]
                 if unit is not None and unit[1] in keys:
                     units.append((ref, unit[0], unit[1]))
-        limits: dict[str, list[tuple[str, int]]] = {k: [] for k in sorted(keys)}
-        for csinode in listers.csinodes.values():
-            for drv in csinode.drivers:
-                key = csi_attach_limit_key(drv.name)
-                if drv.allocatable_count is not None and key in limits:
-                    limits[key].append((csinode.name, drv.allocatable_count))
+        all_limits = self._all_limits(listers)
         return _State(
             new=tuple(new.items()),
             units=tuple(dict.fromkeys(units)),
-            limits=tuple((k, tuple(v)) for k, v in limits.items()),
+            limits=tuple((k, tuple(all_limits.get(k, ()))) for k in sorted(keys)),
             generation=listers.generation,
+            csinode_generation=listers.csinode_generation,
         )
+
+    def _all_limits(self, listers: VolumeListers) -> dict[str, list[tuple[str, int]]]:
+        """limit key -> (node, count) of every CSINode driver, cached until one changes."""
+        if self._limits_at != listers.csinode_generation:
+            limits: dict[str, list[tuple[str, int]]] = {}
+            for csinode in listers.csinodes.values():
+                for drv in csinode.drivers:
+                    if drv.allocatable_count is not None:
+                        key = csi_attach_limit_key(drv.name)
+                        limits.setdefault(key, []).append((csinode.name, drv.allocatable_count))
+            self._limits = limits
+            self._limits_at = listers.csinode_generation
+        return self._limits
 
     def pre_filter_extensions(self) -> None:
         return None
@@ -239,7 +252,7 @@ class NodeVolumeLimits:
         for key, per_node in s.limits:
             if not per_node:
                 continue
-            limit = nodes.take(_limit_column(table, key, per_node, s.generation))
+            limit = nodes.take(_limit_column(table, key, per_node, s.csinode_generation))
             by_unique: dict[str, list[str]] = {}
             for ref, unique, unit_key in s.units:
                 if unit_key == key:
@@ -289,7 +302,8 @@ def _attached(
 def _limit_column(
     table: NodeTable, key: str, per_node: tuple[tuple[str, int], ...], generation: int
 ) -> np.ndarray:
-    """int64[cap]: the CSINode limit for ``key`` per row, -1 where there is none."""
+    """int64[cap]: the CSINode limit for ``key`` per row, -1 where there is none. Built
+    once per table and CSINode generation (the loop is over CSINodes, then memoised)."""
 
     def compute() -> np.ndarray:
         col = np.full(table._cap, -1, dtype=np.int64)

@@ -19,6 +19,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.state_codec import decode_state, encode_state
 from cluster_sched.framework.status import Code
 from cluster_sched.plugins import nodevolumelimits, volumebinding, volumerestrictions, volumezone
 from cluster_sched.scheduler.binding_cycle import StoreBinder
@@ -270,3 +271,44 @@ def test_read_write_once_pod_count_follows_add_and_remove() -> None:
     assert fwk.run_pre_filter_add_pod(state, pod, holder_pod, "n1").is_success
     out = fwk.run_filter(state, pod, NodeSlice(table, np.asarray([0], dtype=np.int64)))
     assert fwk.filter_status(out, 0).code == Code.UNSCHEDULABLE
+
+
+def test_volume_states_travel_to_remote_shards() -> None:
+    """Filter reads only the CycleState and the shard's table: the state PreFilter wrote
+    survives the msgpack codec (what Ray shards receive) and gives the same verdicts."""
+    zonal = _sc(
+        "zonal",
+        DRIVER,
+        allowedTopologies=[{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}],
+    )
+    docs = [_node("n1", "a"), _node("n2", "b"), _csinode("n1", 1), _csinode("n2", 1)]
+    bound_pv = _local_pv("pv-b", "n1")
+    bound_pv["metadata"]["labels"] = {ZONE: "a"}
+    docs += [_sc("local"), zonal, _local_pv("pv-1", "n1"), bound_pv]
+    docs += [_pvc("free", "local"), _pvc("dyn", "zonal"), _pvc("bound", "local", volumeName="pv-b")]
+    docs[-1]["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    docs.append(
+        make_pod("other")
+        .volume("ebs", awsElasticBlockStore={"volumeID": "v"})
+        .node("n2")
+        .manifest()
+    )
+    cache = _cache(docs)
+    pod = (
+        make_pod("p")
+        .pvc("free")
+        .pvc("dyn")
+        .pvc("bound")
+        .volume("ebs", awsElasticBlockStore={"volumeID": "v"})
+        .obj()
+    )
+    table = cache.sink.table  # type: ignore[attr-defined]
+    rows = table.order()
+    for plugin in ("VolumeBinding", "VolumeZone", "NodeVolumeLimits", "VolumeRestrictions"):
+        fwk = _framework(cache, plugin)
+        state, local = _filter(fwk, cache, pod)
+        remote = decode_state(encode_state(state))
+        out = fwk.run_filter(remote, pod, NodeSlice(table, rows))
+        names = table.name_array()[rows].tolist()
+        assert {n: fwk.filter_status(out, i) for i, n in enumerate(names)} == local, plugin
+        assert not all(st.is_success for st in local.values()), f"{plugin}: nothing rejected"
