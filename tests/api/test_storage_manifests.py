@@ -248,7 +248,7 @@ def test_storage_errors_name_file_object_and_field(
 
 
 def test_storage_quantity_errors_stay_quantity_errors() -> None:
-    with pytest.raises(QuantityError, match="spec.capacity.storage"):
+    with pytest.raises(QuantityError, match=r"spec\.capacity\.storage"):
         parse_object(_with(PV, "spec.capacity.storage", "1Qi"))
 
 
