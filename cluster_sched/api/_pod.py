@@ -15,6 +15,7 @@ from typing import Any
 
 from cluster_sched.api import _decode as d
 from cluster_sched.api import selectors
+from cluster_sched.api._volumes import pod_volumes
 from cluster_sched.api.objects import (
     CPU,
     MEMORY,
@@ -440,6 +441,7 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     raw_tolerations = spec.get("tolerations")
     raw_spread = spec.get("topologySpreadConstraints")
     raw_gates = spec.get("schedulingGates")
+    raw_volumes = spec.get("volumes")
     return {
         "containers": tuple(containers),
         "init_containers": tuple(init_containers),
@@ -468,6 +470,7 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         "scheduling_gates": _scheduling_gates(raw_gates, "spec.schedulingGates")
         if raw_gates
         else (),
+        "volumes": pod_volumes(raw_volumes, "spec.volumes") if raw_volumes else (),
         "requests": requests,
         "nonzero_cpu": nonzero_cpu,
         "nonzero_memory": nonzero_memory,

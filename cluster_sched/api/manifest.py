@@ -1,7 +1,8 @@
 """Kubernetes manifests (YAML or JSON) to the typed objects of ``api.objects``.
 
-Kinds: v1 Pod, Node, Namespace, Service, ReplicationController; policy/v1
-PodDisruptionBudget; apps/v1 ReplicaSet, StatefulSet; scheduling.k8s.io/v1 PriorityClass.
+Kinds: v1 Pod, Node, Namespace, Service, ReplicationController, PersistentVolume,
+PersistentVolumeClaim; policy/v1 PodDisruptionBudget; apps/v1 ReplicaSet, StatefulSet;
+scheduling.k8s.io/v1 PriorityClass; storage.k8s.io/v1 StorageClass, CSINode, CSIDriver.
 ``kind: List`` (and typed lists such as ``PodList``) are flattened.
 
 Every problem is an InvalidObjectError (QuantityError for quantities) whose one-line
@@ -27,6 +28,13 @@ import yaml  # type: ignore[import-untyped, unused-ignore]
 
 from cluster_sched.api import _decode as d
 from cluster_sched.api._pod import PREEMPTION_POLICIES, TAINT_EFFECTS, decode_pod, resource_list
+from cluster_sched.api._volumes import (
+    decode_csidriver,
+    decode_csinode,
+    decode_pv,
+    decode_pvc,
+    decode_storage_class,
+)
 from cluster_sched.api.objects import (
     ContainerImage,
     KubeObject,
@@ -40,10 +48,12 @@ from cluster_sched.api.objects import (
     WorkloadController,
 )
 from cluster_sched.api.selectors import validate_label_key, validate_label_value
+from cluster_sched.api.storage import StorageObject
 from cluster_sched.errors import InvalidObjectError
 
 __all__ = [
     "KINDS",
+    "AnyObject",
     "load_documents",
     "load_file",
     "parse_namespace",
@@ -337,8 +347,13 @@ def _decode_priority_class(doc: Mapping[str, Any]) -> PriorityClass:
     )
 
 
+#: Everything ``parse_object`` can return.
+AnyObject = KubeObject | StorageObject
+
+_STORAGE = frozenset({"storage.k8s.io/v1"})
+
 #: kind → (accepted apiVersions, namespaced, decoder)
-KINDS: Mapping[str, tuple[frozenset[str], bool, Callable[[Mapping[str, Any]], KubeObject]]] = {
+KINDS: Mapping[str, tuple[frozenset[str], bool, Callable[[Mapping[str, Any]], AnyObject]]] = {
     "Pod": (frozenset({"v1"}), True, decode_pod),
     "Node": (frozenset({"v1"}), False, _decode_node),
     "Namespace": (frozenset({"v1"}), False, _decode_namespace),
@@ -348,11 +363,16 @@ KINDS: Mapping[str, tuple[frozenset[str], bool, Callable[[Mapping[str, Any]], Ku
     "ReplicaSet": (frozenset({"apps/v1"}), True, _decode_controller),
     "StatefulSet": (frozenset({"apps/v1"}), True, _decode_controller),
     "PriorityClass": (frozenset({"scheduling.k8s.io/v1"}), False, _decode_priority_class),
+    "PersistentVolume": (frozenset({"v1"}), False, decode_pv),
+    "PersistentVolumeClaim": (frozenset({"v1"}), True, decode_pvc),
+    "StorageClass": (_STORAGE, False, decode_storage_class),
+    "CSINode": (_STORAGE, False, decode_csinode),
+    "CSIDriver": (_STORAGE, False, decode_csidriver),
 }
 
 
 @_one_line_errors
-def parse_object(doc: Mapping[str, Any], source: str = "") -> KubeObject:
+def parse_object(doc: Mapping[str, Any], source: str = "") -> AnyObject:
     """One manifest dict to its typed object (``raw`` is ``doc`` itself, not a copy)."""
     if not isinstance(doc, dict):
         raise InvalidObjectError(
@@ -433,12 +453,12 @@ def parse_workload_controller(doc: Mapping[str, Any], source: str = "") -> Workl
     return obj
 
 
-def parse_objects(docs: Iterable[Mapping[str, Any]], source: str = "") -> list[KubeObject]:
+def parse_objects(docs: Iterable[Mapping[str, Any]], source: str = "") -> list[AnyObject]:
     return [parse_object(doc, source) for doc in docs]
 
 
 @_one_line_errors
-def load_file(path: str | PathLike[str]) -> list[KubeObject]:
+def load_file(path: str | PathLike[str]) -> list[AnyObject]:
     """Every object of a YAML/JSON manifest file, in file order."""
     source = str(path)
     try:

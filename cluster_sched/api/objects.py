@@ -193,6 +193,41 @@ class TopologySpreadConstraint:
     match_label_keys: tuple[str, ...] = ()
 
 
+#: Pod volume sources the scheduler tells apart (``Volume.source``); every other source
+#: (emptyDir, configMap, secret, hostPath, projected...) is ``OTHER_VOLUME``.
+PVC_VOLUME = "persistentVolumeClaim"
+EPHEMERAL_VOLUME = "ephemeral"
+GCE_PD_VOLUME = "gcePersistentDisk"
+AWS_EBS_VOLUME = "awsElasticBlockStore"
+ISCSI_VOLUME = "iscsi"
+RBD_VOLUME = "rbd"
+AZURE_DISK_VOLUME = "azureDisk"
+AZURE_FILE_VOLUME = "azureFile"
+CINDER_VOLUME = "cinder"
+PORTWORX_VOLUME = "portworxVolume"
+VSPHERE_VOLUME = "vsphereVolume"
+CSI_VOLUME = "csi"
+OTHER_VOLUME = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    """One ``spec.volumes`` entry, reduced to what the volume plugins read.
+
+    ``volume_id`` is the source's identity: the claim name of a PVC, the pdName of a GCE
+    PD, the volumeID of EBS/Cinder/Portworx, the IQN of iSCSI, the image of RBD, the
+    diskURI of an Azure disk, the driver of an inline CSI volume.
+    """
+
+    name: str
+    source: str = OTHER_VOLUME
+    volume_id: str = ""
+    read_only: bool = False
+    #: RBD only: the pool and the Ceph monitors
+    pool: str = ""
+    monitors: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Pod:
     meta: ObjectMeta
@@ -210,6 +245,8 @@ class Pod:
     tolerations: tuple[Toleration, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
+    #: spec.volumes (only the sources the scheduler reads keep their details)
+    volumes: tuple[Volume, ...] = ()
     #: status.nominatedNodeName
     nominated_node_name: str = ""
     #: status.phase (Pending, Running, Succeeded, Failed)

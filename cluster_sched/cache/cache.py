@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
+from cluster_sched.api.storage import STORAGE_KINDS, StorageObject
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.snapshot import Snapshot
+from cluster_sched.framework.volume_listers import VolumeListers
 from cluster_sched.nodetable.table import NodeTable
 
 #: How long a pod whose binding finished may stay assumed before it is expired.
@@ -137,6 +139,8 @@ class Cache:
         self.namespaces: dict[str, Namespace] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.controllers: dict[tuple[str, str], WorkloadController] = {}
+        #: PVs, PVCs, StorageClasses, CSINodes, CSIDrivers
+        self.volumes = VolumeListers()
         #: bumps on every change (cheap "did anything change" check for snapshots)
         self.generation = 0
         table = getattr(self.sink, "table", None)
@@ -148,6 +152,7 @@ class Cache:
             pdbs=self.pdbs,
             controllers=self.controllers,
             images={},
+            volumes=self.volumes,
         )
 
     # ------------------------------------------------------------------ nodes
@@ -351,6 +356,13 @@ class Cache:
     def remove_controller(self, kind: str, key: str) -> None:
         self.controllers.pop((kind, key), None)
 
+    def set_storage(self, obj: StorageObject) -> None:
+        """Add or update a PV, PVC, StorageClass, CSINode or CSIDriver."""
+        self.volumes.set(type(obj).__name__, obj)
+
+    def remove_storage(self, kind: str, key: str) -> None:
+        self.volumes.remove(kind, key)
+
     def load(self, objects: Iterable[object]) -> list[Pod]:
         """Add manifests' objects; returns the pods that are not bound (pending)."""
         pending: list[Pod] = []
@@ -366,6 +378,8 @@ class Cache:
                 self.set_pdb(obj)
             elif isinstance(obj, WorkloadController):
                 self.set_controller(obj)
+            elif type(obj).__name__ in STORAGE_KINDS:
+                self.set_storage(obj)  # type: ignore[arg-type]
         for pod in pods:
             if pod.node_name:
                 self.add_pod(pod)

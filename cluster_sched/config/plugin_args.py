@@ -172,8 +172,12 @@ class DefaultPreemptionArgs:
 
 @dataclass(frozen=True, slots=True)
 class VolumeBindingArgs:
-    #: 0 means "do not wait"
+    #: how long PreBind waits for the claims to be bound; 0 means "do not wait"
     bind_timeout_seconds: int = 600
+    #: the storage-capacity scoring function; None leaves Score off (upstream's alpha
+    #: StorageCapacityScoring gate is off by default, and with it ``shape`` is refused;
+    #: cluster-sched has no feature gates, so giving a shape is what turns scoring on)
+    shape: tuple[UtilizationShapePoint, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,13 +387,12 @@ def _volume_binding(obj: Mapping[str, Any], path: str) -> VolumeBindingArgs:
             child(path, "bindTimeoutSeconds"),
             f"invalid value {timeout}: invalid BindTimeoutSeconds, should not be a negative value",
         )
+    shape = None
     if obj.get("shape") is not None:
-        # StorageCapacityScoring is an alpha gate, off here as it is by default upstream.
-        fail(
-            child(path, "shape"),
-            "unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
-        )
-    return VolumeBindingArgs(timeout)
+        # Upstream accepts a shape only with the StorageCapacityScoring gate on, and
+        # validates it as RequestedToCapacityRatio's (validateFunctionShape).
+        shape = _shape(opt_list(obj, "shape", path), child(path, "shape"))
+    return VolumeBindingArgs(timeout, shape)
 
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")

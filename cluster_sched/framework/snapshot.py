@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cluster_sched.api.objects import Namespace, Node, PodDisruptionBudget, WorkloadController
+from cluster_sched.framework.volume_listers import VolumeListers
 from cluster_sched.nodetable.table import NodeTable
 
 __all__ = ["Snapshot"]
@@ -38,6 +39,9 @@ class Snapshot:
     #: image name -> (size in bytes as first reported, number of nodes holding it)
     images: dict[str, tuple[int, int]] = field(default_factory=dict)
     num_nodes: int = 0
+    #: PVs, PVCs, StorageClasses, CSINodes and CSIDrivers (the volume plugins' listers;
+    #: their PreFilter reads them on the coordinator and hands Filter what it needs)
+    volumes: VolumeListers = field(default_factory=VolumeListers)
 
     @classmethod
     def of_table(cls, table: NodeTable) -> Snapshot:

@@ -21,7 +21,7 @@ NAME_FIELD = "metadata.name"
 def requirement_mask(table: NodeTable, req: NodeSelectorRequirement) -> np.ndarray:
     """bool[cap]: rows whose labels satisfy one requirement (labels.Selector semantics)."""
     cap = table._cap
-    col = table.label_column(req.key)
+    col = table.labels.get(req.key)
     op = req.operator
     if col is None:
         # No node has the key: only the negative operators match.
@@ -99,7 +99,7 @@ def label_map_mask(table: NodeTable, labels: Mapping[str, str]) -> np.ndarray:
     def compute() -> np.ndarray:
         mask = np.ones(table._cap, dtype=bool)
         for key, value in items:
-            col = table.label_column(key)
+            col = table.labels.get(key)
             code = table.label_code(key, value)
             if col is None or code < 0:
                 return np.zeros(table._cap, dtype=bool)

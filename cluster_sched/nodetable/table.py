@@ -6,9 +6,7 @@ by callers stay meaningful until the node is removed. Pod accounting is incremen
 ``add_pod``/``remove_pod`` touch one row, never rebuild anything.
 
 Shapes (``cap`` = allocated rows, ``R`` = interned resources, ``T`` = distinct taints,
-``P`` = distinct host-port triples):
-
-Matrices are resource-major (one contiguous row per resource, taint or port) because
+``P`` = distinct host-port triples). Matrices are resource-major (one contiguous row per resource, taint or port) because
 plugins gather a few resources for many nodes: ``free[c][rows]`` is a fast 1-D gather,
 and reductions run across a handful of rows instead of along a narrow axis.
 
@@ -40,6 +38,7 @@ from cluster_sched.nodetable.order import ZoneList, zone_interleaved_order, zone
 from cluster_sched.nodetable.overflow import BOUND_LIMIT, OverflowLedger, pod_amount
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.nodetable.ports import PortKey, may_claim_host_ports, pod_host_ports
+from cluster_sched.nodetable.volumes import VolumeIndex
 
 R_CPU = 0
 R_MEMORY = 1
@@ -115,6 +114,8 @@ class NodeTable:
         #: pods accounted on each row, by key (preemption and simulations read them)
         self.row_pods: list[dict[str, Pod]] = []
         self.pod_index = PodIndex(self)
+        #: volumes the pods of each row use (only pods with volumes touch it)
+        self.volumes = VolumeIndex(cap)
         self.node_version = 0
         self.pod_version = 0
         self._memo: dict[object, np.ndarray] = {}
@@ -146,6 +147,7 @@ class NodeTable:
             self.labels[key] = pad(col, -1)
         self._cap = new
         self.pod_index.grow(new)
+        self.volumes.grow(new)
 
     def _sync_columns(self) -> None:
         """Widen matrices whose interner gained values (resources, taints, ports)."""
@@ -197,14 +199,7 @@ class NodeTable:
             self.index[node.name] = row
             self.names[row] = node.name
             self.alive[row] = True
-            self.requested[:, row] = 0
-            self.nonzero[:, row] = 0
-            self.overflow.clear_row(row)
-            self.amount_bound[row] = 0.0
-            self.pod_count[row] = 0
-            self.port_count[:, row] = 0
-            self.row_pods[row] = {}
-            self.pod_index.clear_row(row)
+            self._clear_pod_columns(row)
             self.seq[row] = self._next_seq
             self._next_seq += 1
             old_zone = None
@@ -225,6 +220,18 @@ class NodeTable:
         self.free[:, row] = self.allocatable[:, row] - self.requested[:, row]
         self._node_changed()
         return row
+
+    def _clear_pod_columns(self, row: int) -> None:
+        """No pod accounted on ``row`` (a new node, or one removed)."""
+        self.requested[:, row] = 0
+        self.nonzero[:, row] = 0
+        self.overflow.clear_row(row)
+        self.amount_bound[row] = 0.0
+        self.pod_count[row] = 0
+        self.port_count[:, row] = 0
+        self.row_pods[row] = {}
+        self.pod_index.clear_row(row)
+        self.volumes.clear_row(row)
 
     def _take_row(self, row: int | None) -> int:
         """A free row: the requested one, else the last freed, else a new one."""
@@ -257,24 +264,19 @@ class NodeTable:
         self.alive[row] = False
         self.names[row] = None
         self.nodes[row] = None
-        self.requested[:, row] = 0
         self.free[:, row] = 0
-        self.nonzero[:, row] = 0
-        self.overflow.clear_row(row)
-        self.amount_bound[row] = 0.0
-        self.pod_count[row] = 0
-        self.port_count[:, row] = 0
-        self.row_pods[row] = {}
-        self.pod_index.clear_row(row)
+        self._clear_pod_columns(row)
         self._free_rows.append(row)
         self._node_changed()
         return row
 
     def _node_changed(self) -> None:
         self.node_version += 1
-        self._order = None
-        self._name_array = None
-        self._image_index = None
+        self._drop_derived()
+
+    def _drop_derived(self) -> None:
+        """Forget what is derived from node membership (rebuilt when next read)."""
+        self._order = self._name_array = self._image_index = None
 
     def _clear_node_columns(self, row: int) -> None:
         self.allocatable[:, row] = 0
@@ -341,6 +343,8 @@ class NodeTable:
             self._sync_columns()
             self.port_count[p, row] += sign
         self.pod_index.add(row, pod, sign)
+        if pod.volumes:
+            self.volumes.add(row, pod, sign)
         self.pod_version += 1
 
     def add_pods(self, rows: Sequence[int], pods: Sequence[Pod], sign: int = 1) -> None:
@@ -359,7 +363,7 @@ class NodeTable:
         bulk_rows: list[int] = []
         bulk: list[Pod] = []
         for row, pod in zip(rows, pods, strict=True):
-            if may_claim_host_ports(pod):
+            if pod.volumes or may_claim_host_ports(pod):
                 table.add_pod(row, pod, sign)
                 continue
             if sign > 0:
@@ -440,9 +444,6 @@ class NodeTable:
             self._name_array = np.array(self.names, dtype=object)
         return self._name_array
 
-    def label_column(self, key: str) -> np.ndarray | None:
-        return self.labels.get(key)
-
     def label_code(self, key: str, value: str) -> int:
         """Interned code of ``value`` for label ``key``, or -1 if no node has it."""
         interner = self.label_values.get(key)
@@ -480,19 +481,18 @@ class NodeTable:
             img: {remap[r]: size for r, size in present.items() if r in remap}
             for img, present in self._image_rows.items()
         }
-        t._image_index = None
+        t._drop_derived()
         # add_pod may intern new resources and host ports: a shared interner would get ids
         # the parent's matrices have no row for. Other interners only grow with nodes.
         t.resources = self.resources.copy()
         t.ports = self.ports.copy()
         t.zone_list = self.zone_list.copy()
-        t._order = None
-        t._name_array = None
         t._memo = {}
         t._memo_version = (-1, -1)
         t.node_version = self.node_version + 1_000_000_000
         t.pod_index = self.pod_index.copy_rows(rows, t)
         t.overflow = self.overflow.subset(remap) if self.overflow else OverflowLedger()
+        t.volumes = self.volumes.copy_rows(rows)
         return t
 
     def rows_of(self, names: Iterable[str]) -> np.ndarray:

@@ -1,9 +1,8 @@
-"""What the volume and DRA plugins do for pods without volumes or claims.
+"""What DynamicResources does for pods without ResourceClaims.
 
-cluster-sched does not model PersistentVolumes, CSI drivers or ResourceClaims yet. Upstream's
-plugins Skip (PreFilter) for pods that use none of them; the stubs built on ``NoVolumes`` do
-exactly that for every pod, so profiles that name them load and behave as upstream does for
-such pods.
+cluster-sched does not model ResourceClaims yet. Upstream's plugin Skips (PreFilter) for
+pods that use none; the stub built on ``NoVolumes`` does exactly that for every pod, so
+profiles that name it load and behave as upstream does for such pods.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
 __all__ = [
     "CycleJob",
+    "StoreBinder",
     "bind_jobs",
     "bind_status",
     "scheduled_event",
@@ -224,14 +225,25 @@ def bind_status(outcome: BindOutcome | int, pod_key: str, node: str) -> Status:
     )
 
 
-def store_binder(store: Store) -> Callable[[Pod, str], Status]:
-    """The DefaultBinder's write (``Handle.binder``): the pods/binding subresource."""
+class StoreBinder:
+    """The DefaultBinder's write (``Handle.binder``): the pods/binding subresource.
 
-    def bind(pod: Pod, node: str) -> Status:
-        result = store.bind(pod.key, node, pod.uid or None)
+    It is the handle's one write path to the store, so it also carries the ``store``
+    for the other binding-cycle writes (VolumeBinding's PreBind binds claims there)."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def __call__(self, pod: Pod, node: str) -> Status:
+        result = self.store.bind(pod.key, node, pod.uid or None)
         return bind_status(result.outcome, pod.key, node)
 
-    return bind
+
+def store_binder(store: Store) -> Callable[[Pod, str], Status]:
+    """A StoreBinder for ``store``."""
+    return StoreBinder(store)
 
 
 def statuses_from_store(store: Store, jobs: Sequence[CycleJob], why: str) -> list[Status]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from cluster_sched.api.objects import CPU, MEMORY, Node, Pod
 from cluster_sched.api.selectors import label_selector_matches
+from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError
@@ -29,10 +30,21 @@ from cluster_sched.framework.events import (
     EventResource,
 )
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.volume_listers import storage_key
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.stats import RunStats
 from cluster_sched.store.store import Store
+
+#: Storage kinds -> the resource of their cluster events (upstream's GVK short names).
+STORAGE_EVENT_RESOURCES: Mapping[str, EventResource] = {
+    "PersistentVolume": EventResource.PERSISTENT_VOLUME,
+    "PersistentVolumeClaim": EventResource.PERSISTENT_VOLUME_CLAIM,
+    "StorageClass": EventResource.STORAGE_CLASS,
+    "CSINode": EventResource.CSI_NODE,
+    "CSIDriver": EventResource.CSI_DRIVER,
+}
+assert set(STORAGE_EVENT_RESOURCES) == set(STORAGE_KINDS)
 
 
 def queued_info_for(pod: Pod, timestamp: float) -> QueuedPodInfo:
@@ -272,7 +284,19 @@ class EventHandlers:
 
     def on_other(self, kind: str, old: Any, new: Any) -> None:
         cache = self.cache
-        if kind == "Namespace":
+        resource = STORAGE_EVENT_RESOURCES.get(kind)
+        if resource is not None:
+            # Volume objects go to the cache's listers; their add/update/delete is the
+            # cluster event the volume plugins registered for (PVC bound, PV created,
+            # CSINode limits...), applied once per informer batch.
+            if new is None:
+                cache.remove_storage(kind, storage_key(old))
+                action = ActionType.DELETE
+            else:
+                cache.set_storage(new)
+                action = ActionType.ADD if old is None else ActionType.UPDATE
+            self._pending_moves[ClusterEvent(resource, action)] = None
+        elif kind == "Namespace":
             if new is None:
                 cache.remove_namespace(old.name)
             else:

@@ -2,13 +2,16 @@
 
 The JSON keys are a contract scripts rely on: selectedNode, feasibleNodes,
 evaluatedNodes, filter, rawScores, scores, finalScores, message, and preemption when
-PostFilter ran. Explain is a dry run: PostFilter computes preemption's outcome but no
+PostFilter ran. ``filter`` also lists the nodes PreFilter kept from evaluation, with the
+diagnosis' status for them (``node(s) didn't satisfy plugin(s) [...]``, or PreFilter's
+rejection), as upstream's NodeToStatus answers for absent nodes. Explain is a dry run: PostFilter computes preemption's outcome but no
 victim is deleted and no nomination written.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +23,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FitError, fit_error_message
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.status import Code
+from cluster_sched.framework.status import Code, Status
 from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
 from cluster_sched.scheduler.profile import new_framework
 
@@ -80,6 +83,11 @@ def explain(
         out["filter"] = {
             name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()
         }
+        absent = diagnosis.node_to_status.absent_status
+        if absent is not None:
+            # No node fit: every node PreFilter let through was evaluated, so the others
+            # are exactly those it excluded (or all of them, when it rejected the pod).
+            _add_absent(out["filter"], table.index, absent)
         preemption = None
         if fwk.post_filter and err.num_all_nodes:
             post, status = fwk.run_post_filter(state, pod, diagnosis.node_to_status)
@@ -101,6 +109,15 @@ def explain(
     filt = {name: _status_json(st) for name, st in result.diagnosis.node_to_status.statuses.items()}
     for name in result.feasible_nodes:
         filt[name] = {"code": "Success"}
+    absent = result.diagnosis.node_to_status.absent_status
+    if absent is not None:
+        # Nodes may also be unevaluated because enough feasible ones were found: only
+        # those PreFilter's result left out carry the absent status. PreFilter is
+        # deterministic, so running it again on a fresh state names them.
+        pre_res, _, _ = fwk.run_pre_filter(CycleState(), pod, cache.snapshot)
+        if pre_res is not None and pre_res.node_names is not None:
+            kept = pre_res.node_names
+            _add_absent(filt, [n for n in table.index if n not in kept], absent)
     out["filter"] = filt
     for i, name in enumerate(result.feasible_nodes):
         if result.raw_scores:
@@ -109,6 +126,15 @@ def explain(
         if result.total_scores is not None:
             out["finalScores"][name] = int(result.total_scores[i])
     return Explanation(result, None, None, out)
+
+
+def _add_absent(filt: dict[str, Any], names: Iterable[str], absent: Status) -> None:
+    """Give every node of ``names`` without a verdict the diagnosis' absent status (upstream
+    NodeToStatus.Get: nodes never evaluated answer ``absentNodesStatus``)."""
+    entry = _status_json(absent)
+    for name in names:
+        if name not in filt:
+            filt[name] = entry
 
 
 def _status_json(status: Any) -> dict[str, Any]:

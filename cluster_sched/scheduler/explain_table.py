@@ -41,10 +41,9 @@ def render_table(
     shown = names if show_all else names[:top]
     for name in shown:
         f = data["filter"][name]
+        plugin = f"{f['plugin']}: " if f.get("plugin") else ""  # absent nodes name none
         verdict = (
-            "✓"
-            if f["code"] == "Success"
-            else f"{f['plugin']}: {', '.join(f['reasons'])} ({f['code']})"
+            "✓" if f["code"] == "Success" else f"{plugin}{', '.join(f['reasons'])} ({f['code']})"
         )
         cells = [name + (" *" if name == data["selectedNode"] else ""), verdict]
         for p in plugins:

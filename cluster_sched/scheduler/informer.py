@@ -21,6 +21,7 @@ from typing import Any
 
 from cluster_sched.api.manifest import parse_object
 from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
+from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
@@ -31,6 +32,11 @@ log = logging.getLogger(__name__)
 WATCHED_KINDS = (
     "Node",
     "Pod",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
     "Namespace",
     "PodDisruptionBudget",
     "Service",
@@ -43,6 +49,11 @@ WATCHED_KINDS = (
 #: Listing order: nodes first so pods find their nodes, pods last.
 LIST_ORDER = (
     "Node",
+    "StorageClass",
+    "CSIDriver",
+    "CSINode",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
     "Namespace",
     "PodDisruptionBudget",
     "Service",
@@ -253,4 +264,6 @@ def _bound_fast_path(old: Pod | None, doc: Mapping[str, Any]) -> Pod | None:
 
 
 def is_other_kind(obj: object) -> bool:
-    return isinstance(obj, Namespace | PodDisruptionBudget | WorkloadController)
+    return isinstance(obj, Namespace | PodDisruptionBudget | WorkloadController) or (
+        type(obj).__name__ in STORAGE_KINDS
+    )

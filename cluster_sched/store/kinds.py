@@ -26,7 +26,17 @@ __all__ = [
 ]
 
 #: Kinds whose objects are keyed by name alone.
-CLUSTER_SCOPED_KINDS = frozenset({"Node", "Namespace", "PriorityClass"})
+CLUSTER_SCOPED_KINDS = frozenset(
+    {
+        "Node",
+        "Namespace",
+        "PriorityClass",
+        "PersistentVolume",
+        "StorageClass",
+        "CSINode",
+        "CSIDriver",
+    }
+)
 #: Kinds whose objects are keyed ``namespace/name``.
 NAMESPACED_KINDS = frozenset(
     {
@@ -36,13 +46,19 @@ NAMESPACED_KINDS = frozenset(
         "ReplicaSet",
         "StatefulSet",
         "ReplicationController",
+        "PersistentVolumeClaim",
     }
 )
 #: Every kind, in the order a consistent snapshot lists them (things pods refer to first).
 KINDS: tuple[str, ...] = (
     "Namespace",
     "PriorityClass",
+    "StorageClass",
+    "CSIDriver",
     "Node",
+    "CSINode",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
     "PodDisruptionBudget",
     "Service",
     "ReplicaSet",

@@ -207,6 +207,15 @@ class PodBuilder(ObjectBuilder):
         self._spec["schedulingGates"] = [{"name": name} for name in names]
         return self
 
+    def volume(self, name: str, **source: Any) -> Self:
+        """Add a ``spec.volumes`` entry: ``volume("cache", emptyDir={})``."""
+        self._spec.setdefault("volumes", []).append({"name": name, **source})
+        return self
+
+    def pvc(self, claim: str, name: str | None = None) -> Self:
+        """Add a PersistentVolumeClaim volume (named after the claim unless told)."""
+        return self.volume(name or claim, persistentVolumeClaim={"claimName": claim})
+
     # -- node affinity --
     def node_affinity_required(
         self, *expressions: dict[str, Any], fields: list[dict[str, Any]] | None = None

@@ -554,9 +554,15 @@ INVALID = [
     ),
     (
         "VolumeBinding",
-        {"shape": [{"utilization": 0, "score": 0}]},
-        "shape",
-        "StorageCapacityScoring",
+        {"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]},
+        "shape[1].utilization",
+        "values must be sorted in increasing order",
+    ),
+    (
+        "VolumeBinding",
+        {"shape": [{"utilization": 0, "score": 11}]},
+        "shape[0].score",
+        "not in valid range [0, 10]",
     ),
     # DynamicResources
     ("DynamicResources", {"filterTimeout": "-1s"}, "filterTimeout", "must be zero or positive"),

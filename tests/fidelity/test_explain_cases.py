@@ -41,6 +41,10 @@ REQUIRED_GROUPS = {
     "nodename": 3,
     "nodeunschedulable": 3,
     "defaultprofile": 5,
+    "volumebinding": 36,
+    "volumezone": 23,
+    "nodevolumelimits": 29,
+    "volumerestrictions": 22,
 }
 
 MIN_CASES = 40

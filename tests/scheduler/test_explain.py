@@ -130,7 +130,14 @@ def test_prefilter_rejection_message() -> None:
         ]
     )
     out = explain(_cache(), pod.obj(), _config(NO_POSTFILTER)).json
-    assert out["evaluatedNodes"] == 0 and out["filter"] == {}
+    assert out["evaluatedNodes"] == 0
+    # upstream sets PreFilter's rejection as the status of every (absent) node
+    want = {
+        "code": "UnschedulableAndUnresolvable",
+        "plugin": "NodeAffinity",
+        "reasons": ["pod affinity terms conflict"],
+    }
+    assert out["filter"] == {"big": want, "small": want, "tainted": want}
     assert out["message"] == "0/3 nodes are available: pod affinity terms conflict."
 
 
@@ -164,3 +171,34 @@ def test_seed_makes_ties_reproducible() -> None:
     for seed, node in picks.items():
         assert explain(cache, pod, _config(), seed=seed).json["selectedNode"] == node
     assert len(set(picks.values())) > 1
+
+
+def _pinned(name: str, cpu: str = "1") -> Any:
+    """A pod pinned to ``name`` by ``matchFields`` (NodeAffinity's PreFilter result)."""
+    field = {"key": "metadata.name", "operator": "In", "values": [name]}
+    return make_pod("pinned").req(cpu=cpu, memory="1Gi").node_affinity_required(fields=[field])
+
+
+ABSENT = {
+    "code": "UnschedulableAndUnresolvable",
+    "plugin": "",
+    "reasons": ["node(s) didn't satisfy plugin(s) [NodeAffinity]"],
+}
+
+
+def test_nodes_excluded_by_prefilter_result_have_the_absent_status() -> None:
+    out = explain(_cache(), _pinned("big").obj(), _config(), seed=3).json
+    assert out["selectedNode"] == "big"
+    assert out["evaluatedNodes"] == 1
+    assert out["filter"] == {"big": {"code": "Success"}, "small": ABSENT, "tainted": ABSENT}
+
+
+def test_nodes_excluded_by_prefilter_result_in_a_fit_error() -> None:
+    out = explain(_cache(), _pinned("small", cpu="4").obj(), _config(NO_POSTFILTER), seed=3).json
+    assert out["evaluatedNodes"] == 1
+    assert out["filter"]["small"]["plugin"] == "NodeResourcesFit"
+    assert out["filter"]["big"] == out["filter"]["tainted"] == ABSENT
+    assert out["message"] == (
+        "0/3 nodes are available: 1 Insufficient cpu, "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )

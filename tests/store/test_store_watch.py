@@ -114,7 +114,12 @@ def test_list_and_watch_snapshot_is_consistent_with_the_watch(store: Store) -> N
     assert set(snapshot) == {
         "Namespace",
         "PriorityClass",
+        "StorageClass",
+        "CSIDriver",
         "Node",
+        "CSINode",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
         "PodDisruptionBudget",
         "Service",
         "ReplicaSet",

@@ -45,7 +45,7 @@ class RejectLabel:
         self.args = args
 
     def filter(self, state: CycleState, pod: Any, nodes: NodeSlice) -> NodeVerdicts:
-        col = nodes.table.label_column(REJECT_LABEL)
+        col = nodes.table.labels.get(REJECT_LABEL)
         fails = np.zeros(len(nodes), dtype=bool) if col is None else col[nodes.rows] >= 0
         return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, REJECT_REASON)
 

@@ -184,6 +184,8 @@ def select_victims_on_nodes(
                 violations[i] += 1
         sim.add(back_at, back, -1)
     for i in order:
+        if 0 < n_violating[i] < len(order[i]):
+            victims[i].sort(key=importance_key)  # both groups non-empty, as upstream
         results[i] = (Victims(tuple(victims[i]), violations[i]), SUCCESS)
     out = [r for r in results if r is not None]
     assert len(out) == k

@@ -48,7 +48,7 @@ def pick_one(candidates: Sequence[Candidate]) -> Candidate | None:
         return candidates[0]
     score_funcs: list[Callable[[Candidate], float]] = [
         lambda c: -c.victims.num_pdb_violations,
-        # victims[0] is the highest-priority victim of the (violating-first) list
+        # victims[0] is the node's most important victim (see Victims)
         lambda c: -c.victims.pods[0].priority,
         lambda c: -sum(p.priority + _INT32_SHIFT for p in c.victims.pods),
         lambda c: -len(c.victims.pods),

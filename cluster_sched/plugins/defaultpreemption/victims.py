@@ -108,8 +108,8 @@ def split_by_pdb_violation(
 
 @dataclass(frozen=True, slots=True)
 class Victims:
-    """Victims on one node, in upstream's order (violating group first), and how many of
-    them violate a PDB."""
+    """Victims on one node, in upstream's order (reprieve order: violating group first,
+    re-sorted by importance when both groups had pods), and how many violate a PDB."""
 
     pods: tuple[Pod, ...]
     num_pdb_violations: int
@@ -172,6 +172,10 @@ def select_victims_on_node(
             reprieve(p)
     except _ExtensionError as exc:
         return None, error(exc.status.message())
+    if violating and non_violating:
+        # As upstream: back in importance order, so victims[0] is the most important one
+        # (pickOneNodeForPreemption's "lowest highest-priority victim" reads it).
+        victims.sort(key=importance_key)
     return Victims(tuple(victims), violations), SUCCESS
 
 

@@ -19,8 +19,13 @@ from cluster_sched.framework.interfaces import PostFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.defaultpreemption import PreemptionExecutor
 from cluster_sched.plugins.defaultpreemption import plugin as dp
+from cluster_sched.plugins.defaultpreemption.batch import select_victims_on_nodes
 from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
-from cluster_sched.plugins.defaultpreemption.victims import Victims, split_by_pdb_violation
+from cluster_sched.plugins.defaultpreemption.victims import (
+    Victims,
+    select_victims_on_node,
+    split_by_pdb_violation,
+)
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.explain import build_framework
 from cluster_sched.testing.builders import (
@@ -188,6 +193,54 @@ def test_pdb_protected_pods_are_avoided() -> None:
     ]
     result, status = preempt(objs, big())
     assert status.is_success and result == PostFilterResult("n2", ("default/b",))
+
+
+def _mixed_pdb_cluster() -> list[Any]:
+    """n1 and n2 each need both pods gone, one violating a PDB on each: upstream sorts a
+    node's victims by importance after the reprieve (both groups non-empty), so the
+    "lowest highest-priority victim" compares n1's 200 with n2's 160, not the
+    violating-first 100 with 150."""
+    return [
+        node("n1", cpu="1"),
+        node("n2", cpu="1"),
+        running("a1", "n1", 100, app="db"),
+        running("a2", "n1", 200),
+        running("b1", "n2", 150, app="db"),
+        running("b2", "n2", 160),
+        make_pdb("db-pdb", {"app": "db"}, disruptions_allowed=0),
+    ]
+
+
+def test_victims_sorted_by_importance_when_pdb_groups_mix() -> None:
+    result, status = preempt(_mixed_pdb_cluster(), big(prio=300))
+    assert status.is_success
+    assert result == PostFilterResult("n2", ("default/b2", "default/b1"))
+
+
+def test_victims_on_node_are_in_importance_order_after_reprieve() -> None:
+    cache = Cache()
+    objs = _mixed_pdb_cluster()
+    cache.load([make_namespace("default"), *objs])
+    cfg = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    )
+    pod = big(prio=300)
+    fwk = build_framework(cfg, pod, cache, seed=1)
+    state = CycleState()
+    fwk.run_pre_filter(state, pod, cache.snapshot)
+    table = cache.sink.table  # type: ignore[attr-defined]
+    pdbs = list(cache.pdbs.values())
+    victims, status = select_victims_on_node(
+        fwk, state.clone(), pod, table, table.index["n1"], pdbs
+    )
+    assert status.is_success and victims is not None
+    assert [p.name for p in victims.pods] == ["a2", "a1"]
+    assert victims.num_pdb_violations == 1
+    batch = select_victims_on_nodes(fwk, state, pod, table, table.rows_of(["n1", "n2"]), pdbs)
+    assert [[p.name for p in v.pods] for v, _ in batch if v is not None] == [
+        ["a2", "a1"],
+        ["b2", "b1"],
+    ]
 
 
 def test_split_by_pdb_violation_spends_the_budget_in_order() -> None:
