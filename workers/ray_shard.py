@@ -2,7 +2,7 @@
 
 ``ShardActor`` is a thin adapter: every method takes and returns msgpack bytes (built
 with ``cluster_sched.framework.state_codec``, never pickle), decodes them and calls the
-plain ``ShardCore`` (workers/shard.py), where all the logic is and is unit-tested without
+plain ``ShardCore`` (cluster_sched/scheduler/shard_core.py), where all the logic is and is unit-tested without
 Ray. ``ray.remote(ShardActor).options(...)`` happens in one place, ``_start_actor``.
 
 Round trips per scheduling cycle, with ``n`` shards: one Filter fan-out per evaluation

@@ -37,6 +37,11 @@ _MODES = {
     MOST_ALLOCATED: fused.MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO: fused.REQUESTED_TO_CAPACITY_RATIO,
 }
+#: The kernel's domain: every allocatable, requested and request value below it, so no
+#: product the scorers form (``x * 100``, weights) can leave int64. The numpy scorers are
+#: exact beyond it (past int64 where upstream would wrap); the compiled path declines
+#: there (``fast_path``), so the two never have to agree on wrap-around.
+VALUE_LIMIT = 2**56
 #: Score plugins the kernel computes itself; the others come in as columns (see package doc).
 FUSED_SCORE_PLUGINS = frozenset(
     {names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION}

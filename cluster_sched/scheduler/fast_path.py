@@ -33,6 +33,7 @@ from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.kernels import (
     STATUS_OK,
+    VALUE_LIMIT,
     Evaluation,
     KernelProfile,
     NormalizedScore,
@@ -70,6 +71,8 @@ class FastPath:
 
     def __init__(self) -> None:
         self._profiles: dict[int, KernelProfile | None] = {}
+        #: (table id, node_version) -> whether every allocatable is below VALUE_LIMIT
+        self._small_nodes: tuple[int, int, bool] = (0, -1, False)
 
     def _profile(self, fwk: Framework) -> KernelProfile | None:
         key = id(fwk)
@@ -95,6 +98,8 @@ class FastPath:
         active = [pl for pl in fwk.filter if pl.name not in state.skip_filter_plugins]
         others = [pl.name for pl in active if pl.name != names.NODE_RESOURCES_FIT]
         if any(name not in COLUMN_FILTERS for name in others):
+            return None
+        if not self._in_domain(table, pod):
             return None
         rows = table.order()
         n = len(rows)
@@ -133,6 +138,21 @@ class FastPath:
         profile = self._profile(fwk)
         assert profile is not None
         return self._kernel_scores(fwk, state, pod, table, profile, requests, feasible)
+
+    def _in_domain(self, table: NodeTable, pod: Pod) -> bool:
+        """Every value the kernel would read is below VALUE_LIMIT: allocatable (checked
+        once per node-table version), the rows' requests (bounded by ``amount_bound``,
+        the sum of each row's largest pod amounts) and the pod's own requests."""
+        key, version, small = self._small_nodes
+        if key != id(table) or version != table.node_version:
+            small = bool(table.allocatable.max(initial=0) < VALUE_LIMIT)
+            self._small_nodes = (id(table), table.node_version, small)
+        biggest = max(pod.nonzero_cpu, pod.nonzero_memory, max(pod.requests.values(), default=0))
+        return (
+            small
+            and biggest < VALUE_LIMIT
+            and float(table.amount_bound.max(initial=0.0)) + biggest < VALUE_LIMIT
+        )
 
     @staticmethod
     def _kernel_scores(

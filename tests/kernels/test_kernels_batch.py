@@ -10,12 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.kernels import NormalizedScore, evaluate_batch, evaluate_pod
-
-from .strategies import orders, profiles, queries, tables
-from .test_kernels_reference import assert_same
+from tests.kernels.strategies import EXAMPLES, assert_same, orders, profiles, queries, tables
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_batch_equals_single_calls(data: st.DataObject) -> None:
     table = data.draw(tables())

@@ -10,11 +10,11 @@ import random
 
 import numpy as np
 import pytest
-from cluster_sched.scheduler.diagnosis import FitError
 
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import parse_config
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
@@ -27,6 +27,7 @@ from cluster_sched.kernels import (
 )
 from cluster_sched.plugins import names
 from cluster_sched.scheduler.algorithm import Scheduler, num_feasible_nodes_to_find
+from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import make_node, make_pod
 
 PLUGINS = (
@@ -48,11 +49,7 @@ def _framework(cache: Cache, plugins: tuple[str, ...] = PLUGINS) -> Framework:
             }
         ],
     }
-    handle = Handle()
-    handle.services.update(snapshot=cache, cache=cache)
-    fwk = Framework.from_profile(parse_config(doc).profiles[0], handle=handle)
-    handle.services["framework"] = fwk
-    return fwk
+    return new_framework(parse_config(doc).profiles[0], Handle(snapshot=cache.snapshot))
 
 
 def _cluster(rng: random.Random, n: int) -> Cache:
@@ -117,7 +114,7 @@ def test_kernel_reproduces_schedule_pod(seed: int) -> None:
         to_find = num_feasible_nodes_to_find(0, table.n_nodes)
         ev = evaluate_pod(table, profile, query, to_find)
         try:
-            result = sched.schedule_pod(fwk, CycleState(), pod, table, cache)
+            result = sched.schedule_pod(fwk, CycleState(), pod, table, cache.snapshot)
         except FitError:
             assert len(ev.feasible_rows) == 0
             start = (start + ev.evaluated) % table.n_nodes
