@@ -96,7 +96,7 @@ def test_unsupported_perf_op_is_one_line(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["run", "{dir}", "--quiet"], "is a directory, expected a file"),
+        (["run", "{dir}", "--quiet"], "is a directory, expected a workload file"),
         (["perf", "{dir}"], "is a directory, expected a scheduler_perf config file"),
         (
             ["explain", "--cluster", "{dir}", "--pod", "{dir}"],
