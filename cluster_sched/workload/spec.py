@@ -187,7 +187,9 @@ def load_workload(path: str | Path) -> Workload:
             f"not UTF-8 text (a binary file?): {err.reason} at byte {err.start}", source=source
         ) from None
     except IsADirectoryError:
-        raise InvalidObjectError("is a directory, expected a workload file", source=source) from None
+        raise InvalidObjectError(
+            "is a directory, expected a workload file", source=source
+        ) from None
     except PermissionError:
         raise InvalidObjectError("permission denied", source=source) from None
     docs = load_documents(text, source)
