@@ -214,7 +214,13 @@ class Coordinator:
         """
         self.housekeeping()
         pop_started_ns = time.time_ns() if self.tracing.enabled else 0
-        batch = self.queue.pop_many(self.batch_size, timeout=pop_timeout)
+        batch = self.queue.pop_many(self.batch_size, timeout=0)
+        if not batch and self.poll_informer():
+            # activeQ was empty but the watch had news (new pods, moves): take those
+            # before blocking, so a burst of arrivals is not made to wait for the timer.
+            batch = self.queue.pop_many(self.batch_size, timeout=0)
+        if not batch and pop_timeout > 0:
+            batch = self.queue.pop_many(self.batch_size, timeout=pop_timeout)
         if not batch:
             self.flush_done()
             self.poll_informer()
