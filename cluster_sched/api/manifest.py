@@ -21,7 +21,6 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from os import PathLike
-from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import yaml  # type: ignore[import-untyped, unused-ignore]
@@ -35,6 +34,7 @@ from cluster_sched.api._volumes import (
     decode_pvc,
     decode_storage_class,
 )
+from cluster_sched.api.files import read_text
 from cluster_sched.api.objects import (
     ContainerImage,
     KubeObject,
@@ -461,13 +461,5 @@ def parse_objects(docs: Iterable[Mapping[str, Any]], source: str = "") -> list[A
 def load_file(path: str | PathLike[str]) -> list[AnyObject]:
     """Every object of a YAML/JSON manifest file, in file order."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise InvalidObjectError(
-            "is a directory, expected a manifest file", source=source
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-        raise InvalidObjectError(f"cannot read manifest: {reason}", source=source) from None
+    text = read_text(path, "manifest")
     return parse_objects(load_documents(text, source), source)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.errors import InvalidObjectError
 
@@ -180,18 +181,7 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
 def load_workload(path: str | Path) -> Workload:
     """Read a workload file (either format)."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise InvalidObjectError(
-            f"not UTF-8 text (a binary file?): {err.reason} at byte {err.start}", source=source
-        ) from None
-    except IsADirectoryError:
-        raise InvalidObjectError(
-            "is a directory, expected a workload file", source=source
-        ) from None
-    except PermissionError:
-        raise InvalidObjectError("permission denied", source=source) from None
+    text = read_text(path, "workload")
     docs = load_documents(text, source)
     if len(docs) == 1 and docs[0].get("kind") == KIND:
         if docs[0].get("apiVersion") != API_VERSION:

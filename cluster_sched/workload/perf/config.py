@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.plugins import names
@@ -371,15 +372,7 @@ CaseOrError = tuple[str, PerfTestCase | InvalidObjectError]
 def load_test_cases(path: str | Path) -> list[CaseOrError]:
     """Every test case of a config file, by name."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise InvalidObjectError(
-            "is a directory, expected a scheduler_perf config file", source=source
-        ) from None
-    except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or str(err)
-        raise InvalidObjectError(f"cannot read: {reason}", source=source) from None
+    text = read_text(path, "scheduler_perf config")
     docs = load_documents(text, source)
     if not docs:
         raise InvalidObjectError("no test cases defined", source=source)

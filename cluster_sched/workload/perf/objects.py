@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.kinds import NAMESPACED_KINDS
@@ -84,17 +85,7 @@ class Template:
         self._text = ""
         self._static: dict[str, Any] | None = default
         if path is not None:
-            try:
-                self._text = path.read_text(encoding="utf-8")
-            except IsADirectoryError:
-                raise InvalidObjectError(
-                    "is a directory, expected a template file", source=self.source
-                ) from None
-            except (OSError, UnicodeDecodeError) as err:
-                reason = getattr(err, "strerror", None) or str(err)
-                raise InvalidObjectError(
-                    f"cannot read template: {reason}", source=self.source
-                ) from None
+            self._text = read_text(path, "template")
             self._static = None if "{{" in self._text else self._decode(self._text)
         if self._static is not None:
             self._check(self._static)  # a bad template fails before anything runs
