@@ -22,10 +22,16 @@ from pathlib import Path
 
 import pytest
 import redis
+from hypothesis import settings
 
 from cluster_sched.redis_server import RedisServer, connect
 
 REPO_ROOT = str(Path(__file__).resolve().parent.parent)
+
+# No hypothesis example is judged by its run time: on a shared 2-core machine a slow
+# example is load, not a defect (speed lives in benchmarks/).
+settings.register_profile("cluster-sched", deadline=None)
+settings.load_profile("cluster-sched")
 
 
 @pytest.fixture(scope="session")
