@@ -47,7 +47,8 @@ from cluster_sched.plugins import names
 __all__ = ["FastPath"]
 
 #: Filter plugins whose verdicts the fast path can take as a column (in-tree, no
-#: per-node errors, independent of other nodes).
+#: per-node errors, each node's verdict independent of which other nodes are evaluated:
+#: the cross-node plugins read only the counts their PreFilter reduced cluster-wide).
 COLUMN_FILTERS = frozenset(
     {
         names.NODE_UNSCHEDULABLE,
@@ -55,6 +56,8 @@ COLUMN_FILTERS = frozenset(
         names.TAINT_TOLERATION,
         names.NODE_AFFINITY,
         names.NODE_PORTS,
+        names.POD_TOPOLOGY_SPREAD,
+        names.INTER_POD_AFFINITY,
     }
 )
 #: Rows whose other-plugin verdicts are computed before the kernel runs, at least (twice
