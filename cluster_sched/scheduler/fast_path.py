@@ -63,6 +63,8 @@ COLUMN_FILTERS = frozenset(
 #: Rows whose other-plugin verdicts are computed before the kernel runs, at least (twice
 #: numFeasibleNodesToFind otherwise): most windows end inside them.
 MIN_MASKED_HEAD = 256
+#: Distinct request shapes remembered (cleared when full: a cache, never a leak).
+REQUESTS_CACHE_SIZE = 4096
 #: Score plugins the kernel fuses, and those it takes as columns.
 FUSED_SCORES = frozenset({names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION})
 NORMALIZED_SCORES = {names.TAINT_TOLERATION: True, names.NODE_AFFINITY: False}
@@ -76,6 +78,7 @@ class FastPath:
         self._profiles: dict[int, KernelProfile | None] = {}
         #: (table id, node_version) -> whether every allocatable is below VALUE_LIMIT
         self._small_nodes: tuple[int, int, bool] = (0, -1, False)
+        self._by_requests: dict[tuple[object, ...], PodRequests] = {}
 
     def _profile(self, fwk: Framework) -> KernelProfile | None:
         key = id(fwk)
@@ -107,7 +110,7 @@ class FastPath:
         rows = table.order()
         n = len(rows)
         rotated = np.concatenate((rows[start:], rows[:start])) if start else rows
-        requests = PodRequests.of_pod(pod, profile)
+        requests = self._requests(pod, profile)
         if not others:
             ev = evaluate_pod(table, profile, PodQuery(requests), to_find, rotated)
         else:
@@ -141,6 +144,23 @@ class FastPath:
         profile = self._profile(fwk)
         assert profile is not None
         return self._kernel_scores(fwk, state, pod, table, profile, requests, feasible)
+
+    def _requests(self, pod: Pod, profile: KernelProfile) -> PodRequests:
+        """The resource plugins' PreFilter/PreScore state of ``pod``, shared by pods with
+        the same requests (a Deployment's pods): it depends on nothing else, and sharing
+        it lets the kernel reuse the packed vectors."""
+        key = (
+            id(profile),
+            tuple(sorted(pod.requests.items())),
+            pod.nonzero_cpu,
+            pod.nonzero_memory,
+        )
+        hit = self._by_requests.get(key)
+        if hit is None:
+            if len(self._by_requests) >= REQUESTS_CACHE_SIZE:
+                self._by_requests.clear()
+            hit = self._by_requests[key] = PodRequests.of_pod(pod, profile)
+        return hit
 
     def _in_domain(self, table: NodeTable, pod: Pod) -> bool:
         """Every value the kernel would read is below VALUE_LIMIT: allocatable (checked
