@@ -26,69 +26,14 @@ from cluster_sched.scheduler.binding_cycle import StoreBinder
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
+from cluster_sched.testing.storage import make_csinode, make_local_pv, make_pvc, make_storage_class
 
 ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
 DRIVER = "ebs.csi.aws.com"
 
 
 def _node(name: str, zone: str) -> dict[str, Any]:
     return make_node(name).capacity(cpu="4", memory="8Gi", pods=10).label(ZONE, zone).manifest()
-
-
-def _sc(
-    name: str, provisioner: str = "kubernetes.io/no-provisioner", **extra: Any
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": {"name": name},
-        "provisioner": provisioner,
-        "volumeBindingMode": "WaitForFirstConsumer",
-        **extra,
-    }
-
-
-def _pvc(name: str, cls: str, size: str = "1Gi", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "storageClassName": cls,
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": size}},
-            **spec,
-        },
-    }
-
-
-def _local_pv(name: str, node: str, cls: str = "local", size: str = "10Gi") -> dict[str, Any]:
-    term = {"matchExpressions": [{"key": HOST, "operator": "In", "values": [node]}]}
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": size},
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": cls,
-            "local": {"path": "/mnt/disk"},
-            "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
-        },
-    }
-
-
-def _csinode(node: str, count: int | None) -> dict[str, Any]:
-    driver: dict[str, Any] = {"name": DRIVER, "nodeID": node, "topologyKeys": [ZONE]}
-    if count is not None:
-        driver["allocatable"] = {"count": count}
-    return {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "CSINode",
-        "metadata": {"name": node},
-        "spec": {"drivers": [driver]},
-    }
 
 
 def _framework(cache: Cache, plugin: str, binder: Any = None) -> Framework:
@@ -154,8 +99,8 @@ def test_node_volume_limits_per_node_in_one_call() -> None:
     """Three nodes with limits 1, 2 and none, each already holding one volume of the
     driver: only the limit-1 node rejects a pod adding a second."""
     docs = [_node(n, "a") for n in ("n1", "n2", "n3")]
-    docs += [_csinode("n1", 1), _csinode("n2", 2), _csinode("n3", None)]
-    docs += [_sc("csi", DRIVER)]
+    docs += [make_csinode("n1", 1), make_csinode("n2", 2), make_csinode("n3", None)]
+    docs += [make_storage_class("csi", DRIVER)]
     for i, n in enumerate(("n1", "n2", "n3")):
         pv = {
             "apiVersion": "v1",
@@ -163,9 +108,9 @@ def test_node_volume_limits_per_node_in_one_call() -> None:
             "metadata": {"name": f"pv-{i}"},
             "spec": {"csi": {"driver": DRIVER, "volumeHandle": f"h{i}"}, "storageClassName": "csi"},
         }
-        docs += [pv, _pvc(f"old-{i}", "csi", volumeName=f"pv-{i}")]
+        docs += [pv, make_pvc(f"old-{i}", "csi", volumeName=f"pv-{i}")]
         docs.append(make_pod(f"old-{i}").pvc(f"old-{i}").node(n).manifest())
-    docs.append(_pvc("new", "csi"))
+    docs.append(make_pvc("new", "csi"))
     cache = _cache(docs)
     fwk = _framework(cache, "NodeVolumeLimits")
     _, statuses = _filter(fwk, cache, make_pod("p").pvc("new").obj())
@@ -175,9 +120,9 @@ def test_node_volume_limits_per_node_in_one_call() -> None:
 
 def test_volume_zone_masks_every_node() -> None:
     docs = [_node("n1", "a"), _node("n2", "b"), make_node("n3").capacity(cpu="1").manifest()]
-    pv = _local_pv("pv", "n1")
+    pv = make_local_pv("pv", "n1")
     pv["metadata"]["labels"] = {ZONE: "a__c"}
-    docs += [pv, _pvc("data", "local", volumeName="pv")]
+    docs += [pv, make_pvc("data", "local", volumeName="pv")]
     cache = _cache(docs)
     _, statuses = _filter(_framework(cache, "VolumeZone"), cache, make_pod("p").pvc("data").obj())
     assert statuses["n1"].is_success and statuses["n3"].is_success  # n3 has no zone label
@@ -185,8 +130,13 @@ def test_volume_zone_masks_every_node() -> None:
 
 
 def test_reserve_assumes_the_pv_until_unreserve() -> None:
-    docs = [_node("n1", "a"), _node("n2", "a"), _sc("local"), _local_pv("pv-1", "n1")]
-    docs += [_pvc("c1", "local"), _pvc("c2", "local")]
+    docs = [
+        _node("n1", "a"),
+        _node("n2", "a"),
+        make_storage_class("local"),
+        make_local_pv("pv-1", "n1"),
+    ]
+    docs += [make_pvc("c1", "local"), make_pvc("c2", "local")]
     cache = _cache(docs)
     fwk = _framework(cache, "VolumeBinding")
     first = make_pod("first").pvc("c1").obj()
@@ -206,13 +156,23 @@ def test_prebind_binds_static_and_provisioned_claims_in_the_store(
     redis_client: redis.Redis,
 ) -> None:
     store = Store(redis_client)
-    zonal = _sc(
+    zonal = make_storage_class(
         "zonal",
         DRIVER,
         allowedTopologies=[{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}],
     )
-    docs = [_node("n1", "a"), _node("n2", "b"), _csinode("n1", 10), _sc("local"), zonal]
-    docs += [_local_pv("pv-1", "n1"), _pvc("static", "local"), _pvc("dynamic", "zonal", "5Gi")]
+    docs = [
+        _node("n1", "a"),
+        _node("n2", "b"),
+        make_csinode("n1", 10),
+        make_storage_class("local"),
+        zonal,
+    ]
+    docs += [
+        make_local_pv("pv-1", "n1"),
+        make_pvc("static", "local"),
+        make_pvc("dynamic", "zonal", "5Gi"),
+    ]
     store.apply_many(docs)
     cache = _cache(store.list("StorageClass") + store.list("PersistentVolume"))
     cache.load([parse_object(d) for d in store.list("Node") + store.list("CSINode")])
@@ -245,7 +205,14 @@ def test_prebind_binds_static_and_provisioned_claims_in_the_store(
 
 
 def test_prebind_without_store_is_an_error() -> None:
-    cache = _cache([_node("n1", "a"), _sc("local"), _local_pv("pv-1", "n1"), _pvc("c", "local")])
+    cache = _cache(
+        [
+            _node("n1", "a"),
+            make_storage_class("local"),
+            make_local_pv("pv-1", "n1"),
+            make_pvc("c", "local"),
+        ]
+    )
     fwk = _framework(cache, "VolumeBinding")
     pod = make_pod("p").pvc("c").obj()
     state, _ = _filter(fwk, cache, pod)
@@ -255,7 +222,7 @@ def test_prebind_without_store_is_an_error() -> None:
 
 
 def test_read_write_once_pod_count_follows_add_and_remove() -> None:
-    docs = [_node("n1", "a"), _pvc("solo", "x", accessModes=["ReadWriteOncePod"])]
+    docs = [_node("n1", "a"), make_pvc("solo", "x", accessModes=["ReadWriteOncePod"])]
     holder = make_pod("holder").pvc("solo").node("n1").manifest()
     cache = _cache([*docs, holder])
     fwk = _framework(cache, "VolumeRestrictions")
@@ -276,16 +243,20 @@ def test_read_write_once_pod_count_follows_add_and_remove() -> None:
 def test_volume_states_travel_to_remote_shards() -> None:
     """Filter reads only the CycleState and the shard's table: the state PreFilter wrote
     survives the msgpack codec (what Ray shards receive) and gives the same verdicts."""
-    zonal = _sc(
+    zonal = make_storage_class(
         "zonal",
         DRIVER,
         allowedTopologies=[{"matchLabelExpressions": [{"key": ZONE, "values": ["a"]}]}],
     )
-    docs = [_node("n1", "a"), _node("n2", "b"), _csinode("n1", 1), _csinode("n2", 1)]
-    bound_pv = _local_pv("pv-b", "n1")
+    docs = [_node("n1", "a"), _node("n2", "b"), make_csinode("n1", 1), make_csinode("n2", 1)]
+    bound_pv = make_local_pv("pv-b", "n1")
     bound_pv["metadata"]["labels"] = {ZONE: "a"}
-    docs += [_sc("local"), zonal, _local_pv("pv-1", "n1"), bound_pv]
-    docs += [_pvc("free", "local"), _pvc("dyn", "zonal"), _pvc("bound", "local", volumeName="pv-b")]
+    docs += [make_storage_class("local"), zonal, make_local_pv("pv-1", "n1"), bound_pv]
+    docs += [
+        make_pvc("free", "local"),
+        make_pvc("dyn", "zonal"),
+        make_pvc("bound", "local", volumeName="pv-b"),
+    ]
     docs[-1]["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
     docs.append(
         make_pod("other")
