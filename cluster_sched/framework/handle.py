@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from cluster_sched.api.objects import Pod
+from cluster_sched.features import FeatureGates
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Status
 from cluster_sched.framework.waiting_pods import WaitingPods
@@ -57,3 +58,5 @@ class Handle:
     preemption_executor: PreemptionExecutor | None = None
     #: The nominator's view (node -> nominated pods); None: no nominations.
     nominated_pods: NominatedPods | None = None
+    #: The scheduler's feature gates (v1.35 defaults unless the user switched them).
+    features: FeatureGates = field(default_factory=FeatureGates)

@@ -19,6 +19,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.config.types import Profile, SchedulerConfiguration
+from cluster_sched.features import FeatureGates
 from cluster_sched.framework.events import ClusterEvent
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
@@ -116,10 +117,12 @@ def new_scheduler(
     shard_clients: Callable[[int], list[ShardClient]] | None = None,
     binding_executor: Callable[[Store, dict[str, Framework]], BindingExecutor] | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    features: FeatureGates | None = None,
 ) -> Coordinator:
     """A ready-to-start coordinator. ``shard_clients`` / ``binding_executor`` override
     what ``options`` would build (tests inject their own)."""
     options = options or ExecutorOptions()
+    features = features or FeatureGates()
     tracing = tracing or DISABLED
     metrics = metrics or Metrics.disabled()
     clock = clock or SystemClock()
@@ -159,6 +162,7 @@ def new_scheduler(
             snapshot=cache.snapshot,
             preemption_executor=preemption,
             nominated_pods=nominator.nominated_pods(),
+            features=features,
         )
 
     frameworks.update(new_frameworks(config, make_handle))

@@ -16,6 +16,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "add_executor_options",
+    "add_feature_gates_option",
     "add_redis_option",
 ]
 
@@ -72,4 +73,14 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
         "--ray-address",
         default=None,
         help="join an existing Ray cluster (default: start a local one)",
+    )
+
+
+def add_feature_gates_option(p: argparse.ArgumentParser) -> None:
+    """``--feature-gates Name=true,Name2=false``: upstream's flag, v1.35 defaults."""
+    p.add_argument(
+        "--feature-gates",
+        default=None,
+        metavar="Name=bool,...",
+        help="switch kube-scheduler feature gates (v1.35 defaults; see the README's list)",
     )

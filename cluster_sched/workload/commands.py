@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from cluster_sched.errors import InvalidObjectError, UsageError
+from cluster_sched.features import parse_feature_gates
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.cli_args import (
     EXIT_INTERRUPTED,
     add_executor_options,
+    add_feature_gates_option,
     add_redis_option,
 )
 
@@ -51,6 +53,7 @@ def _register_run(sub: Any) -> None:
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add_executor_options(p)
+    add_feature_gates_option(p)
     add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
 
@@ -101,6 +104,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             report=not args.no_report,
             batch_size=args.batch_size,
             compiled=args.compiled,
+            feature_gates=args.feature_gates,
         )
     )
     print_summary(result.summary)
@@ -168,6 +172,7 @@ def _register_serve(sub: Any) -> None:
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add_executor_options(p)
+    add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
     p.set_defaults(func=_cmd_serve)
 
@@ -209,6 +214,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         tracing=tracing,
         metrics=metrics,
         batch_size=args.batch_size,
+        features=parse_feature_gates(args.feature_gates),
     )
     stopped_by: int | None = None
 

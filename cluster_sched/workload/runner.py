@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cluster_sched.config.load import load_config
+from cluster_sched.features import parse_feature_gates
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
@@ -53,6 +54,8 @@ class RunOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     #: the compiled path for attempts on the in-process table
     compiled: bool = True
+    #: ``--feature-gates`` text (v1.35 defaults when None)
+    feature_gates: str | None = None
     #: stop a group after this many seconds even if pods are still pending
     group_timeout: float = 600.0
     #: with ``output``: also write report.html and plots/*.png (matplotlib, after the run)
@@ -239,6 +242,7 @@ def placements_from_docs(pod_docs: Iterable[Mapping[str, Any]]) -> dict[str, str
 def run_evaluation(opts: RunOptions) -> RunResult:
     workload = load_workload(opts.workload)
     config = load_config(opts.config)
+    features = parse_feature_gates(opts.feature_gates)
     tracing = setup_tracing(opts.otlp_endpoint)
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
@@ -258,6 +262,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             prefix=opts.prefix,
             tracing=tracing,
             batch_size=opts.batch_size,
+            features=features,
         )
         try:
             run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
@@ -277,6 +282,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["workload"] = workload.name
     summary["pods"] = workload.total_pods
     summary["nodes"] = len(workload.node_docs)
+    summary["feature_gates"] = features.as_dict()
     # Everything below runs after the loop has stopped: the report costs the run nothing.
     record = build_record(
         node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
