@@ -50,29 +50,34 @@ def main() -> None:
         }
     )
     pod = parse_object(pod_manifest("bench"))
+    snap = cache.snapshot
     fwk = build_framework(config, pod, cache, seed=1)
     table = cache.sink.table
     rows = table.order()
     state = CycleState()
-    fwk.run_pre_filter(state, pod, cache)
+    fwk.run_pre_filter(state, pod, snap)
     nodes = NodeSlice(table, rows)
-    fwk.run_pre_score(state, pod, cache, nodes)
+    fwk.run_pre_score(state, pod, snap, nodes)
+    for pl in fwk.pre_filter:
+        timed(f"preFilter {pl.name}", lambda pl=pl: pl.pre_filter(CycleState(), pod, snap))
+    for pl in fwk.pre_score:
+        timed(f"preScore {pl.name}", lambda pl=pl: pl.pre_score(CycleState(), pod, snap, nodes))
     for pl in fwk.filter:
         if pl.name not in state.skip_filter_plugins:
             timed(f"filter {pl.name}", lambda pl=pl: pl.filter(state, pod, nodes))
     for pl in fwk.score:
         if pl.name not in state.skip_score_plugins:
             timed(f"score {pl.name}", lambda pl=pl: pl.score(state, pod, nodes))
-    timed("run_pre_filter", lambda: fwk.run_pre_filter(CycleState(), pod, cache))
+    timed("run_pre_filter", lambda: fwk.run_pre_filter(CycleState(), pod, snap))
     timed("run_filter (all plugins)", lambda: fwk.run_filter(state, pod, nodes))
-    timed("run_pre_score", lambda: fwk.run_pre_score(CycleState(), pod, cache, nodes))
+    timed("run_pre_score", lambda: fwk.run_pre_score(CycleState(), pod, snap, nodes))
     timed("run_score (all plugins)", lambda: fwk.run_score(state, pod, nodes))
     raw = fwk.run_score(state, pod, nodes)
     timed("normalize_scores", lambda: fwk.normalize_scores(state, pod, raw))
     sched = Scheduler(args.percentage, random.Random(1))
     timed(
         "schedule_pod (whole attempt)",
-        lambda: sched.schedule_pod(fwk, CycleState(), pod, table, cache),
+        lambda: sched.schedule_pod(fwk, CycleState(), pod, table, snap),
     )
 
 
@@ -95,12 +100,13 @@ def profile(n_nodes: int = 5000) -> None:  # pragma: no cover - manual use
         }
     )
     pod = parse_object(pod_manifest("bench"))
+    snap = cache.snapshot
     fwk = build_framework(config, pod, cache, seed=1)
     sched = Scheduler(100, random.Random(1))
     table = cache.sink.table
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(300):
-        sched.schedule_pod(fwk, CycleState(), pod, table, cache)
+        sched.schedule_pod(fwk, CycleState(), pod, table, snap)
     prof.disable()
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)

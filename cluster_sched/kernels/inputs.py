@@ -181,6 +181,9 @@ class PodQuery:
     normalized: tuple[NormalizedScore, ...] = ()
     #: int64[cap] by row, added to the totals as is (already weighted, in range)
     extra: np.ndarray | None = None
+    #: the columns are never written again (a pod shape's): their packed stacks are
+    #: kept and reused by later queries with the same columns
+    stable: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,7 +159,7 @@ class Scheduler:
         )
         if found is None:
             return None
-        feasible, evaluated, requests = found
+        feasible, evaluated = found.rows, found.evaluated
         self.next_start_node_index = (self.next_start_node_index + evaluated) % n
         result = AttemptResult(None, evaluated, feasible, table, Diagnosis(), num_all_nodes=n)
         if len(feasible) == 1:
@@ -171,7 +171,7 @@ class Scheduler:
         s = fwk.run_pre_score(state, pod, snapshot, NodeSlice(table, feasible))
         if not s.is_success:
             raise PreFilterError(s)
-        scored = fast.score(fwk, state, pod, table, requests, feasible)
+        scored = fast.score(fwk, state, pod, table, found)
         if scored is None:
             self.score_feasible(fwk, state, pod, table, feasible, result)
             return result

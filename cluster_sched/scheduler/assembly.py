@@ -23,6 +23,7 @@ from cluster_sched.features import FeatureGates
 from cluster_sched.framework.events import ClusterEvent
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.kernels import warm_up
 from cluster_sched.queue.nominator import Nominator
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo, SortKey, priority_sort_key
@@ -217,7 +218,7 @@ def new_scheduler(
             algorithm=Scheduler(
                 config.percentage_of_nodes_to_score,
                 random.Random(rng.random()),
-                fast=FastPath() if options.compiled and options.executor == "local" else None,
+                fast=_fast_path(options),
             ),
             informer=informer,
             handlers=handlers,
@@ -229,6 +230,16 @@ def new_scheduler(
         ),
         batch_size=batch_size,
     )
+
+
+def _fast_path(options: ExecutorOptions) -> FastPath | None:
+    """The compiled path for attempts on the in-process table, its kernels loaded now
+    (numba's on-disk cache, or a compile on a new machine) rather than in the first
+    cycle."""
+    if not options.compiled or options.executor != "local":
+        return None
+    warm_up()
+    return FastPath()
 
 
 def _sort_key(frameworks: Mapping[str, Framework]) -> SortKey:

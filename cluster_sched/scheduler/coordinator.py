@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: How often (seconds) the loop reads the event stream while pods keep coming.
-INFORMER_POLL_INTERVAL = 0.005
+INFORMER_POLL_INTERVAL = 0.02
 #: queue.done calls are sent together: in-flight bookkeeping may lag by this much.
 DONE_BATCH = 32
 DONE_INTERVAL = 0.01

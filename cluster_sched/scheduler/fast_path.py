@@ -24,6 +24,7 @@ kernel finds out of range (the numpy path raises the framework's error).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from cluster_sched.kernels import (
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
 
-__all__ = ["FastPath"]
+__all__ = ["FastPath", "Found"]
 
 #: Filter plugins whose verdicts the fast path can take as a column (in-tree, no
 #: per-node errors, each node's verdict independent of which other nodes are evaluated:
@@ -69,6 +70,52 @@ REQUESTS_CACHE_SIZE = 4096
 FUSED_SCORES = frozenset({names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION})
 NORMALIZED_SCORES = {names.TAINT_TOLERATION: True, names.NODE_AFFINITY: False}
 AS_IS_SCORES = frozenset({names.IMAGE_LOCALITY})
+#: Filter plugins whose verdicts depend on the pods placed (they read PreFilter's
+#: cluster-wide counts or the node's pods): no shape columns while one is active.
+CROSS_NODE_FILTERS = frozenset(
+    {names.NODE_PORTS, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY}
+)
+#: Pod shapes remembered (cleared when full).
+SHAPES_CACHE_SIZE = 1024
+
+
+@dataclass(slots=True)
+class _Shape:
+    """The other plugins' columns for pods of one shape (what the column plugins read:
+    containers, tolerations, affinity, node selector, node name, all shared objects of
+    the parsed spec) on one node-table state. Every column plugin's verdict and raw
+    score depends on the node and on those pod fields alone, so the columns are
+    computed once over every row and reused by the shape's later pods: one kernel call
+    per pod instead of per-plugin calls plus two kernel calls."""
+
+    refs: tuple[object, ...]
+    table_id: int
+    node_version: int
+    #: Filter plugins PreFilter skipped for the first pod; a later pod with another set
+    #: (a cross-node plugin became active) takes the general path.
+    skip_filter: frozenset[str]
+    #: combined verdict of the other Filter plugins by row (None: Fit alone filters)
+    mask: np.ndarray | None
+    #: active Score plugins and their columns, once the first pod has scored
+    score_plugins: frozenset[str] | None = None
+    normalized: tuple[NormalizedScore, ...] = ()
+    extra: np.ndarray | None = None
+
+
+@dataclass(slots=True)
+class Found:
+    """find_feasible's answer: feasible rows in evaluation order, nodes evaluated, the
+    pod's requests, and (shape path) the kernel's scoring of those rows."""
+
+    rows: np.ndarray
+    evaluated: int
+    requests: PodRequests
+    shape: _Shape | None = None
+    scored: Evaluation | None = None
+
+
+def _refs(pod: Pod) -> tuple[object, ...]:
+    return (pod.containers, pod.tolerations, pod.affinity, pod.node_selector, pod.node_name)
 
 
 class FastPath:
@@ -79,6 +126,14 @@ class FastPath:
         #: (table id, node_version) -> whether every allocatable is below VALUE_LIMIT
         self._small_nodes: tuple[int, int, bool] = (0, -1, False)
         self._by_requests: dict[tuple[object, ...], PodRequests] = {}
+        self._shapes: dict[tuple[int, ...], _Shape] = {}
+        #: pods served by a shape's columns (one kernel call) / by the general path
+        self.shape_hits = 0
+        self.shape_misses = 0
+
+    def counters(self) -> dict[str, int]:
+        """How often a pod's attempt reused its shape's columns (one kernel call)."""
+        return {"shape_hits": self.shape_hits, "shape_misses": self.shape_misses}
 
     def _profile(self, fwk: Framework) -> KernelProfile | None:
         key = id(fwk)
@@ -95,9 +150,8 @@ class FastPath:
         nominated: Mapping[str, object] | None,
         to_find: int,
         start: int,
-    ) -> tuple[np.ndarray, int, PodRequests] | None:
-        """Filter over the window: (feasible rows in evaluation order, nodes evaluated,
-        the pod's requests), or None to run the numpy path (nothing was changed)."""
+    ) -> Found | None:
+        """Filter over the window, or None to run the numpy path (nothing was changed)."""
         profile = self._profile(fwk)
         if profile is None or pod.nominated_node_name or nominated or not fwk.score:
             return None
@@ -108,14 +162,31 @@ class FastPath:
         if not self._in_domain(table, pod):
             return None
         rows = table.order()
-        n = len(rows)
-        rotated = np.concatenate((rows[start:], rows[:start])) if start else rows
         requests = self._requests(pod, profile)
-        if not others:
-            ev = evaluate_pod(table, profile, PodQuery(requests), to_find, rotated)
+        shape = self._shape(fwk, state, pod, table, others)
+        if shape is not None and shape.score_plugins is not None:
+            query = PodQuery(
+                requests,
+                start=start,
+                masks=() if shape.mask is None else (shape.mask,),
+                normalized=shape.normalized,
+                extra=shape.extra,
+                stable=True,
+            )
+            ev = evaluate_pod(table, profile, query, to_find, rows)
+            if len(ev.feasible_rows) == 0 or ev.status != STATUS_OK:
+                return None
+            return Found(ev.feasible_rows, ev.evaluated, requests, shape, ev)
+        n = len(rows)
+        if shape is not None:
+            masks = () if shape.mask is None else (shape.mask,)
+            ev = evaluate_pod(table, profile, PodQuery(requests, start, masks), to_find, rows)
+        elif not others:
+            ev = evaluate_pod(table, profile, PodQuery(requests, start), to_find, rows)
         else:
             # The other plugins' verdicts for the head of the rotation (usually enough to
             # find to_find nodes), then for the rest only if the window runs past it.
+            rotated = np.concatenate((rows[start:], rows[:start])) if start else rows
             only = frozenset(others)
             mask = np.zeros(table.allocatable.shape[1], dtype=np.bool_)
             head = rotated[: min(n, max(2 * to_find, MIN_MASKED_HEAD))]
@@ -128,7 +199,41 @@ class FastPath:
                 ev = evaluate_pod(table, profile, query, to_find, rotated)
         if len(ev.feasible_rows) == 0 or ev.status != STATUS_OK:
             return None
-        return ev.feasible_rows, ev.evaluated, requests
+        return Found(ev.feasible_rows, ev.evaluated, requests, shape)
+
+    def _shape(
+        self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, others: list[str]
+    ) -> _Shape | None:
+        """The shape entry of ``pod`` on this table state, made on first sight (its
+        verdict column over every row); None when the other filters include a cross-node
+        plugin (its verdicts move with every assumed pod)."""
+        if any(name in CROSS_NODE_FILTERS for name in others):
+            self.shape_misses += 1
+            return None
+        refs = _refs(pod)
+        key = (id(fwk), id(table), *map(id, refs))
+        skip = frozenset(state.skip_filter_plugins)
+        hit = self._shapes.get(key)
+        if (
+            hit is not None
+            and hit.node_version == table.node_version
+            and hit.skip_filter == skip
+            and all(a is b for a, b in zip(hit.refs, refs, strict=True))
+        ):
+            self.shape_hits += 1
+            return hit
+        self.shape_misses += 1
+        mask: np.ndarray | None = None
+        if others:
+            rows = table.order()
+            mask = np.zeros(table.allocatable.shape[1], dtype=np.bool_)
+            verdicts = fwk.run_filter(state, pod, NodeSlice(table, rows), only=frozenset(others))
+            mask[rows] = verdicts.passed
+        if len(self._shapes) >= SHAPES_CACHE_SIZE:
+            self._shapes.clear()
+        shape = _Shape(refs, id(table), table.node_version, skip, mask)
+        self._shapes[key] = shape
+        return shape
 
     def score(
         self,
@@ -136,14 +241,33 @@ class FastPath:
         state: CycleState,
         pod: Pod,
         table: NodeTable,
-        requests: PodRequests,
-        feasible: np.ndarray,
+        found: Found,
     ) -> Evaluation | None:
-        """Weighted totals and best-score ties over ``feasible`` (PreScore done), or None
+        """Weighted totals and best-score ties over ``found.rows`` (PreScore done), or None
         for the numpy path."""
         profile = self._profile(fwk)
         assert profile is not None
-        return self._kernel_scores(fwk, state, pod, table, profile, requests, feasible)
+        active = fwk.active_score_plugins(state)
+        active_names = frozenset(pl.name for pl in active)
+        shape = found.shape
+        if found.scored is not None and shape is not None and shape.score_plugins == active_names:
+            return found.scored
+        if not self._kernel_can_score(state, found.requests, active_names):
+            return None
+        nodes = NodeSlice(table, found.rows)
+        cover = found.rows
+        if shape is not None and shape.score_plugins is None:
+            # first pod of the shape: its columns over every row, kept for the next ones
+            cover = table.order()
+            nodes = NodeSlice(table, cover)
+        normalized, extra = self._columns(fwk, state, pod, table, active, nodes, cover)
+        if shape is not None and shape.score_plugins is None:
+            shape.score_plugins, shape.normalized, shape.extra = active_names, normalized, extra
+        query = PodQuery(found.requests, start=0, normalized=normalized, extra=extra)
+        ev = evaluate_pod(table, profile, query, len(found.rows), found.rows)
+        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(found.rows):
+            return None
+        return ev
 
     def _requests(self, pod: Pod, profile: KernelProfile) -> PodRequests:
         """The resource plugins' PreFilter/PreScore state of ``pod``, shared by pods with
@@ -178,44 +302,43 @@ class FastPath:
         )
 
     @staticmethod
-    def _kernel_scores(
+    def _kernel_can_score(
+        state: CycleState, requests: PodRequests, active_names: frozenset[str]
+    ) -> bool:
+        """Every active Score plugin is one the kernel fuses or takes as a column."""
+        if any(
+            nm not in FUSED_SCORES and nm not in NORMALIZED_SCORES and nm not in AS_IS_SCORES
+            for nm in active_names
+        ):
+            return False
+        return not (
+            requests.balanced is not None
+            and names.NODE_RESOURCES_BALANCED_ALLOCATION in state.skip_score_plugins
+        )
+
+    @staticmethod
+    def _columns(
         fwk: Framework,
         state: CycleState,
         pod: Pod,
         table: NodeTable,
-        profile: KernelProfile,
-        requests: PodRequests,
-        feasible: np.ndarray,
-    ) -> Evaluation | None:
-        """The kernel's scoring of ``feasible``, or None when an active Score plugin is
-        one it does not take (or a score came out of range)."""
-        active = fwk.active_score_plugins(state)
-        names_active = {pl.name for pl in active}
-        if any(
-            nm not in FUSED_SCORES and nm not in NORMALIZED_SCORES and nm not in AS_IS_SCORES
-            for nm in names_active
-        ):
-            return None
-        if requests.balanced is not None and (
-            names.NODE_RESOURCES_BALANCED_ALLOCATION in state.skip_score_plugins
-        ):
-            return None
+        active: list,  # type: ignore[type-arg]
+        nodes: NodeSlice,
+        rows: np.ndarray,
+    ) -> tuple[tuple[NormalizedScore, ...], np.ndarray | None]:
+        """The column plugins' raw scores on ``rows`` (normalised ones for the kernel to
+        normalise over the feasible set; the others pre-weighted into one column)."""
         cap = table.allocatable.shape[1]
-        nodes = NodeSlice(table, feasible)
         normalized: list[NormalizedScore] = []
         extra: np.ndarray | None = None
         for pl in active:
             if pl.name in FUSED_SCORES:
                 continue
             col = np.zeros(cap, dtype=np.int64)
-            col[feasible] = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
+            col[rows] = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
             weight = fwk.score_weights.get(pl.name, 1)
             if pl.name in NORMALIZED_SCORES:
                 normalized.append(NormalizedScore(col, NORMALIZED_SCORES[pl.name], weight))
             else:
                 extra = col * weight if extra is None else extra + col * weight
-        query = PodQuery(requests, start=0, normalized=tuple(normalized), extra=extra)
-        ev = evaluate_pod(table, profile, query, len(feasible), feasible)
-        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(feasible):
-            return None
-        return ev
+        return tuple(normalized), extra

@@ -283,6 +283,8 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["pods"] = workload.total_pods
     summary["nodes"] = len(workload.node_docs)
     summary["feature_gates"] = features.as_dict()
+    if coord.algorithm.fast is not None:
+        summary["compiled_path"] = coord.algorithm.fast.counters()
     # Everything below runs after the loop has stopped: the report costs the run nothing.
     record = build_record(
         node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
