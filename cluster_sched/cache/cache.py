@@ -340,28 +340,36 @@ class Cache:
 
     def set_namespace(self, ns: Namespace) -> None:
         self.namespaces[ns.name] = ns
+        self.snapshot.objects_version += 1
 
     def remove_namespace(self, name: str) -> None:
         self.namespaces.pop(name, None)
+        self.snapshot.objects_version += 1
 
     def set_pdb(self, pdb: PodDisruptionBudget) -> None:
         self.pdbs[f"{pdb.meta.namespace}/{pdb.meta.name}"] = pdb
+        self.snapshot.objects_version += 1
 
     def remove_pdb(self, key: str) -> None:
         self.pdbs.pop(key, None)
+        self.snapshot.objects_version += 1
 
     def set_controller(self, ctrl: WorkloadController) -> None:
         self.controllers[(ctrl.kind, f"{ctrl.meta.namespace}/{ctrl.meta.name}")] = ctrl
+        self.snapshot.objects_version += 1
 
     def remove_controller(self, kind: str, key: str) -> None:
         self.controllers.pop((kind, key), None)
+        self.snapshot.objects_version += 1
 
     def set_storage(self, obj: StorageObject) -> None:
         """Add or update a PV, PVC, StorageClass, CSINode or CSIDriver."""
         self.volumes.set(type(obj).__name__, obj)
+        self.snapshot.objects_version += 1
 
     def remove_storage(self, kind: str, key: str) -> None:
         self.volumes.remove(kind, key)
+        self.snapshot.objects_version += 1
 
     def load(self, objects: Iterable[object]) -> list[Pod]:
         """Add manifests' objects; returns the pods that are not bound (pending)."""

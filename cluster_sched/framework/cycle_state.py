@@ -36,6 +36,19 @@ class CycleState:
     def delete(self, key: str) -> None:
         self._data.pop(key, None)
 
+    def data_copy(self) -> dict[str, Any]:
+        """The plugins' entries (a shallow copy: values are immutable, see class doc)."""
+        return dict(self._data)
+
+    def restore(
+        self, data: dict[str, Any], skip_filter: frozenset[str], skip_score: frozenset[str]
+    ) -> None:
+        """Take entries and Skip sets another pod's PreFilter/PreScore produced, when they
+        are known to be this pod's too (``scheduler.pre_cycle``)."""
+        self._data = dict(data)
+        self.skip_filter_plugins = set(skip_filter)
+        self.skip_score_plugins = set(skip_score)
+
     def clone(self) -> CycleState:
         c = CycleState()
         c._data = dict(self._data)

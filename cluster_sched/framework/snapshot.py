@@ -42,6 +42,9 @@ class Snapshot:
     #: PVs, PVCs, StorageClasses, CSINodes and CSIDrivers (the volume plugins' listers;
     #: their PreFilter reads them on the coordinator and hands Filter what it needs)
     volumes: VolumeListers = field(default_factory=VolumeListers)
+    #: bumped by the owner whenever namespaces, PDBs, controllers or storage objects
+    #: change (caches of answers that read them key on it)
+    objects_version: int = 0
 
     @classmethod
     def of_table(cls, table: NodeTable) -> Snapshot:

@@ -237,6 +237,11 @@ class PodIndex:
         self._derived[key] = (self.version, value)
         return value
 
+    def any_group(self, predicate: Callable[[PodGroup], bool]) -> bool:
+        """Whether any pod group (every signature ever seen) satisfies ``predicate``."""
+        self._ensure_built()
+        return any(predicate(g) for g in self._groups)
+
     def pods_on(self, row: int) -> int:
         """Pods accounted on ``row`` (all groups)."""
         self._ensure_built()

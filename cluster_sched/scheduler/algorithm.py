@@ -22,6 +22,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FilterVerdicts, FitError
 from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus, PreFilterResult
 from cluster_sched.framework.runtime import FilterOutcome, Framework
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
@@ -112,7 +113,16 @@ class Scheduler:
         num_all = table.n_nodes
         if num_all == 0:
             raise FitError(pod.key, 0, Diagnosis())
-        pre = fwk.run_pre_filter(state, pod, snapshot)
+        reuse = (
+            self.fast.pre_cycle
+            if self.fast is not None and isinstance(source, LocalSource)
+            and isinstance(snapshot, Snapshot)
+            else None
+        )  # fmt: skip
+        if reuse is not None:
+            pre = reuse.pre_filter(fwk, state, pod, snapshot)  # type: ignore[arg-type]
+        else:
+            pre = fwk.run_pre_filter(state, pod, snapshot)
         if (
             self.fast is not None
             and isinstance(source, LocalSource)
@@ -168,7 +178,11 @@ class Scheduler:
             result.suggested_host = host
             result.top_nodes = [(host, 0)]
             return result
-        s = fwk.run_pre_score(state, pod, snapshot, NodeSlice(table, feasible))
+        nodes = NodeSlice(table, feasible)
+        if fast.pre_cycle is not None and isinstance(snapshot, Snapshot):
+            s = fast.pre_cycle.pre_score(fwk, state, pod, snapshot, nodes)
+        else:
+            s = fwk.run_pre_score(state, pod, snapshot, nodes)
         if not s.is_success:
             raise PreFilterError(s)
         scored = fast.score(fwk, state, pod, table, found)

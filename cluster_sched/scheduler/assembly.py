@@ -218,7 +218,7 @@ def new_scheduler(
             algorithm=Scheduler(
                 config.percentage_of_nodes_to_score,
                 random.Random(rng.random()),
-                fast=_fast_path(options),
+                fast=_fast_path(options, timed=tracing.enabled or metrics.enabled),
             ),
             informer=informer,
             handlers=handlers,
@@ -232,14 +232,14 @@ def new_scheduler(
     )
 
 
-def _fast_path(options: ExecutorOptions) -> FastPath | None:
+def _fast_path(options: ExecutorOptions, *, timed: bool) -> FastPath | None:
     """The compiled path for attempts on the in-process table, its kernels loaded now
     (numba's on-disk cache, or a compile on a new machine) rather than in the first
     cycle."""
     if not options.compiled or options.executor != "local":
         return None
     warm_up()
-    return FastPath()
+    return FastPath(share_pre_cycle=not timed)
 
 
 def _sort_key(frameworks: Mapping[str, Framework]) -> SortKey:

@@ -44,6 +44,7 @@ from cluster_sched.kernels import (
 )
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
+from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 
 __all__ = ["FastPath", "Found"]
 
@@ -121,7 +122,9 @@ def _refs(pod: Pod) -> tuple[object, ...]:
 class FastPath:
     """Per-profile kernel inputs, built once; each step answers or declines."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, share_pre_cycle: bool = False) -> None:
+        #: PreFilter/PreScore shared by pods of one shape (off when plugins are timed)
+        self.pre_cycle = PreCycleReuse() if share_pre_cycle else None
         self._profiles: dict[int, KernelProfile | None] = {}
         #: (table id, node_version) -> whether every allocatable is below VALUE_LIMIT
         self._small_nodes: tuple[int, int, bool] = (0, -1, False)
@@ -133,7 +136,10 @@ class FastPath:
 
     def counters(self) -> dict[str, int]:
         """How often a pod's attempt reused its shape's columns (one kernel call)."""
-        return {"shape_hits": self.shape_hits, "shape_misses": self.shape_misses}
+        out = {"shape_hits": self.shape_hits, "shape_misses": self.shape_misses}
+        if self.pre_cycle is not None:
+            out.update(self.pre_cycle.counters())
+        return out
 
     def _profile(self, fwk: Framework) -> KernelProfile | None:
         key = id(fwk)
