@@ -72,11 +72,48 @@ def main(argv: list[str] | None = None) -> int:
             f"latency p50 {lat['p50']:.0f} ms p99 {lat['p99']:.0f} ms (queued to bound); "  # type: ignore[index]
             f"attempt p50 {att['p50']:.3f} ms p99 {att['p99']:.3f} ms"  # type: ignore[index]
         )
+        print("  " + _reuse_line(summary))
+        print("  " + _memory_line(summary))
     if len(rates) > 1:
         print(
             f"pods/s: median {statistics.median(rates):.1f}, min {min(rates):.1f}, max {max(rates):.1f}"
         )
     return 0
+
+
+def _reuse_line(summary: dict[str, object]) -> str:
+    """How often the compiled path served a pod from its shape (one kernel call) and
+    shared its PreFilter/PreScore state: the batched loop's speculation hit rate."""
+    c = summary.get("compiled_path")
+    if not isinstance(c, dict):
+        return "compiled path: off"
+
+    def rate(hit: str, miss: str) -> str:
+        h, m = int(c.get(hit, 0)), int(c.get(miss, 0))
+        return f"{h}/{h + m} ({100 * h / max(1, h + m):.1f}%)"
+
+    return (
+        f"compiled path: shape columns reused {rate('shape_hits', 'shape_misses')}, "
+        f"PreFilter/PreScore shared {rate('pre_cycle_hits', 'pre_cycle_misses')}"
+    )
+
+
+def _memory_line(summary: dict[str, object]) -> str:
+    """Peak resident set of each process, and per node+pod for the coordinator."""
+    mem = summary.get("memory")
+    if not isinstance(mem, dict):
+        return "memory: not reported"
+    objects = int(summary.get("nodes", 0)) + int(summary.get("pods", 0))  # type: ignore[call-overload]
+
+    def mib(v: object) -> str:
+        return f"{int(v) / 2**20:.0f} MiB" if isinstance(v, int) else "n/a"
+
+    coord = mem.get("coordinator_peak_rss_bytes")
+    per = f" ({int(coord) / max(1, objects):.0f} B per node+pod)" if isinstance(coord, int) else ""
+    return (
+        f"peak RSS: coordinator {mib(coord)}{per}, redis {mib(mem.get('redis_peak_rss_bytes'))} "
+        f"(redis used_memory_peak {mib(mem.get('redis_used_memory_peak_bytes'))})"
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from cluster_sched.report import build_record, report_summary
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.memory import peak_rss_bytes, redis_memory
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
 
@@ -274,6 +275,10 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             pod_docs = store.list("Pod")
             node_docs = store.list("Node")
             placements = placements_from_docs(pod_docs)
+            memory = {
+                "coordinator_peak_rss_bytes": peak_rss_bytes(),
+                **redis_memory(session.client),
+            }
         finally:
             coord.close()
             tracing.shutdown()
@@ -283,6 +288,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["pods"] = workload.total_pods
     summary["nodes"] = len(workload.node_docs)
     summary["feature_gates"] = features.as_dict()
+    summary["memory"] = memory
     if coord.algorithm.fast is not None:
         summary["compiled_path"] = coord.algorithm.fast.counters()
     # Everything below runs after the loop has stopped: the report costs the run nothing.

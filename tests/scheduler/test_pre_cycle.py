@@ -1,0 +1,77 @@
+"""PreFilter/PreScore shared by pods of one shape: used while the facts the cross-node
+Skips read are unchanged, dropped the moment a pod with affinity terms exists, and
+never changing a decision (the same hosts as the unshared numpy path)."""
+
+from __future__ import annotations
+
+import random
+
+from cluster_sched.cache.cache import Cache
+from cluster_sched.config.load import default_config
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.fast_path import FastPath
+from cluster_sched.scheduler.profile import new_framework
+from cluster_sched.testing.builders import HOSTNAME_LABEL, make_controller, make_node, make_pod
+
+
+def _run(fast: FastPath | None, events: list[str]) -> list[str]:
+    """Schedule ``web`` pods (one spec) and assume each; ``anti`` adds a bound pod whose
+    required anti-affinity repels app=web by hostname, ``ctrl`` a ReplicaSet selecting
+    app=web (PodTopologySpread's system default constraints then apply)."""
+    cache = Cache()
+    cache.load(
+        [
+            make_node(f"n{i}").capacity(cpu="8", memory="16Gi", pods=20).zone(f"z{i % 2}").obj()
+            for i in range(6)
+        ]
+    )
+    fwk = new_framework(default_config().profiles[0], Handle(snapshot=cache.snapshot))
+    sched = Scheduler(0, random.Random(11), fast=fast)
+    table = cache.sink.table  # type: ignore[attr-defined]
+    hosts: list[str] = []
+    for i, what in enumerate(events):
+        if what == "anti":
+            guard = (
+                make_pod("guard")
+                .req(cpu="100m")
+                .pod_anti_affinity(HOSTNAME_LABEL, {"app": "web"})
+                .node(hosts[-1])
+                .obj()
+            )
+            cache.add_pod(guard)
+            continue
+        if what == "ctrl":
+            cache.set_controller(make_controller("ReplicaSet", "web", {"app": "web"}))
+            continue
+        pod = make_pod(f"web-{i}").req(cpu="1", memory="1Gi").label("app", "web").obj()
+        result = sched.schedule_pod(fwk, CycleState(), pod, table, cache.snapshot)
+        host = result.suggested_host
+        assert host is not None
+        cache.assume_pod(pod, host)
+        hosts.append(host)
+    return hosts
+
+
+def test_shared_state_gives_the_unshared_hosts_and_is_dropped_on_affinity() -> None:
+    events = ["web", "web", "web", "anti", "web", "web", "web"]
+    fast = FastPath(share_pre_cycle=True)
+    hosts = _run(fast, events)
+    assert hosts == _run(None, events)
+    assert fast.pre_cycle is not None
+    # two pods shared the first one's state; after the guard, every pod runs its plugins
+    assert fast.pre_cycle.counters() == {"pre_cycle_hits": 2, "pre_cycle_misses": 4}
+    # the guard's anti-affinity kept later web pods off its node
+    assert hosts[2] not in hosts[3:]
+
+
+def test_a_controller_selecting_the_pods_ends_sharing() -> None:
+    events = ["web", "web", "ctrl", "web", "web"]
+    fast = FastPath(share_pre_cycle=True)
+    assert _run(fast, events) == _run(None, events)
+    assert fast.pre_cycle is not None
+    # the ReplicaSet changes the cluster objects: the third pod runs its plugins again
+    # (PodTopologySpread's system defaults now score it), the fourth shares only its
+    # PreFilter (PreScore no longer Skips PodTopologySpread, so it is not shared)
+    assert fast.pre_cycle.counters() == {"pre_cycle_hits": 2, "pre_cycle_misses": 2}
