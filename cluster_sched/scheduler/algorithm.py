@@ -115,7 +115,7 @@ class Scheduler:
             raise FitError(pod.key, 0, Diagnosis())
         reuse = (
             self.fast.pre_cycle
-            if self.fast is not None and isinstance(source, LocalSource)
+            if self.fast is not None and source.table is table
             and isinstance(snapshot, Snapshot)
             else None
         )  # fmt: skip
@@ -123,12 +123,7 @@ class Scheduler:
             pre = reuse.pre_filter(fwk, state, pod, snapshot)  # type: ignore[arg-type]
         else:
             pre = fwk.run_pre_filter(state, pod, snapshot)
-        if (
-            self.fast is not None
-            and isinstance(source, LocalSource)
-            and pre[1].is_success
-            and pre[0] is None
-        ):
+        if self.fast is not None and source.table is table and pre[1].is_success and pre[0] is None:
             fast = self._fast_attempt(self.fast, fwk, state, pod, table, snapshot, nominated)
             if fast is not None:
                 return fast

@@ -233,10 +233,12 @@ def new_scheduler(
 
 
 def _fast_path(options: ExecutorOptions, *, timed: bool) -> FastPath | None:
-    """The compiled path for attempts on the in-process table, its kernels loaded now
-    (numba's on-disk cache, or a compile on a new machine) rather than in the first
-    cycle."""
-    if not options.compiled or options.executor != "local":
+    """The compiled path on the coordinator's replica, its kernels loaded now (numba's
+    on-disk cache, or a compile on a new machine) rather than in the first cycle. With
+    shards too: an attempt the compiled path answers costs less on the replica than one
+    round trip to a shard, so shards get the attempts it declines (cost-based dispatch,
+    README "Distributed execution")."""
+    if not options.compiled:
         return None
     warm_up()
     return FastPath(share_pre_cycle=not timed)

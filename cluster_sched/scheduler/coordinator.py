@@ -191,6 +191,7 @@ class Coordinator:
         if now - self._last_poll >= INFORMER_POLL_INTERVAL:
             self.poll_informer()
         self.process_binding_outcomes()
+        self.source.sync_if_behind()
         if self.metrics.enabled and now - self._last_gauges >= GAUGE_INTERVAL:
             self._last_gauges = now
             self.update_pending_gauges()

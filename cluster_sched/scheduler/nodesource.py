@@ -41,6 +41,10 @@ class NodeSource(Protocol):
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]: ...
 
+    def sync_if_behind(self) -> None:
+        """Between cycles: push node/pod changes to executors that have fallen behind."""
+        ...
+
 
 class LocalSource:
     """Filter and Score on the coordinator's own table."""
@@ -57,6 +61,9 @@ class LocalSource:
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]:
         return fwk.run_score(state, pod, NodeSlice(self.table, rows, prefix))
+
+    def sync_if_behind(self) -> None:
+        """The replica is the source: never behind."""
 
 
 def merge_filter_outcomes(

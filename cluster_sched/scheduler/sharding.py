@@ -41,6 +41,8 @@ from cluster_sched.telemetry.spans import (
 )
 
 Delta = list[Any]
+#: pending deltas per shard that make ``sync_if_behind`` push them
+DELTA_BACKLOG = 4096
 
 
 class ShardLostError(SchedulerError):
@@ -370,6 +372,13 @@ class ShardedSource:
             close = getattr(client, "close", None)
             if close is not None:
                 close()
+
+    def sync_if_behind(self) -> None:
+        """Push deltas once a shard has DELTA_BACKLOG of them waiting: attempts the
+        compiled path answers on the replica send the shards nothing, and a shard must
+        not receive a run's worth of deltas with its next request."""
+        if max(map(len, self.router.deltas), default=0) >= DELTA_BACKLOG:
+            self.sync()
 
     def sync(self) -> None:
         """Push pending deltas to every shard now (before a fault test, or at idle)."""

@@ -149,7 +149,9 @@ def test_a_killed_shard_worker_is_rebuilt_from_the_replica_and_the_run_completes
     """The design's promise for a lost shard: rebuilt from the coordinator's replica, the
     call repeated, so the run completes with the placements of the in-process executor
     and no pod bound twice. Every cycle asks both shards (60 nodes are fewer than the
-    minimum feasible nodes to find), so shard 1's 100th Filter call is cycle 100 of 300."""
+    minimum feasible nodes to find), so shard 1's 100th Filter call is cycle 100 of 300.
+    (``--no-compiled``: the compiled path would answer these pods on the replica and
+    send the shards only deltas.)"""
     from cluster_sched.scheduler import assembly
 
     new_ray_shard_clients = assembly.new_ray_shard_clients
@@ -162,7 +164,7 @@ def test_a_killed_shard_worker_is_rebuilt_from_the_replica_and_the_run_completes
 
     monkeypatch.setattr(assembly, "new_ray_shard_clients", with_a_kill)
     placements = run(
-        tmp_path, "--executor", "ray", "--shards", "2", "--redis", redis_url
+        tmp_path, "--executor", "ray", "--shards", "2", "--redis", redis_url, "--no-compiled"
     )  # asserts rc 0, every pod scheduled, none unschedulable
 
     (shard1,) = wrapped
