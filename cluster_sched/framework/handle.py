@@ -60,3 +60,6 @@ class Handle:
     nominated_pods: NominatedPods | None = None
     #: The scheduler's feature gates (v1.35 defaults unless the user switched them).
     features: FeatureGates = field(default_factory=FeatureGates)
+    #: The scheduler's HTTP extenders (``framework.extender.HTTPExtender``), shared by
+    #: every profile as upstream's Handle.Extenders(); empty without any.
+    extenders: Sequence[Any] = ()
