@@ -72,6 +72,8 @@ class FakeExtender:
     #: a filter / prioritize / bind / preempt answer carrying this Error
     filter_error: str = ""
     bind_error: str = ""
+    #: node names a filter answer claims on top of the kept ones (a misbehaving extender)
+    claim_extra: tuple[str, ...] = ()
     #: the HTTP code of every answer (200: normal)
     status: int = 200
     #: seconds to wait before answering
@@ -82,11 +84,14 @@ class FakeExtender:
     preempt_keep: Callable[[str, list[str]], list[str] | None] | None = None
     #: (path, request JSON) of every call, in order
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    #: the client's port of every call: the same port means a reused connection
+    ports: list[int] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def answer(self, path: str, body: Any) -> tuple[int, Any]:
+    def answer(self, path: str, body: Any, port: int = 0) -> tuple[int, Any]:
         with self._lock:
             self.calls.append((path, body))
+            self.ports.append(port)
         if self.delay:
             time.sleep(self.delay)
         if self.status != 200:
@@ -135,6 +140,8 @@ class FakeExtender:
             else:
                 failed[node] = f'FakeExtender: node "{node}" failed'
         out: dict[str, Any] = {"FailedNodes": failed, "FailedAndUnresolvableNodes": unresolvable}
+        kept += self.claim_extra
+        items.update({n: {"metadata": {"name": n}} for n in self.claim_extra})
         if self.node_cache_capable:
             out.update(Nodes=None, NodeNames=kept)
         else:
@@ -194,7 +201,7 @@ class ExtenderServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"null")
-                code, doc = fake.answer(self.path, body)
+                code, doc = fake.answer(self.path, body, self.client_address[1])
                 data = json.dumps(doc).encode()
                 try:
                     self.send_response(code)
