@@ -326,16 +326,15 @@ class ExtenderReport:
     entry per configured extender, in order, holding ``filter``, ``prioritize``,
     ``preempt`` sections for the steps it took part in."""
 
-    def __init__(self, extenders: Sequence[HTTPExtender]) -> None:
+    def __init__(self, extenders: Sequence[HTTPExtender], pod: Pod) -> None:
         self._index = {id(ext): i for i, ext in enumerate(extenders)}
         self.entries: list[dict[str, Any]] = [
-            {"urlPrefix": ext.name, "interested": None} for ext in extenders
+            {"urlPrefix": ext.name, "interested": ext.is_interested(pod)} for ext in extenders
         ]
 
-    def section(self, ext: HTTPExtender, step: str, pod: Pod) -> dict[str, Any]:
+    def section(self, ext: HTTPExtender, step: str) -> dict[str, Any]:
         """The (new) ``step`` section of ``ext``'s entry."""
         entry = self.entries[self._index[id(ext)]]
-        entry["interested"] = ext.is_interested(pod)
         out: dict[str, Any] = {}
         entry[step] = out
         return out

@@ -72,7 +72,7 @@ def explain(
     sched = Scheduler(config.percentage_of_nodes_to_score, random.Random(seed))
     state = CycleState()
     extenders = fwk.handle.extenders
-    report = ExtenderReport(extenders) if extenders else None
+    report = ExtenderReport(extenders, pod) if extenders else None
     if report is not None:
         state.write(REPORT_KEY, report)  # ask the extender steps for their answers
     try:

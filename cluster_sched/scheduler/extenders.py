@@ -94,7 +94,7 @@ def find_nodes_that_pass_extenders(
             break
         if not ext.is_filter or not ext.is_interested(pod):
             continue
-        section = report.section(ext, "filter", pod) if report is not None else None
+        section = report.section(ext, "filter") if report is not None else None
         try:
             with _span(fwk, "Filter", ext):
                 result = ext.filter(pod, _nodes(table, feasible))
@@ -175,7 +175,7 @@ def prioritize_with_extenders(
     position = {int(r): i for i, r in enumerate(feasible.tolist())}
     report = report_of(state)
     for ext, answer in zip(exts, answers, strict=True):
-        section = report.section(ext, "prioritize", pod) if report is not None else None
+        section = report.section(ext, "prioritize") if report is not None else None
         if isinstance(answer, str):
             if section is not None:
                 section["error"] = answer

@@ -188,6 +188,11 @@ class FakeExtender:
         return {"NodeNameToMetaVictims": out}
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a scheduler timeout) resets its connection: expected."""
+
+
 class ExtenderServer:
     """A threaded HTTP server on 127.0.0.1 (free port) serving one FakeExtender."""
 
@@ -215,7 +220,7 @@ class ExtenderServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

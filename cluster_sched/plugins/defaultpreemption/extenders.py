@@ -50,7 +50,7 @@ def call_extenders(
     for ext in extenders:
         if not ext.supports_preemption or not ext.is_interested(pod):
             continue
-        section = report.section(ext, "preempt", pod) if report is not None else None
+        section = report.section(ext, "preempt") if report is not None else None
         asked = {n: (v.pods, v.num_pdb_violations) for n, v in victims.items()}
         try:
             answer = ext.process_preemption(pod, asked, pods_on_node)
