@@ -145,7 +145,8 @@ class FakeExtender:
         if self.node_cache_capable:
             out.update(Nodes=None, NodeNames=kept)
         else:
-            out.update(Nodes={"items": [items[n] for n in kept]}, NodeNames=None)
+            nodes = [items.get(n, {"metadata": {"name": n}}) for n in kept]
+            out.update(Nodes={"items": nodes}, NodeNames=None)
         return out
 
     def _prioritize(self, args: dict[str, Any]) -> list[dict[str, Any]]:
