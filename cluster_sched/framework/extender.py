@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import ssl
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -69,6 +69,10 @@ def _ssl_context(tls: ExtenderTLSConfig | None, enable_https: bool) -> ssl.SSLCo
     if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
+        # Configured on purpose (upstream does the same silently): one log line, not a
+        # warning per request.
+        log.warning("scheduler extender: the server's TLS certificate is not verified")
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     if tls.cert_file or tls.cert_data:
         _load_client_cert(ctx, tls)
     return ctx
@@ -80,14 +84,14 @@ def _load_client_cert(ctx: ssl.SSLContext, tls: ExtenderTLSConfig) -> None:
     if not tls.cert_data and not tls.key_data:
         ctx.load_cert_chain(tls.cert_file, tls.key_file or None)
         return
+    cert = tls.cert_data or Path(tls.cert_file).read_bytes()
+    key = tls.key_data or Path(tls.key_file).read_bytes()
     with tempfile.TemporaryDirectory(prefix="cs-extender-") as tmp:
-        cert = os.path.join(tmp, "cert.pem")
-        key = os.path.join(tmp, "key.pem")
-        with open(os.open(cert, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
-            f.write(tls.cert_data or open(tls.cert_file, "rb").read())  # noqa: SIM115
-        with open(os.open(key, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as f:
-            f.write(tls.key_data or open(tls.key_file, "rb").read())  # noqa: SIM115
-        ctx.load_cert_chain(cert, key)
+        cert_path, key_path = Path(tmp, "cert.pem"), Path(tmp, "key.pem")
+        for path, data in ((cert_path, cert), (key_path, key)):
+            path.touch(mode=0o600)
+            path.write_bytes(data)
+        ctx.load_cert_chain(cert_path, key_path)
 
 
 class HTTPExtender:

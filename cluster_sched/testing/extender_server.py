@@ -18,6 +18,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -195,10 +196,12 @@ class _QuietServer(ThreadingHTTPServer):
 
 
 class ExtenderServer:
-    """A threaded HTTP server on 127.0.0.1 (free port) serving one FakeExtender."""
+    """A threaded HTTP server on 127.0.0.1 (free port) serving one FakeExtender; HTTPS
+    when given a server-side ``tls`` context."""
 
-    def __init__(self, extender: FakeExtender) -> None:
+    def __init__(self, extender: FakeExtender, tls: ssl.SSLContext | None = None) -> None:
         self.extender = extender
+        self._tls = tls
         fake = extender
 
         class Handler(BaseHTTPRequestHandler):
@@ -222,12 +225,15 @@ class ExtenderServer:
                 return
 
         self._server = _QuietServer(("127.0.0.1", 0), Handler)
+        if tls is not None:  # HTTPS: the listening socket hands out TLS connections
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_port}"
 
     def __enter__(self) -> ExtenderServer:
         self._thread.start()

@@ -3,13 +3,17 @@ format), what it makes of the answers, and how it fails (timeouts, codes, errors
 
 from __future__ import annotations
 
+import shutil
+import ssl
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cluster_sched.api.objects import Pod
-from cluster_sched.config.extenders import Extender, ExtenderManagedResource
+from cluster_sched.config.extenders import Extender, ExtenderManagedResource, ExtenderTLSConfig
 from cluster_sched.framework.extender import ExtenderError, HTTPExtender, extenders_binding
 from cluster_sched.framework.status import Code
 from cluster_sched.testing.builders import make_node, make_pod
@@ -192,3 +196,52 @@ def test_extenders_binding_skips_a_failing_ignorable_binder(serve: Any) -> None:
     )
     assert failing is not None and failing.code == Code.ERROR and failing.reasons == ("no room",)
     assert extenders_binding([bad], POD, "a") is None  # left to the Bind plugins
+
+
+# ---------------------------------------------------------------- HTTPS
+
+
+@pytest.fixture
+def https_server(tmp_path: Path) -> Iterator[tuple[str, Path, FakeExtender]]:
+    """An HTTPS extender with a fresh self-signed certificate for localhost/127.0.0.1."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=localhost"),
+            *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    fake = FakeExtender(predicates=[only("a")])
+    with ExtenderServer(fake, tls=ctx) as server:
+        yield server.url, cert, fake
+
+
+def test_enable_https_without_a_ca_does_not_verify(https_server: Any) -> None:
+    """upstream makeTransport: enableHTTPS and no CA means an insecure transport."""
+    url, _, fake = https_server
+    ext = HTTPExtender(Extender(url, filter_verb="filter", enable_https=True))
+    assert ext.filter(POD, NODES).names == ["a"]
+    assert fake.verbs() == ["filter"]
+
+
+def test_tls_config_ca_data_verifies_the_server(https_server: Any) -> None:
+    url, cert, _ = https_server
+    tls = ExtenderTLSConfig(ca_data=cert.read_bytes())
+    ext = HTTPExtender(Extender(url, filter_verb="filter", tls_config=tls))
+    assert ext.filter(POD, NODES).names == ["a"]
+
+
+def test_an_unknown_server_certificate_is_refused(https_server: Any) -> None:
+    url, _, fake = https_server
+    ext = HTTPExtender(Extender(url, filter_verb="filter", tls_config=ExtenderTLSConfig()))
+    with pytest.raises(ExtenderError, match="CERTIFICATE_VERIFY_FAILED"):
+        ext.filter(POD, NODES)
+    assert fake.calls == []
