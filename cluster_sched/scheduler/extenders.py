@@ -37,6 +37,7 @@ from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
 
 __all__ = [
+    "ATTR_EXTENDER_URL",
     "EXTENDER_NAME",
     "extenders_of",
     "find_nodes_that_pass_extenders",
@@ -50,6 +51,8 @@ log = logging.getLogger(__name__)
 #: upstream framework.ExtenderName: the pseudo-plugin an extender's rejection is filed
 #: under in the pod's unschedulable plugins (any cluster event may requeue it).
 EXTENDER_NAME = "Extender"
+#: Span attribute: the extender's urlPrefix (its name upstream).
+ATTR_EXTENDER_URL = "scheduler.extender.url"
 _SCALE = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
 
 _pool: ThreadPoolExecutor | None = None
@@ -73,7 +76,8 @@ def _nodes(table: NodeTable, rows: np.ndarray) -> list[Node]:
 
 
 def _span(fwk: Framework, verb: str, ext: HTTPExtender) -> Any:
-    return fwk.tracing.span(f"Extender.{verb}", {"extender": ext.name})
+    """One span per extender call (a no-op when tracing is off)."""
+    return fwk.tracing.span(f"extender: {verb}", {ATTR_EXTENDER_URL: ext.name})
 
 
 def find_nodes_that_pass_extenders(
@@ -96,7 +100,7 @@ def find_nodes_that_pass_extenders(
             continue
         section = report.section(ext, "filter") if report is not None else None
         try:
-            with _span(fwk, "Filter", ext):
+            with _span(fwk, "filter", ext):
                 result = ext.filter(pod, _nodes(table, feasible))
         except ExtenderError as err:
             if section is not None:
@@ -148,7 +152,7 @@ def _prioritize(
 ) -> tuple[list[tuple[str, int]], int] | str:
     """One extender's scores and weight, or the error it gave (only logged upstream)."""
     try:
-        with _span(fwk, "Prioritize", ext):
+        with _span(fwk, "prioritize", ext):
             return ext.prioritize(pod, nodes)
     except ExtenderError as err:
         log.debug("extender %s: prioritize failed, no score from it: %s", ext.name, err)
