@@ -32,6 +32,7 @@ from cluster_sched.framework import extender_wire as wire
 from cluster_sched.framework.status import SUCCESS, Code, Status
 
 __all__ = [
+    "EXTENDER_NAME",
     "MAX_EXTENDER_PRIORITY",
     "REPORT_KEY",
     "ExtenderError",
@@ -44,6 +45,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: upstream framework.ExtenderName: the pseudo-plugin an extender's rejection is filed
+#: under in the pod's unschedulable plugins (any cluster event may requeue it).
+EXTENDER_NAME = "Extender"
 #: extenderv1.MaxExtenderPriority: extender scores are 0..10, scaled to MaxNodeScore.
 MAX_EXTENDER_PRIORITY = 10
 #: The most bytes an extender's answer may have (a NodeList of many nodes fits).

@@ -16,6 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import FeatureGates
+from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent
+from cluster_sched.framework.extender import EXTENDER_NAME
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Status
 from cluster_sched.framework.waiting_pods import WaitingPods
@@ -63,3 +65,8 @@ class Handle:
     #: The scheduler's HTTP extenders (``framework.extender.HTTPExtender``), shared by
     #: every profile as upstream's Handle.Extenders(); empty without any.
     extenders: Sequence[Any] = ()
+
+    def extender_events(self) -> dict[str, tuple[ClusterEvent, ...]]:
+        """upstream NewFramework: extenders register no events, so a pod they rejected
+        (filed under the ``Extender`` pseudo-plugin) is requeued by any cluster event."""
+        return {EXTENDER_NAME: (EVENT_WILDCARD,)} if self.extenders else {}

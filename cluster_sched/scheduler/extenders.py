@@ -26,6 +26,7 @@ from cluster_sched.api.objects import Node, Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis
 from cluster_sched.framework.extender import (
+    EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
     ExtenderError,
     HTTPExtender,
@@ -38,7 +39,6 @@ from cluster_sched.nodetable.table import NodeTable
 
 __all__ = [
     "ATTR_EXTENDER_URL",
-    "EXTENDER_NAME",
     "extenders_of",
     "find_nodes_that_pass_extenders",
     "needs_every_feasible_node",
@@ -48,9 +48,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: upstream framework.ExtenderName: the pseudo-plugin an extender's rejection is filed
-#: under in the pod's unschedulable plugins (any cluster event may requeue it).
-EXTENDER_NAME = "Extender"
 #: Span attribute: the extender's urlPrefix (its name upstream).
 ATTR_EXTENDER_URL = "scheduler.extender.url"
 _SCALE = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY

@@ -12,8 +12,8 @@ import pytest
 
 from cluster_sched.config.load import parse_config
 from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.framework.extender import EXTENDER_NAME
 from cluster_sched.queue.types import Location
-from cluster_sched.scheduler.extenders import EXTENDER_NAME
 from cluster_sched.testing.extender_server import ExtenderServer, FakeExtender, only
 from tests.scheduler.coordinator_harness import CROSS_NODE, Harness, node, pod
 
@@ -112,3 +112,18 @@ def test_uninterested_bind_extender_leaves_binding_to_the_plugins(
     h.settle()
     assert binder.calls == []
     assert h.node_of("default/p") == "n1"
+
+
+def test_pod_rejected_by_an_extender_is_requeued_by_any_event(
+    make_harness: Any, serve: Any
+) -> None:
+    """upstream: extenders register no events, so the Extender pseudo-plugin admits all."""
+    fake = FakeExtender(predicates=[only("n3")])
+    url = serve(fake)
+    h: Harness = make_harness(_config({"urlPrefix": url, "filterVerb": "filter"}))
+    h.apply(node("n1"), pod("p"))
+    h.start()
+    h.cycle()
+    assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+    h.apply(node("n3"))  # a node the extender accepts
+    assert h.queue.location("default/p") in {Location.ACTIVE, Location.BACKOFF}
