@@ -13,6 +13,7 @@ file and the field (``sched.yaml: profiles[0].pluginConfig[1].args.x: ...``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -46,7 +47,13 @@ from .defaults import (
     KIND,
     merge_plugins,
 )
-from .plugin_args import default_plugin_args, has_typed_args, parse_plugin_args
+from .extenders import Extender, parse_extenders
+from .plugin_args import (
+    NodeResourcesFitArgs,
+    default_plugin_args,
+    has_typed_args,
+    parse_plugin_args,
+)
 from .types import (
     PLUGIN_SET_KEYS,
     QUEUE_SORT,
@@ -188,8 +195,7 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
     for key in _IGNORED_BOOLS:
         opt_bool(obj, key, "")
     opt_int(obj, "percentageOfPlacementsToScore", "")
-    if opt_list(obj, "extenders", ""):
-        fail("extenders", "scheduler extenders are not supported")
+    extenders = parse_extenders(opt_list(obj, "extenders", ""))
 
     parallelism = opt_int(obj, "parallelism", "")
     parallelism = DEFAULT_PARALLELISM if parallelism is None else parallelism
@@ -220,6 +226,7 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
     )
     _check_distinct_names(profiles)
     _check_common_queue_sort(profiles)
+    profiles = _apply_ignored_resources(profiles, extenders)
     return SchedulerConfiguration(
         profiles=profiles,
         percentage_of_nodes_to_score=(
@@ -228,7 +235,31 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
         pod_initial_backoff_seconds=initial,
         pod_max_backoff_seconds=maximum,
         parallelism=parallelism,
+        # upstream buildExtenders: ignorable extenders go last
+        extenders=tuple(sorted(extenders, key=lambda e: e.ignorable)),
     )
+
+
+def _apply_ignored_resources(
+    profiles: tuple[Profile, ...], extenders: Sequence[Extender]
+) -> tuple[Profile, ...]:
+    """Managed resources marked ignoredByScheduler become NodeResourcesFit's
+    ``ignoredResources`` in every profile (upstream buildExtenders: the extenders' list
+    replaces the profile's own)."""
+    ignored = tuple(
+        r.name for ext in extenders for r in ext.managed_resources if r.ignored_by_scheduler
+    )
+    if not ignored:
+        return profiles
+    out = []
+    for i, profile in enumerate(profiles):
+        args = profile.plugin_config.get(names.NODE_RESOURCES_FIT)
+        if not isinstance(args, NodeResourcesFitArgs):
+            fail(index("profiles", i), "can't find NodeResourcesFitArgs in plugin config")
+        plugin_config = dict(profile.plugin_config)
+        plugin_config[names.NODE_RESOURCES_FIT] = replace(args, ignored_resources=ignored)
+        out.append(replace(profile, plugin_config=MappingProxyType(plugin_config)))
+    return tuple(out)
 
 
 def _parse_profile(raw: object, path: str, default_name: str | None) -> Profile:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
+from .extenders import Extender
+
 __all__ = [
     "BIND",
     "EXTENSION_POINTS",
@@ -200,6 +202,8 @@ class SchedulerConfiguration:
     pod_initial_backoff_seconds: int = 1
     pod_max_backoff_seconds: int = 10
     parallelism: int = 16
+    #: HTTP scheduler extenders, non-ignorable ones first (upstream buildExtenders)
+    extenders: tuple[Extender, ...] = ()
 
     def profile(self, scheduler_name: str) -> Profile | None:
         """The profile pods with ``spec.schedulerName == scheduler_name`` use, if any."""

@@ -16,6 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import FeatureGates
+from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent
+from cluster_sched.framework.extender import EXTENDER_NAME
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Status
 from cluster_sched.framework.waiting_pods import WaitingPods
@@ -60,3 +62,11 @@ class Handle:
     nominated_pods: NominatedPods | None = None
     #: The scheduler's feature gates (v1.35 defaults unless the user switched them).
     features: FeatureGates = field(default_factory=FeatureGates)
+    #: The scheduler's HTTP extenders (``framework.extender.HTTPExtender``), shared by
+    #: every profile as upstream's Handle.Extenders(); empty without any.
+    extenders: Sequence[Any] = ()
+
+    def extender_events(self) -> dict[str, tuple[ClusterEvent, ...]]:
+        """upstream NewFramework: extenders register no events, so a pod they rejected
+        (filed under the ``Extender`` pseudo-plugin) is requeued by any cluster event."""
+        return {EXTENDER_NAME: (EVENT_WILDCARD,)} if self.extenders else {}

@@ -169,6 +169,7 @@ class Framework:
                 out[name] = tuple(fn())
             elif name in rejecting:
                 out[name] = (EVENT_WILDCARD,)
+        out.update(self.handle.extender_events())
         return out
 
     # ------------------------------------------------------------------ filter

@@ -26,6 +26,13 @@ from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
+from cluster_sched.scheduler.extenders import (
+    extenders_of,
+    find_nodes_that_pass_extenders,
+    needs_every_feasible_node,
+    nominated_past_extenders,
+    prioritize_with_extenders,
+)
 from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
@@ -227,11 +234,15 @@ class Scheduler:
                     fwk, state, pod, table, rows, nominated, source
                 )
                 if passed[0]:
-                    return rows, diagnosis, 1
-                # Upstream shares the diagnosis' NodeToStatus with evaluateNominatedNode:
-                # the failed nominated node counts as processed even if the search below
-                # never reaches it.
-                diagnosis.add_status(pod.nominated_node_name, statuses(0))
+                    # upstream evaluateNominatedNode: the extenders filter it too
+                    rows = nominated_past_extenders(fwk, state, pod, table, rows, diagnosis)
+                    if len(rows):
+                        return rows, diagnosis, 1
+                else:
+                    # Upstream shares the diagnosis' NodeToStatus with
+                    # evaluateNominatedNode: the failed nominated node counts as
+                    # processed even if the search below never reaches it.
+                    diagnosis.add_status(pod.nominated_node_name, statuses(0))
 
         nodes = all_rows
         if pre_res is not None and pre_res.node_names is not None:
@@ -250,6 +261,9 @@ class Scheduler:
         processed = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(all_rows):
             self.next_start_node_index = (self.next_start_node_index + processed) % len(all_rows)
+        if extenders_of(fwk):
+            feasible = find_nodes_that_pass_extenders(fwk, state, pod, table, feasible, diagnosis)
+            processed = len(feasible) + len(diagnosis.node_to_status.statuses)
         return feasible, diagnosis, processed
 
     def _find_nodes_that_pass_filters(
@@ -272,9 +286,9 @@ class Scheduler:
             else self.percentage_of_nodes_to_score,
             n,
         )
-        if not fwk.score:
-            # Without scoring every feasible node is as good as another: stop at the
-            # first (upstream findNodesThatPassFilters, no extenders here).
+        if not needs_every_feasible_node(fwk):
+            # Without scoring (plugins or extenders) nor extender filters every feasible
+            # node is as good as another: stop at the first (findNodesThatPassFilters).
             to_find = 1
         start = self.next_start_node_index % n
         rotated = np.concatenate((nodes[start:], nodes[:start])) if start else nodes
@@ -407,7 +421,7 @@ class Scheduler:
         result: AttemptResult,
         source: NodeSource | None = None,
     ) -> None:
-        if fwk.score:
+        if fwk.score or extenders_of(fwk):
             s = fwk.run_pre_score(state, pod, snapshot, NodeSlice(table, feasible))
             if not s.is_success:
                 raise PreFilterError(s)
@@ -426,7 +440,8 @@ class Scheduler:
         """Score (PreScore done), NormalizeScore, weights, and host selection."""
         k = len(feasible)
         if not fwk.score:
-            totals = np.ones(k, dtype=np.int64)
+            # upstream: 1 for every node only when there are no extenders either
+            totals = np.full(k, 0 if extenders_of(fwk) else 1, dtype=np.int64)
         else:
             src = source or LocalSource(table)
             if k == table.size:
@@ -439,6 +454,8 @@ class Scheduler:
             totals = fwk.weighted_total(normalized, k)
             result.raw_scores = raw
             result.scores = normalized
+        if extenders_of(fwk):
+            totals = totals + prioritize_with_extenders(fwk, state, pod, table, feasible)
         result.total_scores = totals
         host_idx, top = select_host(totals, self.rng)
         result.suggested_host = table.names[int(feasible[host_idx])]

@@ -15,7 +15,9 @@ or task dies, and no pod stays assumed for want of one.
 
 Jobs of profiles that bind with DefaultBinder alone are bound together with one
 ``Store.bind_many``, each binding's outcome still its own (a conflict on one pod fails
-only that pod); every other job runs its Bind plugins on its own. Each job gets a
+only that pod); every other job runs its Bind plugins on its own, and a job an
+extender binder is interested in is bound by that extender instead (upstream
+extendersBinding; the extender writes the binding itself). Each job gets a
 ``bindingCycle`` span linked to the scheduling cycle that assumed the pod (its trace
 carrier), the extension points as its children, and the bound pods' Scheduled events
 are written with one ``record_events``.
@@ -31,6 +33,7 @@ from typing import Any, Protocol
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.extender import extenders_binding
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.names import DEFAULT_BINDER
@@ -156,6 +159,12 @@ def _until_bind(c: _Cycle) -> Status | None:
         s = _guarded("PreBind", job, lambda: fwk.run_pre_bind(job.state, job.pod, job.node_name))
     if not s.is_success:
         return s
+    # upstream bind(): an interested extender binder binds instead of the Bind plugins
+    delegated = extenders_binding(fwk.handle.extenders, job.pod, job.node_name)
+    if delegated is not None:
+        if delegated.is_success:
+            fwk.run_post_bind(job.state, job.pod, job.node_name)
+        return delegated
     if _binds_with_default_binder_only(fwk):
         return None
     s = _guarded("Bind", job, lambda: fwk.run_bind(job.state, job.pod, job.node_name))

@@ -1,8 +1,11 @@
 """``cluster-sched explain``: one scheduling attempt, shown in full.
 
 The JSON keys are a contract scripts rely on: selectedNode, feasibleNodes,
-evaluatedNodes, filter, rawScores, scores, finalScores, message, and preemption when
-PostFilter ran. ``filter`` also lists the nodes PreFilter kept from evaluation, with the
+evaluatedNodes, filter, rawScores, scores, finalScores, message, preemption when
+PostFilter ran, and extenders when the configuration has any: one entry per extender
+(urlPrefix, interested, and a filter / prioritize / preempt section for each step it
+answered: kept nodes, failed nodes, scores, the error). ``finalScores`` include the
+extenders' weighted scores; an extender's error that fails the attempt is the message. ``filter`` also lists the nodes PreFilter kept from evaluation, with the
 diagnosis' status for them (``node(s) didn't satisfy plugin(s) [...]``, or PreFilter's
 rejection), as upstream's NodeToStatus answers for absent nodes. Explain is a dry run: PostFilter computes preemption's outcome but no
 victim is deleted and no nomination written.
@@ -21,6 +24,12 @@ from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ConfigError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FitError, fit_error_message
+from cluster_sched.framework.extender import (
+    REPORT_KEY,
+    ExtenderError,
+    ExtenderReport,
+    new_http_extenders,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
@@ -47,6 +56,7 @@ def build_framework(
                 profile_name=profile.scheduler_name,
                 rng=random.Random(seed),
                 snapshot=cache.snapshot,
+                extenders=new_http_extenders(config.extenders),
             )
             return new_framework(profile, handle, field=f"profiles[{i}]")
     raise ConfigError(
@@ -61,6 +71,26 @@ def explain(
     table = cache.sink.table  # type: ignore[attr-defined]
     sched = Scheduler(config.percentage_of_nodes_to_score, random.Random(seed))
     state = CycleState()
+    extenders = fwk.handle.extenders
+    report = ExtenderReport(extenders, pod) if extenders else None
+    if report is not None:
+        state.write(REPORT_KEY, report)  # ask the extender steps for their answers
+    try:
+        return _explain(fwk, sched, state, cache, pod, table, report)
+    finally:
+        for ext in extenders:
+            ext.close()
+
+
+def _explain(
+    fwk: Framework,
+    sched: Scheduler,
+    state: CycleState,
+    cache: Cache,
+    pod: Pod,
+    table: Any,
+    report: ExtenderReport | None,
+) -> Explanation:
     out: dict[str, Any] = {
         "selectedNode": None,
         "feasibleNodes": 0,
@@ -71,12 +101,18 @@ def explain(
         "finalScores": {},
         "message": None,
     }
+    if report is not None:
+        out["extenders"] = report.entries  # filled in as the attempt runs
     pre_enqueue = fwk.run_pre_enqueue(pod)
     if not pre_enqueue.is_success:
         out["message"] = pre_enqueue.message()
         return Explanation(None, None, None, out)
     try:
         result = sched.schedule_pod(fwk, state, pod, table, cache.snapshot)
+    except ExtenderError as err:
+        # upstream: a non-ignorable extender's failure is the attempt's error
+        out["message"] = str(err)
+        return Explanation(None, None, None, out)
     except FitError as err:
         diagnosis = err.diagnosis
         out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)

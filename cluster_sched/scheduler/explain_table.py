@@ -20,6 +20,34 @@ def _rows(data: dict[str, Any]) -> list[str]:
     return feasible + failing
 
 
+def _extender_line(entry: dict[str, Any]) -> str:
+    """One extender's answers: kept and failed nodes, scores, errors."""
+    parts = []
+    if entry.get("interested") is False:
+        parts.append("not interested in the pod")
+    for step in ("filter", "prioritize", "preempt"):
+        sec = entry.get(step)
+        if sec is None:
+            continue
+        if "error" in sec:
+            ignored = " (ignored)" if sec.get("ignored") else ""
+            parts.append(f"{step}: error{ignored}: {sec['error']}")
+        elif step == "filter":
+            failed = {**sec["failedNodes"], **sec["failedAndUnresolvableNodes"]}
+            why = "; ".join(f"{n}: {r}" for n, r in sorted(failed.items()))
+            parts.append(
+                f"filter kept {', '.join(sec['nodes']) or '-'}"
+                + (f" (failed {why})" if why else "")
+            )
+        elif step == "prioritize":
+            scores = ", ".join(f"{n}={v}" for n, v in sorted(sec["finalScores"].items()))
+            parts.append(f"prioritize (weight {sec['weight']}): {scores or '-'}")
+        else:
+            kept = ", ".join(sorted(sec["nodeNameToVictims"]))
+            parts.append(f"preempt kept {kept or '-'}")
+    return f"extender {entry['urlPrefix']}: " + ("; ".join(parts) or "not called")
+
+
 def render_table(
     result: Explanation,
     pod: Pod,
@@ -62,6 +90,8 @@ def render_table(
     )
     if data.get("message"):
         console.print(f"[bold red]{data['message']}[/]")
+    for entry in data.get("extenders", ()):
+        console.print(_extender_line(entry))
     if "preemption" in data:
         pre = data["preemption"]
         console.print(

@@ -159,7 +159,13 @@ class FastPath:
     ) -> Found | None:
         """Filter over the window, or None to run the numpy path (nothing was changed)."""
         profile = self._profile(fwk)
-        if profile is None or pod.nominated_node_name or nominated or not fwk.score:
+        if (
+            profile is None
+            or pod.nominated_node_name
+            or nominated
+            or not fwk.score
+            or fwk.handle.extenders
+        ):
             return None
         active = [pl for pl in fwk.filter if pl.name not in state.skip_filter_plugins]
         others = [pl.name for pl in active if pl.name != names.NODE_RESOURCES_FIT]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cluster_sched.config.types import Profile, SchedulerConfiguration
+from cluster_sched.framework.extender import new_http_extenders
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.registry import Registry
 from cluster_sched.framework.runtime import Framework
@@ -45,9 +46,14 @@ def new_frameworks(
     ``make_handle`` gives each profile its handle (snapshot, nominator, executor...);
     by default a bare one. Profile names are unique (the config loader checks)."""
     registry = registry or new_in_tree_registry()
+    # One client per extender, shared by every profile (upstream: scheduler-wide).
+    extenders = new_http_extenders(config.extenders)
     out: dict[str, Framework] = {}
     for i, profile in enumerate(config.profiles):
         handle = make_handle(profile) if make_handle is not None else None
+        if extenders:
+            handle = handle or Handle(profile_name=profile.scheduler_name)
+            handle.extenders = extenders
         out[profile.scheduler_name] = new_framework(
             profile, handle, field=f"profiles[{i}]", registry=registry
         )

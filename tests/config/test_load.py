@@ -141,9 +141,9 @@ ERRORS = [
         id="ignored-but-typed",
     ),
     pytest.param(
-        _doc(extenders=[{"urlPrefix": "http://x"}]),
-        "extenders: scheduler extenders are not supported",
-        id="extenders",
+        _doc(extenders=[{"urlPrefix": "http://x", "prioritizeVerb": "p"}]),
+        "extenders[0].weight: invalid value 0: must have a positive weight applied to it",
+        id="extender-weight",
     ),
     pytest.param(
         _doc(parallelism=0),

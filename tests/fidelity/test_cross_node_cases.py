@@ -61,7 +61,8 @@ filter entries) and ``minDomains`` with ``ScheduleAnyway`` (one spreading score 
 both rejected by API validation, which the manifest loader enforces; the
 preFilterState/preScoreState internals and AddPod/RemovePod tests; PreScore Skip cases
 with no nodes or no affinity at all; single-feasible-node score cases (kube-scheduler
-does not score then); scheduler extenders; TestDryRunPreemption/TestSelectBestCandidate
+does not score then); scheduler extenders (ported with real HTTP extenders in
+tests/scheduler/test_extender_cases.py); TestDryRunPreemption/TestSelectBestCandidate
 entries whose candidates tie (SelectCandidate's pick is then order-dependent) or that
 call DryRunPreemption on nodes the pod would fit; the random-offset
 (minCandidateNodes*) tests; TestPostFilter's injected statuses and error-plugin cases;

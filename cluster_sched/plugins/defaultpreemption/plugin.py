@@ -2,9 +2,10 @@
 
 Flow (upstream Evaluator.Preempt): check the pod may preempt at all; collect the nodes
 whose Filter status was Unschedulable; dry-run SelectVictimsOnNode on them from a
-random offset (``handle.rng``) until enough candidates are found; pick the best
-candidate; hand it to the optional ``PreemptionExecutor`` (absent in ``explain``, which
-makes this a pure dry run); return the nominated node and the victims.
+random offset (``handle.rng``) until enough candidates are found; let the extenders
+with a preemptVerb shrink them (``extenders``); pick the best candidate; hand it to
+the optional ``PreemptionExecutor`` (absent in ``explain``, which makes this a pure
+dry run); return the nominated node and the victims.
 
 The dry runs need the profile's Framework to run filters on simulated nodes. It is
 read from ``handle.framework`` at PostFilter time (plugins are built before their
@@ -34,6 +35,7 @@ from cluster_sched.plugins.defaultpreemption.batch import (
     select_victims_on_nodes,
 )
 from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
+from cluster_sched.plugins.defaultpreemption.extenders import call_extenders
 from cluster_sched.plugins.defaultpreemption.victims import (
     Victims,
     importance_key,
@@ -105,6 +107,10 @@ class DefaultPreemption:
             return PostFilterResult(""), Status(
                 Code.UNSCHEDULABLE, (fit_error_message(num_all, fit),)
             )
+        # upstream: the extenders may shrink the candidates before the best is chosen
+        candidates, s = call_extenders(self._handle.extenders, pod, candidates, tables, state)
+        if not s.is_success:
+            return None, s
         best = pick_one(candidates)
         if best is None or not best.node_name:
             return None, Status(Code.UNSCHEDULABLE, ("no candidate node for preemption",))
