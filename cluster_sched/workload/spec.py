@@ -1,7 +1,9 @@
 """Workload files: plain Kubernetes YAML, or the project's compact Workload format.
 
-Plain YAML: every non-Pod object is created first (nodes, namespaces, PDBs...), then the
-pods in file order, as one group.
+Plain YAML (a cluster snapshot such as ``kubectl get -A -o yaml``): every non-Pod object
+is created first (nodes, namespaces, PDBs...), then the pods in file order, then the pods
+the controllers create, as one group (``workload.snapshot``: unknown fields, skipped
+kinds, terminal pods, controller expansion).
 
 The Workload format (``apiVersion: cluster-sched.io/v1alpha1``, ``kind: Workload``)
 names node groups and pod groups, like scheduler_perf's workload templates::
@@ -36,6 +38,7 @@ from typing import Any
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.workload.snapshot import build_snapshot
 
 API_VERSION = "cluster-sched.io/v1alpha1"
 KIND = "Workload"
@@ -78,6 +81,12 @@ class Workload:
     pod_groups: list[PodGroup] = field(default_factory=list)
     #: one line per skipped malformed object
     invalid: list[str] = field(default_factory=list)
+    #: plain YAML: one line per warning (skipped kinds; unknown fields with ``lenient``)
+    warnings: list[str] = field(default_factory=list)
+    #: plain YAML: Succeeded/Failed pods left out (``namespace/name``)
+    terminal: list[str] = field(default_factory=list)
+    #: plain YAML: ``Kind namespace/name`` → pods its controller created
+    created: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_pods(self) -> int:
@@ -178,8 +187,9 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
     return w
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Read a workload file (either format)."""
+def load_workload(path: str | Path, *, seed: int = 0, lenient: bool = False) -> Workload:
+    """Read a workload file (either format). ``seed`` names the pods controllers create;
+    ``lenient`` turns unknown fields into warnings (plain YAML)."""
     source = str(path)
     text = read_text(path, "workload")
     docs = load_documents(text, source)
@@ -192,22 +202,15 @@ def load_workload(path: str | Path) -> Workload:
                 source=source,
             )
         return _parse_workload(docs[0], source)
-    w = Workload(name=Path(path).stem)
-    pods: list[dict[str, Any]] = []
-    for doc in docs:
-        kind = doc.get("kind")
-        try:
-            _check(doc, source)
-        except InvalidObjectError as err:
-            if kind == "Pod":
-                w.invalid.append(str(err))
-                continue
-            raise
-        if kind == "Pod":
-            pods.append(doc)
-        elif kind == "Node":
-            w.node_docs.append(doc)
-        else:
-            w.objects.append(doc)
-    w.pod_groups.append(PodGroup(name="pods", count=len(pods), docs=pods))
+    snap = build_snapshot(docs, source, seed=seed, lenient=lenient)
+    w = Workload(
+        name=Path(path).stem,
+        objects=snap.objects,
+        node_docs=snap.node_docs,
+        invalid=snap.invalid,
+        warnings=snap.warnings,
+        terminal=snap.terminal,
+        created=snap.created,
+    )
+    w.pod_groups.append(PodGroup(name="pods", count=len(snap.pod_docs), docs=snap.pod_docs))
     return w
