@@ -225,7 +225,7 @@ def expand_job(doc: Mapping[str, Any], own: Ownership, exp: Expansion, seed: int
     if indexed:
         assert completions is not None
         done = _indexes(status.get("completedIndexes"), "status.completedIndexes")
-        done |= {i for p in pods if (i := _pod_index(p)) is not None and is_succeeded(p)}
+        done |= {idx for p in pods if is_succeeded(p) and (idx := _pod_index(p)) is not None}
         succeeded = max(succeeded, len(done))
     if completions is None:
         want = len(active) if succeeded > 0 else parallelism
@@ -247,8 +247,8 @@ def expand_job(doc: Mapping[str, Any], own: Ownership, exp: Expansion, seed: int
     created = []
     if indexed:
         assert completions is not None
-        busy = done | {i for p in active if (i := _pod_index(p)) is not None}
-        free = [i for i in range(completions) if i not in busy][:missing]
+        busy = done | {jdx for p in active if (jdx := _pod_index(p)) is not None}
+        free = [k for k in range(completions) if k not in busy][:missing]
         for index in free:
             pod_name = generated_name(f"{name}-{index}-", rng, taken)
             pod = pod_from_template(

@@ -258,7 +258,9 @@ def expand_daemon_set(
     probe = pod_from_template(template, ns, f"{name}-probe", {"kind": "DaemonSet", "name": name})
     template_pod = parse_pod(probe)
     running = {
-        node for p in own.of("DaemonSet", doc, "Pod") if is_active(p) and (node := _target_node(p))
+        target
+        for p in own.of("DaemonSet", doc, "Pod")
+        if is_active(p) and (target := _target_node(p)) is not None
     }
     owner = owner_reference(doc, "apps/v1", "DaemonSet")
     rng = controller_rng(seed, "DaemonSet", ns, name)

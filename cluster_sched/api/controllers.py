@@ -22,9 +22,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cluster_sched.api._controller_common import (
+    ALPHANUMS,
     Expansion,
     Ownership,
     compute_hash,
+    fnv32a,
     generated_name,
     is_active,
     name_of,
@@ -47,6 +49,7 @@ from cluster_sched.api.objects import Node
 from cluster_sched.errors import InvalidObjectError
 
 __all__ = [
+    "ALPHANUMS",
     "CONTROLLER_KINDS",
     "EXPANDED_ONLY_KINDS",
     "Expansion",
@@ -54,6 +57,7 @@ __all__ = [
     "check_template",
     "compute_hash",
     "expand_controllers",
+    "fnv32a",
     "generated_name",
     "node_name_affinity",
     "node_should_run_daemon_pod",

@@ -383,7 +383,9 @@ def demo_snapshot(*, typo: bool = False) -> dict[str, Any]:
 
     gated = _pod("gated", "default", "100m", schedulingGates=[{"name": "example.com/quota"}])
     items.append(gated)
-    solo_spec = {"nodeSelecter" if typo else "nodeSelector": {"kubernetes.io/os": "linux"}}
+    solo_spec: dict[str, Any] = {
+        "nodeSelecter" if typo else "nodeSelector": {"kubernetes.io/os": "linux"}
+    }
     items.append(_pod("solo", "default", "1", **solo_spec))
 
     for name in ("app-config", "feature-flags"):

@@ -56,7 +56,8 @@ def _label(doc: Mapping[str, Any]) -> str:
     kind = str(doc.get("kind"))
     entry = KINDS.get(kind)
     namespaced = entry[1] if entry is not None else True
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    raw = doc.get("metadata")
+    meta: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
     name = meta.get("name") or "(unnamed)"
     return f"{kind} {meta.get('namespace') or 'default'}/{name}" if namespaced else f"{kind} {name}"
 
