@@ -154,6 +154,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     total = 0
     for path in args.filename:
         w = load_workload(path)
+        for line in w.warnings:
+            print(f"warning: {line}", file=sys.stderr)
         invalid.extend(w.invalid)
         docs = [*w.objects, *w.node_docs]
         for group in w.pod_groups:

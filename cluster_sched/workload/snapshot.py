@@ -39,7 +39,13 @@ from cluster_sched.api.manifest import KINDS, AnyObject, load_documents, parse_o
 from cluster_sched.api.objects import TERMINAL_POD_PHASES, Node, Pod
 from cluster_sched.errors import InvalidObjectError
 
-__all__ = ["Snapshot", "build_snapshot", "is_terminal_pod", "load_snapshot"]
+__all__ = [
+    "Snapshot",
+    "build_snapshot",
+    "is_terminal_pod",
+    "load_snapshot",
+    "unknown_field_errors",
+]
 
 
 def is_terminal_pod(doc: Mapping[str, Any]) -> bool:
@@ -87,7 +93,9 @@ class Snapshot:
         return [parse_object(doc) for doc in (*self.objects, *self.node_docs, *self.pod_docs)]
 
 
-def _unknown_fields(doc: Mapping[str, Any], source: str) -> list[InvalidObjectError]:
+def unknown_field_errors(doc: Mapping[str, Any], source: str) -> list[InvalidObjectError]:
+    """One error per field of ``doc`` Kubernetes does not know (none for kinds without a
+    schema), naming the file, the object and the field."""
     kind = str(doc.get("kind"))
     return [
         InvalidObjectError(
@@ -140,7 +148,7 @@ def build_snapshot(
         if not modelled:
             skipped[kind] += 1
             continue
-        for err in _unknown_fields(doc, source):
+        for err in unknown_field_errors(doc, source):
             if not lenient:
                 raise err
             snap.warnings.append(str(err))

@@ -168,6 +168,7 @@ def test_run_places_the_snapshot_and_the_checker_agrees(
     assert not set(placements) & set(DEMO_EXPECTED["terminal"])
     assert summary["gated"] == 1 and summary["gated_pods"] == DEMO_EXPECTED["gated"]
     assert summary["unschedulable"] == 0
+    assert summary["unschedulable_pods"] == [] and summary["unschedulable_reasons"] == {}
     assert summary["terminal_pods_skipped"] == len(DEMO_EXPECTED["terminal"])
     created = sum(workload.created.values())
     assert summary["scheduled"] == created + 1  # the controllers' pods and solo
@@ -226,3 +227,26 @@ def test_explain_pod_reference_errors_are_one_line(
     assert main(["explain", "--cluster", str(snapshot_file), "--pod", ref]) == 2
     _, err = capsys.readouterr()
     assert err.splitlines()[-1] == f"error: {snapshot_file}: {message}"
+
+
+def test_workload_format_templates_are_checked_for_unknown_fields(tmp_path: Path) -> None:
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "apiVersion: cluster-sched.io/v1alpha1\n"
+        "kind: Workload\n"
+        "spec:\n"
+        "  podGroups:\n"
+        "  - count: 1\n"
+        "    template:\n"
+        "      apiVersion: v1\n"
+        "      kind: Pod\n"
+        "      metadata: {name: p}\n"
+        "      spec: {containers: [{name: c, image: i}], tolerration: []}\n"
+    )
+    with pytest.raises(InvalidObjectError) as err:
+        load_workload(path)
+    assert str(err.value) == (
+        f"{path}: Pod default/p-0: field spec.podGroups[0].template.spec.tolerration: "
+        "unknown field 'tolerration' (Kubernetes v1.35 Pod has no such field)"
+    )
+    assert load_workload(path, lenient=True).warnings == [str(err.value)]
