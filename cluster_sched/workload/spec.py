@@ -129,8 +129,8 @@ def _check(
         parse_object(doc, source)
     except InvalidObjectError as err:
         raise err.located(field_prefix=field_prefix) from None
-    for err in unknown_field_errors(doc, source):
-        located = err.located(field_prefix=field_prefix)
+    for unknown in unknown_field_errors(doc, source):
+        located = unknown.located(field_prefix=field_prefix)
         if not lenient:
             raise located
         w.warnings.append(str(located))
