@@ -6,9 +6,12 @@ meant. ``kubectl apply`` refuses it (server-side field validation, ``Strict``); 
 
 The schemas are kubernetes-validate's "strict" JSON schemas (``additionalProperties:
 false`` on every struct), for the Kubernetes minor the scheduler follows
-(``SCHEMA_VERSION``). Only unknown fields are looked for: types and values are the
-decoders' job (``api.manifest``), which name the field in their own words. A field
-Kubernetes knows but the project does not model is accepted silently.
+(``SCHEMA_VERSION``) and the newest one the package ships: a field is unknown only if
+neither knows it, so a snapshot of a newer cluster (whose new fields this scheduler
+ignores, as a v1.35 kube-scheduler would) loads without complaint. Only unknown fields
+are looked for: types and values are the decoders' job (``api.manifest``), which name
+the field in their own words. A field Kubernetes knows but the project does not model
+is accepted silently.
 
 Speed: the definitions are compiled once into a small tree of ``_Struct`` nodes (a dict
 of property → node per struct); checking an object walks its keys once, in Python, at
@@ -24,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "has_schema", "unknown_fields"]
+__all__ = ["SCHEMA_VERSION", "has_schema", "schema_versions", "unknown_fields"]
 
 #: The Kubernetes minor whose schemas judge field names (the scheduler's own version).
 SCHEMA_VERSION = "1.35"
@@ -96,42 +99,63 @@ class _Compiler:
         return None  # a scalar, IntOrString, Quantity, free-form object
 
 
-@functools.cache
-def _top_level() -> dict[tuple[str, str], _Struct | None]:
-    """(apiVersion, kind) → the compiled schema of every top-level Kubernetes kind."""
+def _schema_root() -> Any:
     import importlib.resources
 
-    root = importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
-    path = root / f"v{SCHEMA_VERSION}.0-local-strict" / "_definitions.json"
+    return importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
+
+
+@functools.cache
+def schema_versions() -> tuple[str, ...]:
+    """``SCHEMA_VERSION`` and the newest minor kubernetes-validate ships, if newer."""
+    shipped = []
+    for entry in _schema_root().iterdir():
+        name = entry.name
+        if name.startswith("v") and name.endswith(".0-local-strict"):
+            shipped.append(tuple(int(p) for p in name[1 : -len(".0-local-strict")].split(".")))
+    newest = ".".join(map(str, max(shipped))) if shipped else SCHEMA_VERSION
+    return (SCHEMA_VERSION,) if newest == SCHEMA_VERSION else (SCHEMA_VERSION, newest)
+
+
+@functools.cache
+def _top_level(version: str = SCHEMA_VERSION) -> dict[tuple[str, str], _Struct | None]:
+    """(apiVersion, kind) → the compiled schema of every top-level Kubernetes kind."""
+    path = _schema_root() / f"v{version}.0-local-strict" / "_definitions.json"
     defs = json.loads(path.read_text(encoding="utf-8"))["$defs"]
     compiler = _Compiler(defs)
     out: dict[tuple[str, str], _Struct | None] = {}
     for name, schema in defs.items():
         for gvk in schema.get("x-kubernetes-group-version-kind") or ():
-            group, version, kind = gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind")
-            api_version = f"{group}/{version}" if group else version
+            group, version_, kind = gvk.get("group", ""), gvk.get("version", ""), gvk.get("kind")
+            api_version = f"{group}/{version_}" if group else version_
             if kind and (api_version, kind) not in out:
                 out[(api_version, kind)] = compiler.ref(name)
     return out
 
 
 def has_schema(api_version: str, kind: str) -> bool:
-    """Does Kubernetes (``SCHEMA_VERSION``) serve ``kind`` at ``api_version``?"""
-    return (api_version, kind) in _top_level()
+    """Does Kubernetes (``SCHEMA_VERSION`` or newer) serve ``kind`` at ``api_version``?"""
+    return any((api_version, kind) in _top_level(v) for v in schema_versions())
 
 
 def unknown_fields(doc: Mapping[str, Any]) -> list[str]:
-    """JSON paths of the fields of ``doc`` its kind's schema does not know (first
-    ``MAX_REPORTED``, in document order). Empty when the kind has no schema."""
+    """JSON paths of the fields of ``doc`` no schema of ``schema_versions()`` knows for
+    its kind (the first ``MAX_REPORTED``, in document order). Empty for kinds without a
+    schema. The newer schema is consulted only when the first finds something."""
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind, str):
         return []
-    schema = _top_level().get((api_version, kind))
-    if schema is None:
-        return []
-    out: list[str] = []
-    _walk(doc, schema, "", out)
-    return out
+    found: list[str] | None = None
+    for version in schema_versions():
+        schema = _top_level(version).get((api_version, kind))
+        if schema is None:
+            continue
+        out: list[str] = []
+        _walk(doc, schema, "", out)
+        found = out if found is None else [p for p in found if p in set(out)]
+        if not found:
+            return []
+    return found or []
 
 
 def _walk(value: Any, node: _Struct, path: str, out: list[str]) -> None:

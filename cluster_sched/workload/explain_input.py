@@ -17,9 +17,14 @@ __all__ = ["pending_pod", "pod_reference"]
 _POD_REF = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)/([a-z0-9]([-a-z0-9.]*[a-z0-9])?)$")
 
 
+#: A value ending so names a manifest file, even when it does not exist.
+_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
 def pod_reference(value: str) -> str | None:
-    """``value`` as a ``namespace/name`` key when it is one and no file has that path."""
-    if os.path.exists(value) or not _POD_REF.match(value):
+    """``value`` as a ``namespace/name`` key when it is one and no file has that path
+    (nor looks like one: ``dir/pod.yaml`` stays a file that is missing)."""
+    if os.path.exists(value) or value.endswith(_FILE_SUFFIXES) or not _POD_REF.match(value):
         return None
     return value
 

@@ -93,6 +93,11 @@ class Snapshot:
         return [parse_object(doc) for doc in (*self.objects, *self.node_docs, *self.pod_docs)]
 
 
+def _versions() -> str:
+    versions = schema.schema_versions()
+    return f"v{versions[0]}" if len(versions) == 1 else f"v{versions[0]} to v{versions[-1]}"
+
+
 def unknown_field_errors(doc: Mapping[str, Any], source: str) -> list[InvalidObjectError]:
     """One error per field of ``doc`` Kubernetes does not know (none for kinds without a
     schema), naming the file, the object and the field."""
@@ -100,7 +105,7 @@ def unknown_field_errors(doc: Mapping[str, Any], source: str) -> list[InvalidObj
     return [
         InvalidObjectError(
             f"unknown field {path.rsplit('.', 1)[-1]!r} "
-            f"(Kubernetes v{schema.SCHEMA_VERSION} {kind} has no such field)",
+            f"(Kubernetes {_versions()} {kind} has no such field)",
             obj=_label(doc),
             field=path,
             source=source,

@@ -1,4 +1,4 @@
-"""Unknown fields, judged by Kubernetes' own (v1.35) schemas."""
+"""Unknown fields, judged by Kubernetes' own schemas (v1.35 and the newest shipped)."""
 
 from __future__ import annotations
 
@@ -77,3 +77,14 @@ def test_kinds_without_a_schema_are_not_judged() -> None:
 def test_at_most_a_few_fields_are_listed() -> None:
     doc = pod(**{f"typo{i}": 1 for i in range(20)})
     assert len(schema.unknown_fields(doc)) == schema.MAX_REPORTED
+
+
+def test_versions_start_at_the_schedulers_and_a_newer_field_is_known() -> None:
+    versions = schema.schema_versions()
+    assert versions[0] == schema.SCHEMA_VERSION == "1.35"
+    # v1.35's workloadRef (dropped later) and v1.37's schedulingGroup are both fields
+    # Kubernetes knows; a name no version has is a typo.
+    assert schema.unknown_fields(pod(workloadRef={"name": "w"})) == []
+    assert len(versions) == 2
+    assert schema.unknown_fields(pod(schedulingGroup={})) == []
+    assert schema.unknown_fields(pod(nodeSelecter={})) == ["spec.nodeSelecter"]

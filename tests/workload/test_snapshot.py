@@ -10,15 +10,19 @@ from typing import Any
 
 import pytest
 
+from cluster_sched.api import schema
 from cluster_sched.api.controllers import ALPHANUMS
 from cluster_sched.cli import main
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.testing.cluster_snapshot import DEMO_EXPECTED, demo_snapshot
+from cluster_sched.workload.explain_input import pod_reference
 from cluster_sched.workload.snapshot import load_snapshot
 from cluster_sched.workload.spec import load_workload
 from tests.workload.checker import Cluster
 
 SUFFIX = f"[{ALPHANUMS}]{{5}}"
+#: The Kubernetes versions whose schemas judge field names: v1.35 and the newest shipped.
+K8S = " to ".join(f"v{v}" for v in schema.schema_versions())
 
 
 @pytest.fixture
@@ -89,7 +93,7 @@ def test_unknown_field_is_one_error_naming_file_object_and_field(typo_file: Path
         load_snapshot(typo_file)
     assert str(err.value) == (
         f"{typo_file}: Pod default/solo: field spec.nodeSelecter: unknown field 'nodeSelecter' "
-        "(Kubernetes v1.35 Pod has no such field)"
+        f"(Kubernetes {K8S} Pod has no such field)"
     )
     lenient = load_snapshot(typo_file, lenient=True)
     assert lenient.warnings[0] == str(err.value)
@@ -130,7 +134,7 @@ def test_run_cli_typo_is_exit_2_with_one_line_and_lenient_runs(
     assert out == ""
     assert err.splitlines() == [
         f"error: {typo_file}: Pod default/solo: field spec.nodeSelecter: unknown field "
-        "'nodeSelecter' (Kubernetes v1.35 Pod has no such field)"
+        f"'nodeSelecter' (Kubernetes {K8S} Pod has no such field)"
     ]
 
 
@@ -247,6 +251,28 @@ def test_workload_format_templates_are_checked_for_unknown_fields(tmp_path: Path
         load_workload(path)
     assert str(err.value) == (
         f"{path}: Pod default/p-0: field spec.podGroups[0].template.spec.tolerration: "
-        "unknown field 'tolerration' (Kubernetes v1.35 Pod has no such field)"
+        f"unknown field 'tolerration' (Kubernetes {K8S} Pod has no such field)"
     )
     assert load_workload(path, lenient=True).warnings == [str(err.value)]
+
+
+@pytest.mark.parametrize(
+    ("value", "key"),
+    [
+        ("default/solo", "default/solo"),
+        ("kube-system/gpu-driver-x2b4k", "kube-system/gpu-driver-x2b4k"),
+        ("missing/pod.yaml", None),  # a file that is not there: reported as such
+        ("pod", None),
+        ("Default/solo", None),  # namespaces are DNS labels
+    ],
+    ids=["pod", "generated", "yaml-path", "no-slash", "not-a-namespace"],
+)
+def test_pod_reference_or_file(value: str, key: str | None) -> None:
+    assert pod_reference(value) == key
+
+
+def test_pod_reference_prefers_an_existing_file(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "solo").write_text("")
+    assert pod_reference("default/solo") is None
