@@ -26,8 +26,14 @@ from typing import Any
 
 import redis
 
-from cluster_sched.errors import ClusterSchedError, ConfigError, InvalidObjectError, PluginError
-from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from cluster_sched.errors import ClusterSchedError, ConfigError, PluginError
+from cluster_sched.workload.cli_args import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_lenient_option,
+)
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -45,8 +51,16 @@ EXIT_BROKEN_PIPE = 141
 
 def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("explain", help="explain the scheduling decision for one pod")
-    p.add_argument("--cluster", required=True, help="nodes, namespaces, running pods (YAML/JSON)")
-    p.add_argument("--pod", required=True, help="the pending pod (YAML/JSON)")
+    p.add_argument(
+        "--cluster",
+        required=True,
+        help="nodes, namespaces, running pods (YAML/JSON; kubectl get -A -o yaml works)",
+    )
+    p.add_argument(
+        "--pod",
+        required=True,
+        help="the pending pod: a YAML/JSON file, or NAMESPACE/NAME of a pending pod of --cluster",
+    )
     p.add_argument(
         "--config", help="KubeSchedulerConfiguration v1 (default: upstream's default profile)"
     )
@@ -56,23 +70,26 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--all", action="store_true", help="table: show every node, not only the top ones"
     )
     p.add_argument("--top", type=int, default=20, help="table: how many nodes to show (default 20)")
+    add_lenient_option(p)
     p.set_defaults(func=_cmd_explain)
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from cluster_sched.api.manifest import load_file
-    from cluster_sched.api.objects import Pod
     from cluster_sched.cache.cache import Cache
     from cluster_sched.config.load import load_config
     from cluster_sched.scheduler.explain import explain
     from cluster_sched.scheduler.explain_table import render_table
+    from cluster_sched.workload.explain_input import pending_pod
+    from cluster_sched.workload.snapshot import load_snapshot
 
     config = load_config(args.config)
+    snapshot = load_snapshot(args.cluster, seed=args.seed or 0, lenient=args.lenient)
+    for line in snapshot.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     cache = Cache()
-    cache.load(load_file(args.cluster))
-    pods = [o for o in load_file(args.pod) if isinstance(o, Pod)]
-    if len(pods) != 1:
-        raise InvalidObjectError(f"expected exactly one Pod, found {len(pods)}", source=args.pod)
+    cache.load(snapshot.parsed())
+    pod = pending_pod(args.pod, snapshot, args.cluster)
+    pods = [pod]
     try:
         result = explain(cache, pods[0], config, seed=args.seed)
     except (ConfigError, PluginError) as err:

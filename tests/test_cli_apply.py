@@ -30,9 +30,16 @@ CASES = [
         ["Pod default/q", "spec.priority", "int32"],
     ),
     (
-        "unknown-field-2**70",
-        POD.format(spec=f"  extra: {2**70}", cpu="1"),
+        # a field Kubernetes knows and the scheduler never reads (an unknown one is
+        # refused earlier, by the schema check)
+        "unread-field-2**70",
+        POD.format(spec=f"  activeDeadlineSeconds: {2**70}", cpu="1"),
         ["Pod default/q", "cannot be stored"],
+    ),
+    (
+        "unknown-field",
+        POD.format(spec="  extra: 1", cpu="1"),
+        ["Pod default/q", "field spec.extra: unknown field 'extra'"],
     ),
     (
         "5000-digit-integer",

@@ -27,6 +27,10 @@ NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"
 NO_EXECUTE = "NoExecute"
 
+#: Pod phases after which a pod holds nothing: the scheduler's informer never lists
+#: them (field selector ``status.phase!=Succeeded,status.phase!=Failed``).
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+
 
 @dataclass(frozen=True, slots=True)
 class OwnerReference:

@@ -35,7 +35,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
+from cluster_sched.api.objects import (
+    TERMINAL_POD_PHASES,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    WorkloadController,
+)
 from cluster_sched.api.storage import STORAGE_KINDS, StorageObject
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import SchedulerError
@@ -372,14 +379,16 @@ class Cache:
         self.snapshot.objects_version += 1
 
     def load(self, objects: Iterable[object]) -> list[Pod]:
-        """Add manifests' objects; returns the pods that are not bound (pending)."""
+        """Add manifests' objects; returns the pods that are not bound (pending).
+        Succeeded and Failed pods are left out: the scheduler's informer never sees them."""
         pending: list[Pod] = []
         pods: list[Pod] = []
         for obj in objects:
             if isinstance(obj, Node):
                 self.add_node(obj)
             elif isinstance(obj, Pod):
-                pods.append(obj)
+                if obj.phase not in TERMINAL_POD_PHASES:
+                    pods.append(obj)
             elif isinstance(obj, Namespace):
                 self.set_namespace(obj)
             elif isinstance(obj, PodDisruptionBudget):

@@ -52,12 +52,15 @@ def fit_error_reasons(message: str) -> dict[str, int]:
 
 def unschedulable_pods(record: RunRecord) -> tuple[list[dict[str, object]], dict[str, int]]:
     """Every pod unbound at the end (its group, last message and parsed reasons), and how
-    many of them each reason was given for, most frequent first."""
+    many of them each reason was given for, most frequent first. Pods still held by
+    their schedulingGates are not failures: the run summary lists them as gated."""
     group_of = {key: name for name, keys in record.groups.items() for key in keys}
     rows: list[dict[str, object]] = []
     totals: Counter[str] = Counter()
     for pod in record.pending:
         message = record.stats.last_failure.get(pod.key, "")
+        if not message and pod.scheduling_gates:
+            continue  # gated, never attempted: the summary's ``gated`` list, not a failure
         reasons = fit_error_reasons(message) if message else {NOT_ATTEMPTED: 0}
         totals.update(reasons.keys())
         rows.append(

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cluster_sched.api.manifest import parse_object
-from cluster_sched.api.objects import Namespace, Node, Pod, PodDisruptionBudget, WorkloadController
+from cluster_sched.api.objects import (
+    TERMINAL_POD_PHASES,
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    WorkloadController,
+)
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.codec import gc_paused
@@ -210,6 +217,10 @@ class Informer:
                 etype = EventType.DELETED
         if kind == "Pod":
             old = self.pods.get(key)
+            if new is not None and new.phase in TERMINAL_POD_PHASES:
+                # Upstream's pod informer lists with status.phase!=Succeeded/Failed: a pod
+                # that finishes leaves the watch (a delete) and holds no room any more.
+                new = None
             if new is None:
                 self.pods.pop(key, None)
             else:

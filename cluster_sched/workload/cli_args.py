@@ -17,6 +17,7 @@ __all__ = [
     "EXIT_USAGE",
     "add_executor_options",
     "add_feature_gates_option",
+    "add_lenient_option",
     "add_redis_option",
 ]
 
@@ -83,4 +84,13 @@ def add_feature_gates_option(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="Name=bool,...",
         help="switch kube-scheduler feature gates (v1.35 defaults; see the README's list)",
+    )
+
+
+def add_lenient_option(p: argparse.ArgumentParser) -> None:
+    """``--lenient``: a field Kubernetes does not know is a warning, not an error."""
+    p.add_argument(
+        "--lenient",
+        action="store_true",
+        help="a field Kubernetes does not know (a typo) is a warning instead of an error",
     )

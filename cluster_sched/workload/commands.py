@@ -19,6 +19,7 @@ from cluster_sched.workload.cli_args import (
     EXIT_INTERRUPTED,
     add_executor_options,
     add_feature_gates_option,
+    add_lenient_option,
     add_redis_option,
 )
 
@@ -52,6 +53,7 @@ def _register_run(sub: Any) -> None:
         default=None,
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
+    add_lenient_option(p)
     add_executor_options(p)
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=True)
@@ -65,6 +67,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"workload {summary['workload']}: {summary['nodes']} nodes, {summary['pods']} pods",
         f"scheduled      {summary['scheduled']}",
         f"unschedulable  {summary['unschedulable']}",
+        f"gated          {summary.get('gated', 0)}",
         f"preempted      {summary['preempted']}",
         f"throughput     {summary['throughput']} pods/s (first pop to last bind, {summary['duration_s']} s)",
         f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
@@ -80,8 +83,19 @@ def print_summary(summary: dict[str, Any]) -> None:
         )
     for reason, pods in list((summary.get("unschedulable_reasons") or {}).items())[:5]:
         lines.append(f"unschedulable: {pods} pods: {reason}")
+    for key in (summary.get("gated_pods") or [])[:5]:
+        lines.append(f"gated: {key}")
     for line in summary.get("invalid") or []:
         lines.append(f"skipped invalid object: {line}")
+    created = summary.get("created_by_controllers") or {}
+    if created:
+        lines.append(
+            f"controllers    {sum(created.values())} pods created by {len(created)} controllers"
+        )
+    if summary.get("terminal_pods_skipped"):
+        lines.append(
+            f"terminal       {summary['terminal_pods_skipped']} Succeeded/Failed pods left out"
+        )
     print("\n".join(lines))
 
 
@@ -105,8 +119,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             compiled=args.compiled,
             feature_gates=args.feature_gates,
+            lenient=args.lenient,
         )
     )
+    for line in result.summary.get("warnings") or []:
+        print(f"warning: {line}", file=sys.stderr)
     print_summary(result.summary)
     if args.output and not args.no_report:
         print(f"report         {Path(args.output) / 'report.html'}")
@@ -137,6 +154,8 @@ def _cmd_apply(args: argparse.Namespace) -> int:
     total = 0
     for path in args.filename:
         w = load_workload(path)
+        for line in w.warnings:
+            print(f"warning: {line}", file=sys.stderr)
         invalid.extend(w.invalid)
         docs = [*w.objects, *w.node_docs]
         for group in w.pod_groups:

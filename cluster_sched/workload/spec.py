@@ -1,7 +1,9 @@
 """Workload files: plain Kubernetes YAML, or the project's compact Workload format.
 
-Plain YAML: every non-Pod object is created first (nodes, namespaces, PDBs...), then the
-pods in file order, as one group.
+Plain YAML (a cluster snapshot such as ``kubectl get -A -o yaml``): every non-Pod object
+is created first (nodes, namespaces, PDBs...), then the pods in file order, then the pods
+the controllers create, as one group (``workload.snapshot``: unknown fields, skipped
+kinds, terminal pods, controller expansion).
 
 The Workload format (``apiVersion: cluster-sched.io/v1alpha1``, ``kind: Workload``)
 names node groups and pod groups, like scheduler_perf's workload templates::
@@ -36,6 +38,7 @@ from typing import Any
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.workload.snapshot import build_snapshot, unknown_field_errors
 
 API_VERSION = "cluster-sched.io/v1alpha1"
 KIND = "Workload"
@@ -78,6 +81,12 @@ class Workload:
     pod_groups: list[PodGroup] = field(default_factory=list)
     #: one line per skipped malformed object
     invalid: list[str] = field(default_factory=list)
+    #: plain YAML: one line per warning (skipped kinds; unknown fields with ``lenient``)
+    warnings: list[str] = field(default_factory=list)
+    #: plain YAML: Succeeded/Failed pods left out (``namespace/name``)
+    terminal: list[str] = field(default_factory=list)
+    #: plain YAML: ``Kind namespace/name`` → pods its controller created
+    created: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_pods(self) -> int:
@@ -111,8 +120,20 @@ def _instance(
     return doc
 
 
-def _check(doc: Mapping[str, Any], source: str) -> None:
-    parse_object(doc, source)
+def _check(
+    doc: Mapping[str, Any], source: str, w: Workload, lenient: bool, field_prefix: str
+) -> None:
+    """The object parses, and Kubernetes knows each of its fields (with ``lenient``, an
+    unknown field is a warning); errors name ``field_prefix`` in the Workload."""
+    try:
+        parse_object(doc, source)
+    except InvalidObjectError as err:
+        raise err.located(field_prefix=field_prefix) from None
+    for unknown in unknown_field_errors(doc, source):
+        located = unknown.located(field_prefix=field_prefix)
+        if not lenient:
+            raise located
+        w.warnings.append(str(located))
 
 
 def _int(value: Any, field_: str, source: str) -> int:
@@ -126,15 +147,12 @@ def _int(value: Any, field_: str, source: str) -> int:
     return value
 
 
-def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
+def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) -> Workload:
     spec = doc.get("spec") or {}
     name = (doc.get("metadata") or {}).get("name") or Path(source).stem
     w = Workload(name=name)
     for i, obj in enumerate(spec.get("objects") or []):
-        try:
-            _check(obj, source)
-        except InvalidObjectError as err:
-            raise err.located(field_prefix=f"spec.objects[{i}]") from None
+        _check(obj, source, w, lenient, f"spec.objects[{i}]")
         w.objects.append(dict(obj))
     for gi, group in enumerate(spec.get("nodeGroups") or []):
         path = f"spec.nodeGroups[{gi}]"
@@ -142,10 +160,7 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
         template = group.get("template") or {}
         labels = group.get("labels") or {}
         first = _instance(template, f"{_name_prefix(template)}0", labels, 0)
-        try:
-            _check(first, source)
-        except InvalidObjectError as err:
-            raise err.located(field_prefix=f"{path}.template") from None
+        _check(first, source, w, lenient, f"{path}.template")
         prefix = _name_prefix(template)
         w.node_docs.extend(_instance(template, f"{prefix}{i}", labels, i) for i in range(count))
     for gi, group in enumerate(spec.get("podGroups") or []):
@@ -153,10 +168,8 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
         count = _int(group.get("count"), f"{path}.count", source)
         template = group.get("template") or {}
         labels = group.get("labels") or {}
-        try:
-            _check(_instance(template, f"{_name_prefix(template)}0", labels, 0), source)
-        except InvalidObjectError as err:
-            raise err.located(field_prefix=f"{path}.template") from None
+        first_pod = _instance(template, f"{_name_prefix(template)}0", labels, 0)
+        _check(first_pod, source, w, lenient, f"{path}.template")
         rate = group.get("rate", 0) or 0
         if not isinstance(rate, int | float) or rate < 0:
             raise InvalidObjectError(
@@ -178,8 +191,9 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
     return w
 
 
-def load_workload(path: str | Path) -> Workload:
-    """Read a workload file (either format)."""
+def load_workload(path: str | Path, *, seed: int = 0, lenient: bool = False) -> Workload:
+    """Read a workload file (either format). ``seed`` names the pods controllers create;
+    ``lenient`` turns unknown fields into warnings (plain YAML)."""
     source = str(path)
     text = read_text(path, "workload")
     docs = load_documents(text, source)
@@ -191,23 +205,16 @@ def load_workload(path: str | Path) -> Workload:
                 field="apiVersion",
                 source=source,
             )
-        return _parse_workload(docs[0], source)
-    w = Workload(name=Path(path).stem)
-    pods: list[dict[str, Any]] = []
-    for doc in docs:
-        kind = doc.get("kind")
-        try:
-            _check(doc, source)
-        except InvalidObjectError as err:
-            if kind == "Pod":
-                w.invalid.append(str(err))
-                continue
-            raise
-        if kind == "Pod":
-            pods.append(doc)
-        elif kind == "Node":
-            w.node_docs.append(doc)
-        else:
-            w.objects.append(doc)
-    w.pod_groups.append(PodGroup(name="pods", count=len(pods), docs=pods))
+        return _parse_workload(docs[0], source, lenient)
+    snap = build_snapshot(docs, source, seed=seed, lenient=lenient)
+    w = Workload(
+        name=Path(path).stem,
+        objects=snap.objects,
+        node_docs=snap.node_docs,
+        invalid=snap.invalid,
+        warnings=snap.warnings,
+        terminal=snap.terminal,
+        created=snap.created,
+    )
+    w.pod_groups.append(PodGroup(name="pods", count=len(snap.pod_docs), docs=snap.pod_docs))
     return w

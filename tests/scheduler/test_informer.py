@@ -176,3 +176,22 @@ def test_coordinator_reports_malformed_pod_and_schedules_the_rest(
     assert "Pod default/bad" in line and "requests.cpu" in line
     (event,) = h.store.events(key="default/bad", reason="FailedParsing")
     assert event["type"] == "Warning" and event["message"] == line
+
+
+def test_finished_pods_are_not_seen(store: Store, informer: Informer, rec: Recorder) -> None:
+    """upstream lists pods with status.phase!=Succeeded,status.phase!=Failed: a pod that
+    finishes leaves the informer as a delete, one listed finished never arrives."""
+    store.apply_many(
+        [
+            make_node("n1").manifest(),
+            make_pod("done").node("n1").phase("Succeeded").manifest(),
+            make_pod("running").node("n1").phase("Running").manifest(),
+        ]
+    )
+    informer.list_and_watch()
+    assert ("Pod", None, "done") not in rec.calls
+    assert ("Pod", None, "running") in rec.calls
+    store.apply(make_pod("running").node("n1").phase("Failed").manifest())
+    informer.poll()
+    assert rec.calls[-1] == ("Pod", "running", None)
+    assert set(informer.pods) == set()
