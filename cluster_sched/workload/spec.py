@@ -33,7 +33,7 @@ import copy
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
@@ -77,7 +77,9 @@ class PodGroup:
 class Workload:
     name: str
     objects: list[dict[str, Any]] = field(default_factory=list)
-    node_docs: list[dict[str, Any]] = field(default_factory=list)
+    #: node manifests; a node group's are generated when read (a million nodes never
+    #: exist as a million dicts at once)
+    node_docs: Sequence[dict[str, Any]] = field(default_factory=list)
     pod_groups: list[PodGroup] = field(default_factory=list)
     #: one line per skipped malformed object
     invalid: list[str] = field(default_factory=list)
@@ -147,6 +149,58 @@ def _int(value: Any, field_: str, source: str) -> int:
     return value
 
 
+class GeneratedDocs(Sequence[dict[str, Any]]):
+    """Manifests of node groups, made from their templates on demand: ``len``,
+    slicing and iteration as a list would give them, without holding them."""
+
+    def __init__(self, docs: list[dict[str, Any]] | None = None) -> None:
+        self._docs = docs or []
+        #: (template, name prefix, labels, count)
+        self._groups: list[tuple[Mapping[str, Any], str, Mapping[str, Sequence[str]], int]] = []
+
+    def add_group(
+        self,
+        template: Mapping[str, Any],
+        prefix: str,
+        labels: Mapping[str, Sequence[str]],
+        count: int,
+    ) -> None:
+        self._groups.append((template, prefix, labels, count))
+
+    def __len__(self) -> int:
+        return len(self._docs) + sum(g[3] for g in self._groups)
+
+    def _make(self, i: int) -> dict[str, Any]:
+        if i < len(self._docs):
+            return self._docs[i]
+        i -= len(self._docs)
+        for template, prefix, labels, count in self._groups:
+            if i < count:
+                return _instance(template, f"{prefix}{i}", labels, i)
+            i -= count
+        raise IndexError("node manifest index out of range")
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self._make(j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError("node manifest index out of range")
+        return self._make(i % n)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        yield from self._docs
+        for template, prefix, labels, count in self._groups:
+            for i in range(count):
+                yield _instance(template, f"{prefix}{i}", labels, i)
+
+
 def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) -> Workload:
     spec = doc.get("spec") or {}
     name = (doc.get("metadata") or {}).get("name") or Path(source).stem
@@ -161,8 +215,9 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
         labels = group.get("labels") or {}
         first = _instance(template, f"{_name_prefix(template)}0", labels, 0)
         _check(first, source, w, lenient, f"{path}.template")
-        prefix = _name_prefix(template)
-        w.node_docs.extend(_instance(template, f"{prefix}{i}", labels, i) for i in range(count))
+        if not isinstance(w.node_docs, GeneratedDocs):
+            w.node_docs = GeneratedDocs(list(w.node_docs))
+        w.node_docs.add_group(template, _name_prefix(template), labels, count)
     for gi, group in enumerate(spec.get("podGroups") or []):
         path = f"spec.podGroups[{gi}]"
         count = _int(group.get("count"), f"{path}.count", source)
