@@ -38,6 +38,7 @@ from cluster_sched.nodetable.order import ZoneList, zone_interleaved_order, zone
 from cluster_sched.nodetable.overflow import BOUND_LIMIT, OverflowLedger, pod_amount
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.nodetable.ports import PortKey, may_claim_host_ports, pod_host_ports
+from cluster_sched.nodetable.subset import subset_of
 from cluster_sched.nodetable.volumes import VolumeIndex
 
 R_CPU = 0
@@ -117,6 +118,8 @@ class NodeTable:
         #: volumes the pods of each row use (only pods with volumes touch it)
         self.volumes = VolumeIndex(cap)
         self.node_version = 0
+        #: id(requests) -> (requests, columns, values): see _pod_vector
+        self._vectors: dict[int, tuple[Mapping[str, int], list[int], list[int]]] = {}
         self.pod_version = 0
         self._memo: dict[object, np.ndarray] = {}
         self._memo_version: tuple[int, int] = (-1, -1)
@@ -184,6 +187,19 @@ class NodeTable:
             cols.append(self.resource_col(name))
             vals.append(v)
         return np.asarray(cols, dtype=np.intp), np.asarray(vals, dtype=np.int64)
+
+    def _pod_vector(self, requests: Mapping[str, int]) -> tuple[list[int], list[int]]:
+        """``resource_vector`` as lists, remembered per requests object: pods parsed
+        from one spec share it, and the columns of a resource never move."""
+        hit = self._vectors.get(id(requests))
+        if hit is not None and hit[0] is requests:
+            return hit[1], hit[2]
+        cols, vals = self.resource_vector(requests)
+        if len(self._vectors) >= 4096:
+            self._vectors.clear()
+        out = (requests, cols.tolist(), vals.tolist())
+        self._vectors[id(requests)] = out
+        return out[1], out[2]
 
     # ------------------------------------------------------------------ nodes
 
@@ -323,18 +339,19 @@ class NodeTable:
             self.row_pods[row][pod.key] = pod
         else:
             self.row_pods[row].pop(pod.key, None)
-        cols, vals = self.resource_vector(pod.requests)
+        cols, vals = self._pod_vector(pod.requests)
         bound = self.amount_bound[row] + sign * pod_amount(pod)
         self.amount_bound[row] = bound
         cpu, memory = sign * pod.nonzero_cpu, sign * pod.nonzero_memory
         if bound >= BOUND_LIMIT or self.overflow.has_row(row):
-            self.overflow.add_pod_exact(
-                self, row, cols.tolist(), (sign * vals).tolist(), cpu, memory
-            )
+            self.overflow.add_pod_exact(self, row, cols, [sign * v for v in vals], cpu, memory)
         else:
-            if len(cols):
-                self.requested[cols, row] += sign * vals
-                self.free[cols, row] -= sign * vals
+            # element by element: a pod requests a handful of resources, and numpy's
+            # scalar item updates cost less than building index arrays for them
+            requested, free = self.requested, self.free
+            for col, v in zip(cols, vals, strict=True):
+                requested[col, row] += sign * v
+                free[col, row] -= sign * v
             self.nonzero[0, row] += cpu
             self.nonzero[1, row] += memory
         self.pod_count[row] += sign
@@ -456,44 +473,8 @@ class NodeTable:
 
     def subset(self, rows: np.ndarray) -> NodeTable:
         """A new table holding copies of ``rows`` (as rows 0..k-1), for simulations that
-        add or remove pods without touching this one: nominated pods in Filter and
-        preemption dry-runs. Interners are shared (append-only), columns copied."""
-        rows = np.asarray(rows, dtype=np.int64)
-        t = NodeTable.__new__(NodeTable)
-        t.__dict__.update(self.__dict__)
-        k = len(rows)
-        t._cap = max(k, 1)
-        t.size = k
-        idx = rows if k else np.zeros(1, dtype=np.int64)
-        for attr in _ROW_COLUMNS:
-            col = getattr(self, attr)[..., idx].copy()
-            if not k:
-                col = col[..., :0]
-            setattr(t, attr, col)
-        t.labels = {key: col[rows].copy() for key, col in self.labels.items()}
-        t.names = [self.names[r] for r in rows.tolist()]
-        t.nodes = [self.nodes[r] for r in rows.tolist()]
-        t.index = {n: i for i, n in enumerate(t.names) if n is not None}
-        t._free_rows = []
-        t.row_pods = [dict(self.row_pods[r]) for r in rows.tolist()]
-        remap = {int(r): i for i, r in enumerate(rows.tolist())}
-        t._image_rows = {
-            img: {remap[r]: size for r, size in present.items() if r in remap}
-            for img, present in self._image_rows.items()
-        }
-        t._drop_derived()
-        # add_pod may intern new resources and host ports: a shared interner would get ids
-        # the parent's matrices have no row for. Other interners only grow with nodes.
-        t.resources = self.resources.copy()
-        t.ports = self.ports.copy()
-        t.zone_list = self.zone_list.copy()
-        t._memo = {}
-        t._memo_version = (-1, -1)
-        t.node_version = self.node_version + 1_000_000_000
-        t.pod_index = self.pod_index.copy_rows(rows, t)
-        t.overflow = self.overflow.subset(remap) if self.overflow else OverflowLedger()
-        t.volumes = self.volumes.copy_rows(rows)
-        return t
+        add or remove pods without touching this one (``nodetable.subset``)."""
+        return subset_of(self, rows, _ROW_COLUMNS)  # type: ignore[no-any-return]
 
     def rows_of(self, names: Iterable[str]) -> np.ndarray:
         return np.asarray([self.index[n] for n in names if n in self.index], dtype=np.int64)
