@@ -25,7 +25,9 @@ from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
+from cluster_sched.scheduler.metrics_state import attach_metrics
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
 
@@ -60,6 +62,8 @@ class RunOptions:
     group_timeout: float = 600.0
     #: with ``output``: also write report.html and plots/*.png (matplotlib, after the run)
     report: bool = True
+    #: the run's metrics (already serving, if the caller serves them); None: disabled
+    metrics: Metrics | None = None
 
 
 @dataclass(slots=True)
@@ -244,6 +248,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     config = load_config(opts.config)
     features = parse_feature_gates(opts.feature_gates)
     tracing = setup_tracing(opts.otlp_endpoint)
+    metrics = opts.metrics or Metrics.disabled()
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -261,9 +266,11 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             seed=opts.seed,
             prefix=opts.prefix,
             tracing=tracing,
+            metrics=metrics,
             batch_size=opts.batch_size,
             features=features,
         )
+        attach_metrics(coord, metrics)
         try:
             run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
             unschedulable = (
@@ -275,6 +282,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             node_docs = store.list("Node")
             placements = placements_from_docs(pod_docs)
         finally:
+            metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
             tracing.shutdown()
     invalid: list[str] = workload.invalid + coord.invalid_objects
