@@ -4,8 +4,16 @@ The JSON keys are a contract scripts rely on: selectedNode, feasibleNodes,
 evaluatedNodes, filter, rawScores, scores, finalScores, message, and preemption when
 PostFilter ran. ``filter`` also lists the nodes PreFilter kept from evaluation, with the
 diagnosis' status for them (``node(s) didn't satisfy plugin(s) [...]``, or PreFilter's
-rejection), as upstream's NodeToStatus answers for absent nodes. Explain is a dry run: PostFilter computes preemption's outcome but no
-victim is deleted and no nomination written.
+rejection), as upstream's NodeToStatus answers for absent nodes. Explain is a dry run:
+PostFilter computes preemption's outcome but no victim is deleted and no nomination
+written.
+
+Added keys (never replacing one): ``weights`` (score plugin -> weight),
+``weightedScores`` (node -> plugin -> normalised * weight; a node's sum is its final
+score), ``passedPlugins`` (node -> Filter plugins it passed) and ``pluginResults``
+(each plugin's own result at PreEnqueue, PreFilter, Filter per node, PreScore, and
+Reserve / Permit on the selected node; see ``explain_plugins``). The document is a
+plain dict built key by key, so other features add their own keys beside these.
 """
 
 from __future__ import annotations
@@ -23,8 +31,9 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FitError, fit_error_message
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.status import Code, Status
+from cluster_sched.framework.status import Status, as_status
 from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
+from cluster_sched.scheduler.explain_plugins import plugin_results, status_json, weighted_scores
 from cluster_sched.scheduler.profile import new_framework
 
 
@@ -70,6 +79,10 @@ def explain(
         "scores": {},
         "finalScores": {},
         "message": None,
+        "weights": {pl.name: fwk.score_weights.get(pl.name, 1) for pl in fwk.score},
+        "weightedScores": {},
+        "passedPlugins": {},
+        "pluginResults": {"preEnqueue": _pre_enqueue(fwk, pod)},
     }
     pre_enqueue = fwk.run_pre_enqueue(pod)
     if not pre_enqueue.is_success:
@@ -101,6 +114,8 @@ def explain(
             if status.is_success and post is not None and post.nominated_node_name:
                 diagnosis.post_filter_msg = ""
         out["message"] = fit_error_message(err.num_all_nodes, diagnosis)
+        evaluated = list(diagnosis.node_to_status.statuses)
+        _add_plugin_results(out, fwk, pod, cache, table, evaluated, [], None)
         return Explanation(None, err, preemption, out)
 
     out["selectedNode"] = result.suggested_host
@@ -125,7 +140,33 @@ def explain(
             out["scores"][name] = {p: int(v[i]) for p, v in result.scores.items()}
         if result.total_scores is not None:
             out["finalScores"][name] = int(result.total_scores[i])
+    out["weightedScores"] = weighted_scores(out["scores"], out["weights"])
+    feasible = result.feasible_nodes
+    evaluated = [*result.diagnosis.node_to_status.statuses, *feasible]
+    _add_plugin_results(out, fwk, pod, cache, table, evaluated, feasible, result.suggested_host)
     return Explanation(result, None, None, out)
+
+
+def _pre_enqueue(fwk: Framework, pod: Pod) -> dict[str, Any]:
+    """Each PreEnqueue plugin's own answer (the framework stops at the first rejection)."""
+    return {
+        pl.name: status_json(as_status(pl.pre_enqueue(pod)), plugin=False) for pl in fwk.pre_enqueue
+    }
+
+
+def _add_plugin_results(
+    out: dict[str, Any],
+    fwk: Framework,
+    pod: Pod,
+    cache: Cache,
+    table: Any,
+    evaluated: list[str],
+    feasible: list[str],
+    selected: str | None,
+) -> None:
+    results, passed = plugin_results(fwk, pod, cache.snapshot, table, evaluated, feasible, selected)
+    out["pluginResults"].update(results)
+    out["passedPlugins"] = passed
 
 
 def _add_absent(filt: dict[str, Any], names: Iterable[str], absent: Status) -> None:
@@ -138,6 +179,4 @@ def _add_absent(filt: dict[str, Any], names: Iterable[str], absent: Status) -> N
 
 
 def _status_json(status: Any) -> dict[str, Any]:
-    if status.code == Code.SUCCESS:
-        return {"code": "Success"}
-    return {"code": status.code.label, "plugin": status.plugin, "reasons": list(status.reasons)}
+    return status_json(status)
