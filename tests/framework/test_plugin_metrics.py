@@ -117,3 +117,30 @@ def test_metrics_off_wraps_nothing() -> None:
     wrapped = pl.filter
     fwk.instrument(DISABLED, fwk.metrics)  # again: not wrapped twice
     assert pl.filter is wrapped
+
+
+class Waits:
+    name = "Waits"
+
+    def permit(self, state: CycleState, pod: Any, node: str) -> Any:
+        return Status(Code.WAIT), 5.0
+
+
+def test_permit_wait_is_observed_only_when_the_pod_waited() -> None:
+    m = Metrics()
+    fwk = _framework({"permit": [Waits()]})
+    fwk.instrument(DISABLED, m)
+    assert fwk.run_permit(CycleState(), POD, "n1").code == Code.WAIT
+    waiting = fwk.handle.waiting_pods.get(POD.key)
+    assert waiting is not None
+    waiting.allow("Waits")
+    assert fwk.wait_on_permit(POD).is_success
+    assert fwk.wait_on_permit(POD).is_success  # nothing waits now: not observed
+    assert _series(m, "scheduler_permit_wait_duration_seconds_count") == {
+        (("result", "Success"),): 1
+    }
+    points = {
+        dict(labels)["extension_point"]
+        for labels in _series(m, "scheduler_framework_extension_point_duration_seconds_count")
+    }
+    assert points == {"Permit"}  # WaitOnPermit is no upstream extension_point value
