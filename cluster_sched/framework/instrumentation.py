@@ -60,21 +60,34 @@ _PER_NODE: Final = frozenset({"Filter", "Score"})
 _SAMPLER: Final = random.Random()
 
 
-def _status_label(result: Any) -> str:
-    """The Status code label of an extension point's or plugin's result."""
+#: Code -> upstream's label, computed once (``Code.label`` builds the string each time).
+_LABELS: Final = {code: code.label for code in Code}
+
+
+def _status_of(result: Any) -> Status | None:
+    """The Status in a plugin's or extension point's result, if it has one."""
     if isinstance(result, Status):
-        return result.code.label
+        return result
     if isinstance(result, tuple):
         for part in result:
             if isinstance(part, Status):
-                return part.code.label
+                return part
+    return None
+
+
+def _status_label(result: Any) -> str:
+    """The Status code label of an extension point's or plugin's result."""
+    status = _status_of(result)
+    if status is not None:
+        return _LABELS[status.code]
+    if isinstance(result, tuple):
         return "Success"
     passed = getattr(result, "passed", None)  # a FilterOutcome: bool[k] per node
     if passed is not None:
         return "Success" if passed.all() else "Unschedulable"
     codes = getattr(result, "codes", None)  # one Filter plugin's verdicts: int[k]
     if codes is not None and len(codes) and codes.any():
-        return Code(int(codes.max())).label
+        return _LABELS[Code(int(codes.max()))]
     return "Success"
 
 
@@ -166,16 +179,20 @@ def _timed(
             if record:
                 metrics.observe_plugin(plugin, point, "Error", time.perf_counter() - start)
             raise
-        label = _status_label(result) if record or evaluation is not None or post_filter else ""
         if record:
-            metrics.observe_plugin(plugin, point, label, time.perf_counter() - start)
+            metrics.observe_plugin(
+                plugin, point, _status_label(result), time.perf_counter() - start
+            )
         if evaluation is not None:
             if per_node:
                 nodes = args[1] if len(args) > 1 else kwargs.get("nodes", ())
                 evaluation.inc(len(nodes))
-            elif label != "Skip":
-                evaluation.inc()
+            else:
+                status = _status_of(result)
+                if status is None or status.code is not Code.SKIP:
+                    evaluation.inc()
         if post_filter:
+            label = _status_label(result)
             metrics.inc_preemption_attempts()
             post: Any = result[0] if isinstance(result, tuple) and result else None
             nominated = str(getattr(post, "nominated_node_name", "") or "")

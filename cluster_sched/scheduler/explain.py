@@ -94,7 +94,7 @@ def explain(
         diagnosis = err.diagnosis
         out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)
         out["filter"] = {
-            name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()
+            name: status_json(st) for name, st in diagnosis.node_to_status.statuses.items()
         }
         absent = diagnosis.node_to_status.absent_status
         if absent is not None:
@@ -121,7 +121,7 @@ def explain(
     out["selectedNode"] = result.suggested_host
     out["feasibleNodes"] = len(result.feasible_nodes)
     out["evaluatedNodes"] = result.evaluated_nodes
-    filt = {name: _status_json(st) for name, st in result.diagnosis.node_to_status.statuses.items()}
+    filt = {name: status_json(st) for name, st in result.diagnosis.node_to_status.statuses.items()}
     for name in result.feasible_nodes:
         filt[name] = {"code": "Success"}
     absent = result.diagnosis.node_to_status.absent_status
@@ -172,11 +172,7 @@ def _add_plugin_results(
 def _add_absent(filt: dict[str, Any], names: Iterable[str], absent: Status) -> None:
     """Give every node of ``names`` without a verdict the diagnosis' absent status (upstream
     NodeToStatus.Get: nodes never evaluated answer ``absentNodesStatus``)."""
-    entry = _status_json(absent)
+    entry = status_json(absent)
     for name in names:
         if name not in filt:
             filt[name] = entry
-
-
-def _status_json(status: Any) -> dict[str, Any]:
-    return status_json(status)

@@ -307,6 +307,7 @@ class Metrics:
             ["result"],
             PERMIT_WAIT_BUCKETS,
         )
+        self._ep_children: dict[tuple[str, str, str], Any] = {}
         self._state = _StateCollector()
         r.register(self._state)
 
@@ -333,9 +334,11 @@ class Metrics:
 
         ``status`` is the framework Status code name (Success, Unschedulable, Error, ...).
         """
-        self._extension_point.labels(
-            extension_point=extension_point, status=status, profile=profile
-        ).observe(seconds)
+        key = (extension_point, status, profile)
+        child = self._ep_children.get(key)
+        if child is None:  # labels() costs microseconds: keep each series' child
+            child = self._ep_children[key] = self._extension_point.labels(*key)
+        child.observe(seconds)
 
     def observe_plugin(
         self, plugin: str, extension_point: str, status: str, seconds: float
