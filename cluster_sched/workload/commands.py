@@ -132,6 +132,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.metrics_linger < 0:
         raise UsageError(f"--metrics-linger {args.metrics_linger}: must be 0 or more seconds")
+    if args.metrics_linger and args.metrics_port is None:
+        raise UsageError(f"--metrics-linger {args.metrics_linger}: needs --metrics-port")
     metrics = start_metrics(args)
     result = run_evaluation(
         RunOptions(

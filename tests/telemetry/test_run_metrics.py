@@ -270,12 +270,21 @@ def test_run_on_a_busy_metrics_port_is_one_line(
     assert err == [f"error: --metrics-port {port}: address already in use"]
 
 
-def test_run_rejects_a_negative_linger(
-    tmp_path: Path, redis_url: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        (["--metrics-port", "0", "--metrics-linger", "-1"], "-1.0: must be 0 or more seconds"),
+        (["--metrics-linger", "5"], "5.0: needs --metrics-port"),
+    ],
+    ids=["negative", "without-port"],
+)
+def test_run_rejects_a_bad_linger(
+    tmp_path: Path,
+    redis_url: str,
+    capsys: pytest.CaptureFixture[str],
+    options: list[str],
+    error: str,
 ) -> None:
     path = _workload(tmp_path / "workload.yaml")
-    argv = ["run", str(path), "--redis", redis_url, "--metrics-port", "0", "--metrics-linger", "-1"]
-    assert main(argv) == EXIT_USAGE
-    assert capsys.readouterr().err.strip().splitlines() == [
-        "error: --metrics-linger -1.0: must be 0 or more seconds"
-    ]
+    assert main(["run", str(path), "--redis", redis_url, *options]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: --metrics-linger {error}"]
