@@ -211,6 +211,10 @@ BASE_KEYS = {
     "scores",
     "finalScores",
     "message",
+    "weights",
+    "weightedScores",
+    "passedPlugins",
+    "pluginResults",
 }
 
 

@@ -23,7 +23,7 @@ from cluster_sched.errors import PluginError, SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent
 from cluster_sched.framework.handle import Handle
-from cluster_sched.framework.instrumentation import instrumented
+from cluster_sched.framework.instrumentation import instrument_framework, instrumented
 from cluster_sched.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -97,9 +97,7 @@ class Framework:
     # ------------------------------------------------------------------ construction
 
     def instrument(self, tracing: Tracing, metrics: Metrics) -> None:
-        self.tracing = tracing
-        self.metrics = metrics
-        self.instrumented = tracing.enabled or metrics.enabled
+        instrument_framework(self, tracing, metrics)
 
     @classmethod
     def from_profile(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ from typing import Any, Protocol
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.extender import extenders_binding
+from cluster_sched.framework.instrumentation import record_batched_bind
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.names import DEFAULT_BINDER
@@ -175,6 +177,7 @@ def _until_bind(c: _Cycle) -> Status | None:
 
 def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> None:
     """DefaultBinder's write for several pods in one round trip, then their PostBind."""
+    start, start_ns = time.perf_counter(), time.time_ns()
     try:
         results = store.bind_many(
             [(c.job.pod.key, c.job.node_name, c.job.pod.uid or None) for c in cycles]
@@ -182,12 +185,22 @@ def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> 
     except Exception as exc:
         for c in cycles:
             c.status = Status(Code.ERROR, (f"binding failed: {exc}",), DEFAULT_BINDER)
+        _record_bind(cycles, (time.perf_counter() - start, start_ns, time.time_ns()))
         return
     for c, res in zip(cycles, results, strict=True):
         c.status = bind_status(res.outcome, c.job.pod.key, c.job.node_name)
-        if c.status.is_success and c.fwk is not None:
+    _record_bind(cycles, (time.perf_counter() - start, start_ns, time.time_ns()))
+    for c in cycles:
+        if c.status is not None and c.status.is_success and c.fwk is not None:
             with tracing.use_span(c.span):
                 c.fwk.run_post_bind(c.job.state, c.job.pod, c.job.node_name)
+
+
+def _record_bind(cycles: Sequence[_Cycle], window: tuple[float, int, int]) -> None:
+    """The shared round trip as each pod's Bind extension point (metrics and span)."""
+    for c in cycles:
+        if c.fwk is not None and c.status is not None:
+            record_batched_bind(c.fwk, c.job.state, DEFAULT_BINDER, c.status, window, c.span)
 
 
 def _guarded(point: str, job: CycleJob, run: Callable[[], Status]) -> Status:

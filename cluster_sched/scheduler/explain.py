@@ -7,8 +7,16 @@ PostFilter ran, and extenders when the configuration has any: one entry per exte
 answered: kept nodes, failed nodes, scores, the error). ``finalScores`` include the
 extenders' weighted scores; an extender's error that fails the attempt is the message. ``filter`` also lists the nodes PreFilter kept from evaluation, with the
 diagnosis' status for them (``node(s) didn't satisfy plugin(s) [...]``, or PreFilter's
-rejection), as upstream's NodeToStatus answers for absent nodes. Explain is a dry run: PostFilter computes preemption's outcome but no
-victim is deleted and no nomination written.
+rejection), as upstream's NodeToStatus answers for absent nodes. Explain is a dry run:
+PostFilter computes preemption's outcome but no victim is deleted and no nomination
+written.
+
+Added keys (never replacing one): ``weights`` (score plugin -> weight),
+``weightedScores`` (node -> plugin -> normalised * weight; a node's sum is its final
+score), ``passedPlugins`` (node -> Filter plugins it passed) and ``pluginResults``
+(each plugin's own result at PreEnqueue, PreFilter, Filter per node, PreScore, and
+Reserve / Permit on the selected node; see ``explain_plugins``). The document is a
+plain dict built key by key, so other features add their own keys beside these.
 """
 
 from __future__ import annotations
@@ -32,8 +40,9 @@ from cluster_sched.framework.extender import (
 )
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.status import Code, Status
+from cluster_sched.framework.status import Status, as_status
 from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
+from cluster_sched.scheduler.explain_plugins import plugin_results, status_json, weighted_scores
 from cluster_sched.scheduler.profile import new_framework
 
 
@@ -100,6 +109,10 @@ def _explain(
         "scores": {},
         "finalScores": {},
         "message": None,
+        "weights": {pl.name: fwk.score_weights.get(pl.name, 1) for pl in fwk.score},
+        "weightedScores": {},
+        "passedPlugins": {},
+        "pluginResults": {"preEnqueue": _pre_enqueue(fwk, pod)},
     }
     if report is not None:
         out["extenders"] = report.entries  # filled in as the attempt runs
@@ -117,7 +130,7 @@ def _explain(
         diagnosis = err.diagnosis
         out["evaluatedNodes"] = len(diagnosis.node_to_status.statuses)
         out["filter"] = {
-            name: _status_json(st) for name, st in diagnosis.node_to_status.statuses.items()
+            name: status_json(st) for name, st in diagnosis.node_to_status.statuses.items()
         }
         absent = diagnosis.node_to_status.absent_status
         if absent is not None:
@@ -137,12 +150,14 @@ def _explain(
             if status.is_success and post is not None and post.nominated_node_name:
                 diagnosis.post_filter_msg = ""
         out["message"] = fit_error_message(err.num_all_nodes, diagnosis)
+        evaluated = list(diagnosis.node_to_status.statuses)
+        _add_plugin_results(out, fwk, pod, cache, table, evaluated, [], None)
         return Explanation(None, err, preemption, out)
 
     out["selectedNode"] = result.suggested_host
     out["feasibleNodes"] = len(result.feasible_nodes)
     out["evaluatedNodes"] = result.evaluated_nodes
-    filt = {name: _status_json(st) for name, st in result.diagnosis.node_to_status.statuses.items()}
+    filt = {name: status_json(st) for name, st in result.diagnosis.node_to_status.statuses.items()}
     for name in result.feasible_nodes:
         filt[name] = {"code": "Success"}
     absent = result.diagnosis.node_to_status.absent_status
@@ -161,19 +176,39 @@ def _explain(
             out["scores"][name] = {p: int(v[i]) for p, v in result.scores.items()}
         if result.total_scores is not None:
             out["finalScores"][name] = int(result.total_scores[i])
+    out["weightedScores"] = weighted_scores(out["scores"], out["weights"])
+    feasible = result.feasible_nodes
+    evaluated = [*result.diagnosis.node_to_status.statuses, *feasible]
+    _add_plugin_results(out, fwk, pod, cache, table, evaluated, feasible, result.suggested_host)
     return Explanation(result, None, None, out)
+
+
+def _pre_enqueue(fwk: Framework, pod: Pod) -> dict[str, Any]:
+    """Each PreEnqueue plugin's own answer (the framework stops at the first rejection)."""
+    return {
+        pl.name: status_json(as_status(pl.pre_enqueue(pod)), plugin=False) for pl in fwk.pre_enqueue
+    }
+
+
+def _add_plugin_results(
+    out: dict[str, Any],
+    fwk: Framework,
+    pod: Pod,
+    cache: Cache,
+    table: Any,
+    evaluated: list[str],
+    feasible: list[str],
+    selected: str | None,
+) -> None:
+    results, passed = plugin_results(fwk, pod, cache.snapshot, table, evaluated, feasible, selected)
+    out["pluginResults"].update(results)
+    out["passedPlugins"] = passed
 
 
 def _add_absent(filt: dict[str, Any], names: Iterable[str], absent: Status) -> None:
     """Give every node of ``names`` without a verdict the diagnosis' absent status (upstream
     NodeToStatus.Get: nodes never evaluated answer ``absentNodesStatus``)."""
-    entry = _status_json(absent)
+    entry = status_json(absent)
     for name in names:
         if name not in filt:
             filt[name] = entry
-
-
-def _status_json(status: Any) -> dict[str, Any]:
-    if status.code == Code.SUCCESS:
-        return {"code": "Success"}
-    return {"code": status.code.label, "plugin": status.plugin, "reasons": list(status.reasons)}

@@ -243,7 +243,9 @@ class SchedulingCycle:
         status = outcome.status
         if status.is_success:
             self.cache.finish_binding(job.pod)
-            self.metrics.observe_pod_scheduled(job.info.attempts)
+            first = job.info.initial_attempt_timestamp
+            sli = None if first is None else self.clock.now() - first
+            self.metrics.observe_pod_scheduled(job.info.attempts, sli)
             return
         forgotten = self._undo(fwk, job.state, job.pod, job.node_name)
         info = job.info
@@ -283,7 +285,6 @@ class SchedulingCycle:
             if post is not None and status.is_success and post.nominated_node_name:
                 nominated_node = post.nominated_node_name
                 self.stats.on_preempted(list(post.victims), pod.key)
-                self.metrics.observe_preemption(len(post.victims))
         info = replace(
             info,
             unschedulable_plugins=frozenset(diagnosis.unschedulable_plugins),

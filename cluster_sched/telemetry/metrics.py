@@ -1,11 +1,12 @@
 """Prometheus metrics with upstream kube-scheduler's names, labels and buckets.
 
 Names, label sets, help texts and bucket layouts follow upstream's
-``pkg/scheduler/metrics/metrics.go`` (subsystem ``scheduler``), so dashboards and alerts
-written for kube-scheduler read ours unchanged:
+``pkg/scheduler/metrics/metrics.go`` (subsystem ``scheduler``; constants in
+``metric_names``), so dashboards and alerts written for kube-scheduler read ours
+unchanged:
 
 ==============================================================  =======================================
-metric                                                           buckets
+metric                                                           buckets / kind
 ==============================================================  =======================================
 scheduler_schedule_attempts_total{result,profile}                counter
 scheduler_scheduling_attempt_duration_seconds{result,profile}    exponential(0.001, 2, 15)
@@ -13,11 +14,26 @@ scheduler_scheduling_algorithm_duration_seconds                  exponential(0.0
 scheduler_pending_pods{queue}                                    gauge: active, backoff, unschedulable, gated
 scheduler_framework_extension_point_duration_seconds             exponential(0.0001, 2, 12)
     {extension_point,status,profile}
-scheduler_preemption_attempts_total                              counter
+scheduler_plugin_execution_duration_seconds                      exponential(0.00001, 1.5, 20), 10 % of cycles
+    {plugin,extension_point,status}
+scheduler_plugin_evaluation_total{plugin,extension_point,profile} counter (PreFilter, Filter, PreScore, Score)
+scheduler_preemption_attempts_total                              counter, every PostFilter run
 scheduler_preemption_victims                                     exponential(1, 2, 7)
 scheduler_queue_incoming_pods_total{queue,event}                 counter
 scheduler_pod_scheduling_attempts                                exponential(1, 2, 5)
+scheduler_pod_scheduling_sli_duration_seconds{attempts}          exponential(0.01, 2, 20)
+scheduler_permit_wait_duration_seconds{result}                   exponential(0.001, 2, 15)
+scheduler_event_handling_duration_seconds{event}                 exponential(0.0001, 2, 12)
+scheduler_unschedulable_pods{plugin,profile}                     gauge
+scheduler_scheduler_cache_size{type}                             gauge: nodes, pods, assumed_pods
+scheduler_inflight_events{event}                                 gauge
 ==============================================================  =======================================
+
+``scheduler_scheduler_cache_size`` is upstream's exact name (its Name field repeats the
+subsystem). The four gauges that describe the scheduler's state (pending pods,
+unschedulable pods, cache size, in-flight events) are read when ``/metrics`` is scraped,
+from the provider ``watch_state`` registers, rather than kept up to date on the hot
+path; without a provider, ``set_pending_all`` feeds pending pods.
 
 Each ``Metrics`` owns its own ``CollectorRegistry`` (never the process-global one), so
 two schedulers in one test process do not collide and ``/metrics`` shows only ours.
@@ -27,25 +43,67 @@ serve no metrics: the hot path calls the same methods either way.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
 )
 from prometheus_client import start_http_server as _prom_start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from cluster_sched.telemetry.metric_names import (
+    CACHE_ASSUMED_PODS,
+    CACHE_NODES,
+    CACHE_PODS,
+    EVENT_BACKOFF_COMPLETE,
+    EVENT_FORCE_ACTIVATE,
+    EVENT_HANDLING_BUCKETS,
+    EVENT_POD_ADD,
+    EVENT_POD_POPPED,
+    EVENT_POD_UPDATE,
+    EVENT_SCHEDULE_ATTEMPT_FAILURE,
+    EVENT_UNSCHEDULABLE_TIMEOUT,
+    EXTENSION_POINT_BUCKETS,
+    EXTENSION_POINTS,
+    LATENCY_BUCKETS,
+    MAX_ATTEMPTS_LABEL,
+    PENDING_QUEUES,
+    PERMIT_WAIT_BUCKETS,
+    PLUGIN_BUCKETS,
+    PLUGIN_METRICS_SAMPLE_PERCENT,
+    POD_ATTEMPTS_BUCKETS,
+    QUEUE_ACTIVE,
+    QUEUE_BACKOFF,
+    QUEUE_GATED,
+    QUEUE_UNSCHEDULABLE,
+    RESULT_ERROR,
+    RESULT_SCHEDULED,
+    RESULT_UNSCHEDULABLE,
+    SLI_BUCKETS,
+    SUBSYSTEM,
+    VICTIM_BUCKETS,
+    exponential_buckets,
+)
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
 __all__ = [
+    "CACHE_ASSUMED_PODS",
+    "CACHE_NODES",
+    "CACHE_PODS",
     "EVENT_BACKOFF_COMPLETE",
     "EVENT_FORCE_ACTIVATE",
     "EVENT_POD_ADD",
+    "EVENT_POD_POPPED",
     "EVENT_POD_UPDATE",
     "EVENT_SCHEDULE_ATTEMPT_FAILURE",
     "EVENT_UNSCHEDULABLE_TIMEOUT",
@@ -53,6 +111,8 @@ __all__ = [
     "EXTENSION_POINT_BUCKETS",
     "LATENCY_BUCKETS",
     "PENDING_QUEUES",
+    "PLUGIN_BUCKETS",
+    "PLUGIN_METRICS_SAMPLE_PERCENT",
     "POD_ATTEMPTS_BUCKETS",
     "QUEUE_ACTIVE",
     "QUEUE_BACKOFF",
@@ -61,69 +121,103 @@ __all__ = [
     "RESULT_ERROR",
     "RESULT_SCHEDULED",
     "RESULT_UNSCHEDULABLE",
+    "SLI_BUCKETS",
     "VICTIM_BUCKETS",
     "Metrics",
+    "SchedulerState",
+    "attempts_label",
     "exponential_buckets",
 ]
 
-SUBSYSTEM: Final = "scheduler"
+log = logging.getLogger(__name__)
 
 # Upstream exposes no ``*_created`` series; prometheus_client adds them unless told not
 # to. The switch is process-wide, which is fine: this module is the process's only user.
 disable_created_metrics()
 
 
-def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
-    """Upstream's ``metrics.ExponentialBuckets``: ``count`` bounds from ``start``, each ``factor`` times the last."""
-    if count < 1 or start <= 0 or factor <= 1:
-        raise ValueError(f"bad exponential buckets start={start} factor={factor} count={count}")
-    return tuple(start * factor**i for i in range(count))
+def attempts_label(attempts: int) -> str:
+    """The SLI's ``attempts`` label: the count, capped at ``15+`` (upstream getAttemptsLabel)."""
+    return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
 
 
-LATENCY_BUCKETS: Final = exponential_buckets(0.001, 2, 15)
-"""Attempt and algorithm latency: 1 ms … ~16 s."""
-EXTENSION_POINT_BUCKETS: Final = exponential_buckets(0.0001, 2, 12)
-"""Extension-point latency: 0.1 ms … ~200 ms."""
-VICTIM_BUCKETS: Final = exponential_buckets(1, 2, 7)
-"""Preemption victims per attempt: 1 … 64."""
-POD_ATTEMPTS_BUCKETS: Final = exponential_buckets(1, 2, 5)
-"""Attempts until a pod is scheduled: 1 … 16."""
+@dataclass(frozen=True, slots=True)
+class SchedulerState:
+    """What the state gauges show, read at scrape time from the running scheduler."""
 
-RESULT_SCHEDULED: Final = "scheduled"
-RESULT_UNSCHEDULABLE: Final = "unschedulable"
-RESULT_ERROR: Final = "error"
+    #: queue -> pods: active (in flight included), backoff, unschedulable (gated ones
+    #: excluded, as upstream), gated
+    pending: Mapping[str, int]
+    #: nodes / pods / assumed_pods -> count
+    cache_size: Mapping[str, int] = field(default_factory=dict)
+    #: (plugin, profile) -> queued pods that plugin rejected in their last attempt
+    unschedulable: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    #: event -> in-flight events (``PodPopped``: pods being scheduled)
+    inflight_events: Mapping[str, int] = field(default_factory=dict)
 
-QUEUE_ACTIVE: Final = "active"
-QUEUE_BACKOFF: Final = "backoff"
-QUEUE_UNSCHEDULABLE: Final = "unschedulable"
-QUEUE_GATED: Final = "gated"
-PENDING_QUEUES: Final = (QUEUE_ACTIVE, QUEUE_BACKOFF, QUEUE_UNSCHEDULABLE, QUEUE_GATED)
 
-EVENT_POD_ADD: Final = "PodAdd"
-EVENT_POD_UPDATE: Final = "PodUpdate"
-EVENT_SCHEDULE_ATTEMPT_FAILURE: Final = "ScheduleAttemptFailure"
-EVENT_BACKOFF_COMPLETE: Final = "BackoffComplete"
-EVENT_UNSCHEDULABLE_TIMEOUT: Final = "UnschedulableTimeout"
-EVENT_FORCE_ACTIVATE: Final = "ForceActivate"
-"""Queue-move events as upstream labels them; cluster events use their own labels (NodeAdd, ...)."""
+class _StateCollector(Collector):
+    """The state gauges, read from a provider at scrape time (or the last pushed values)."""
 
-EXTENSION_POINTS: Final = (
-    "PreFilter",
-    "Filter",
-    "PreFilterExtensionAddPod",
-    "PreFilterExtensionRemovePod",
-    "PostFilter",
-    "PreScore",
-    "Score",
-    "ScoreExtensionNormalize",
-    "PreBind",
-    "Bind",
-    "PostBind",
-    "Reserve",
-    "Unreserve",
-    "Permit",
+    def __init__(self) -> None:
+        self.pending: dict[str, int] = dict.fromkeys(PENDING_QUEUES, 0)
+        self.provider: Callable[[], SchedulerState] | None = None
+        self.frozen: SchedulerState | None = None
+
+    def read(self) -> SchedulerState:
+        if self.frozen is not None:
+            return self.frozen
+        if self.provider is not None:
+            try:
+                return self.provider()
+            except Exception:  # a scrape must answer even if the store is gone
+                log.warning("reading the scheduler state for /metrics failed", exc_info=True)
+        return SchedulerState(pending=dict(self.pending))
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state = self.read()
+        name = f"{SUBSYSTEM}_"
+        pending = GaugeMetricFamily(name + "pending_pods", _HELP_PENDING, labels=["queue"])
+        for queue in PENDING_QUEUES:
+            pending.add_metric([queue], state.pending.get(queue, 0))
+        yield pending
+        reasons = GaugeMetricFamily(
+            name + "unschedulable_pods", _HELP_UNSCHEDULABLE, labels=["plugin", "profile"]
+        )
+        for (plugin, profile), count in sorted(state.unschedulable.items()):
+            reasons.add_metric([plugin, profile], count)
+        yield reasons
+        cache = GaugeMetricFamily(
+            name + "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            labels=["type"],
+        )
+        for kind in (CACHE_NODES, CACHE_PODS, CACHE_ASSUMED_PODS):
+            cache.add_metric([kind], state.cache_size.get(kind, 0))
+        yield cache
+        inflight = GaugeMetricFamily(
+            name + "inflight_events",
+            "Number of events currently tracked in the scheduling queue.",
+            labels=["event"],
+        )
+        events = {EVENT_POD_POPPED: 0, **state.inflight_events}
+        for event, count in sorted(events.items()):
+            inflight.add_metric([event], count)
+        yield inflight
+
+
+_HELP_PENDING: Final = (
+    "Number of pending pods, by the queue type. 'active' means number of pods in "
+    "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
+    "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
+    "'gated' is the number of unschedulable pods that the scheduler never attempted to "
+    "schedule because they are gated."
 )
-"""Upstream's values of the ``extension_point`` label."""
+_HELP_UNSCHEDULABLE: Final = (
+    "The number of unschedulable pods broken down by plugin name. A pod will increment "
+    "the gauge for all plugins that caused it to not schedule and so this metric have "
+    "meaning only when broken down by plugin."
+)
 
 
 class Metrics:
@@ -134,78 +228,88 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
-        self._attempts = Counter(
+
+        def histogram(name: str, doc: str, labels: list[str], buckets: Any) -> Histogram:
+            return Histogram(name, doc, labels, subsystem=SUBSYSTEM, buckets=buckets, registry=r)
+
+        def counter(name: str, doc: str, labels: list[str]) -> Counter:
+            return Counter(name, doc, labels, subsystem=SUBSYSTEM, registry=r)
+
+        self._attempts = counter(
             "schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
             "could not be scheduled, while 'error' means an internal scheduler problem.",
             ["result", "profile"],
-            subsystem=SUBSYSTEM,
-            registry=r,
         )
-        self._attempt_duration = Histogram(
+        self._attempt_duration = histogram(
             "scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             ["result", "profile"],
-            subsystem=SUBSYSTEM,
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            LATENCY_BUCKETS,
         )
-        self._algorithm_duration = Histogram(
+        self._algorithm_duration = histogram(
             "scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
-            subsystem=SUBSYSTEM,
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+            [],
+            LATENCY_BUCKETS,
         )
-        self._pending = Gauge(
-            "pending_pods",
-            "Number of pending pods, by the queue type. 'active' means number of pods in "
-            "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
-            "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
-            "'gated' is the number of unschedulable pods that the scheduler never attempted to "
-            "schedule because they are gated.",
-            ["queue"],
-            subsystem=SUBSYSTEM,
-            registry=r,
+        self._event_handling = histogram(
+            "event_handling_duration_seconds",
+            "Event handling latency in seconds.",
+            ["event"],
+            EVENT_HANDLING_BUCKETS,
         )
-        self._extension_point = Histogram(
+        self._extension_point = histogram(
             "framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
             ["extension_point", "status", "profile"],
-            subsystem=SUBSYSTEM,
-            buckets=EXTENSION_POINT_BUCKETS,
-            registry=r,
+            EXTENSION_POINT_BUCKETS,
         )
-        self._preemption_attempts = Counter(
-            "preemption_attempts",
-            "Total preemption attempts in the cluster till now",
-            subsystem=SUBSYSTEM,
-            registry=r,
+        self._plugin_duration = histogram(
+            "plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            PLUGIN_BUCKETS,
         )
-        self._preemption_victims = Histogram(
-            "preemption_victims",
-            "Number of selected preemption victims",
-            subsystem=SUBSYSTEM,
-            buckets=VICTIM_BUCKETS,
-            registry=r,
+        self._plugin_evaluation = counter(
+            "plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            ["plugin", "extension_point", "profile"],
         )
-        self._incoming = Counter(
+        self._preemption_attempts = counter(
+            "preemption_attempts", "Total preemption attempts in the cluster till now", []
+        )
+        self._preemption_victims = histogram(
+            "preemption_victims", "Number of selected preemption victims", [], VICTIM_BUCKETS
+        )
+        self._incoming = counter(
             "queue_incoming_pods",
             "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"],
-            subsystem=SUBSYSTEM,
-            registry=r,
         )
-        self._pod_attempts = Histogram(
+        self._pod_attempts = histogram(
             "pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
-            subsystem=SUBSYSTEM,
-            buckets=POD_ATTEMPTS_BUCKETS,
-            registry=r,
+            [],
+            POD_ATTEMPTS_BUCKETS,
         )
-        # Upstream shows every queue from the start, zero included.
-        for queue in PENDING_QUEUES:
-            self._pending.labels(queue=queue).set(0)
+        self._sli = histogram(
+            "pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the "
+            "scheduling queue and might involve multiple scheduling attempts.",
+            ["attempts"],
+            SLI_BUCKETS,
+        )
+        self._permit_wait = histogram(
+            "permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            PERMIT_WAIT_BUCKETS,
+        )
+        self._ep_children: dict[tuple[str, str, str], Any] = {}
+        self._state = _StateCollector()
+        r.register(self._state)
 
     @classmethod
     def disabled(cls) -> Metrics:
@@ -230,37 +334,83 @@ class Metrics:
 
         ``status`` is the framework Status code name (Success, Unschedulable, Error, ...).
         """
-        self._extension_point.labels(
-            extension_point=extension_point, status=status, profile=profile
+        key = (extension_point, status, profile)
+        child = self._ep_children.get(key)
+        if child is None:  # labels() costs microseconds: keep each series' child
+            child = self._ep_children[key] = self._extension_point.labels(*key)
+        child.observe(seconds)
+
+    def observe_plugin(
+        self, plugin: str, extension_point: str, status: str, seconds: float
+    ) -> None:
+        """One plugin ran at one extension point (called for sampled cycles only)."""
+        self._plugin_duration.labels(
+            plugin=plugin, extension_point=extension_point, status=status
         ).observe(seconds)
 
-    def observe_pod_scheduled(self, attempts: int) -> None:
-        """A pod got bound after ``attempts`` scheduling attempts."""
+    def plugin_evaluation(self, plugin: str, extension_point: str, profile: str) -> Any:
+        """The ``plugin_evaluation_total`` child of one plugin at one point (``.inc(n)``);
+        callers keep it, as upstream caches the metric stream per instrumented plugin."""
+        return self._plugin_evaluation.labels(
+            plugin=plugin, extension_point=extension_point, profile=profile
+        )
+
+    def observe_pod_scheduled(self, attempts: int, sli_seconds: float | None = None) -> None:
+        """A pod got bound after ``attempts`` attempts, ``sli_seconds`` after it was first
+        queued (the SLI; None when unknown)."""
         self._pod_attempts.observe(attempts)
+        if sli_seconds is not None:
+            self._sli.labels(attempts=attempts_label(attempts)).observe(max(sli_seconds, 0.0))
+
+    def observe_permit_wait(self, result: str, seconds: float) -> None:
+        """A pod waited on Permit for ``seconds``; ``result`` is the Status code name."""
+        self._permit_wait.labels(result=result).observe(seconds)
+
+    def observe_event_handling(self, event: str, seconds: float) -> None:
+        """One watch event (``NodeAdd``, ``AssignedPodDelete``, ...) was handled."""
+        self._event_handling.labels(event=event).observe(seconds)
 
     # --- preemption --------------------------------------------------------------------
 
-    def observe_preemption(self, victims: int) -> None:
-        """One preemption attempt (PostFilter) that selected ``victims`` pods."""
+    def inc_preemption_attempts(self) -> None:
+        """A PostFilter (preemption) plugin ran, whatever it found (upstream's deferred Inc)."""
         self._preemption_attempts.inc()
+
+    def observe_preemption_victims(self, victims: int) -> None:
+        """Preemption chose a candidate with ``victims`` pods."""
         self._preemption_victims.observe(victims)
 
-    # --- queue -------------------------------------------------------------------------
+    def observe_preemption(self, victims: int) -> None:
+        """One preemption attempt that selected ``victims`` pods (both metrics at once)."""
+        self.inc_preemption_attempts()
+        self.observe_preemption_victims(victims)
+
+    # --- queue and state ---------------------------------------------------------------
 
     def set_pending(self, queue: str, count: int) -> None:
         """Set the pending-pods gauge of one queue (active, backoff, unschedulable, gated)."""
-        self._pending.labels(queue=queue).set(count)
+        self._state.pending[queue] = count
 
     def set_pending_all(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
-        """Set all four pending-pods gauges from one queue snapshot."""
-        self._pending.labels(queue=QUEUE_ACTIVE).set(active)
-        self._pending.labels(queue=QUEUE_BACKOFF).set(backoff)
-        self._pending.labels(queue=QUEUE_UNSCHEDULABLE).set(unschedulable)
-        self._pending.labels(queue=QUEUE_GATED).set(gated)
+        """Set all four pending-pods gauges from one queue snapshot (used while no state
+        provider is registered)."""
+        p = self._state.pending
+        p[QUEUE_ACTIVE], p[QUEUE_BACKOFF] = active, backoff
+        p[QUEUE_UNSCHEDULABLE], p[QUEUE_GATED] = unschedulable, gated
 
     def inc_incoming(self, queue: str, event: str, count: int = 1) -> None:
         """``count`` pods entered ``queue`` because of ``event`` (PodAdd, BackoffComplete, ...)."""
         self._incoming.labels(queue=queue, event=event).inc(count)
+
+    def watch_state(self, provider: Callable[[], SchedulerState] | None) -> None:
+        """Read the state gauges from ``provider`` at every scrape (None: stop)."""
+        self._state.provider = provider
+        self._state.frozen = None
+
+    def freeze_state(self) -> None:
+        """Read the state once more and keep serving that reading: for a server that
+        outlives the scheduler (``run --metrics-linger``)."""
+        self._state.frozen = self._state.read()
 
     # --- exposition --------------------------------------------------------------------
 
@@ -279,6 +429,13 @@ class Metrics:
         return server, int(server.server_port)
 
 
+class _NoChild:
+    """What a disabled ``plugin_evaluation`` returns: ``inc`` does nothing."""
+
+    def inc(self, amount: float = 1) -> None:
+        return None
+
+
 class _DisabledMetrics(Metrics):
     """Metrics switched off: no registry entries, every method returns at once."""
 
@@ -287,31 +444,32 @@ class _DisabledMetrics(Metrics):
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
 
-    def observe_attempt(self, result: str, profile: str, seconds: float) -> None:
-        return None
-
-    def observe_algorithm(self, seconds: float) -> None:
-        return None
-
-    def observe_extension_point(
-        self, extension_point: str, status: str, profile: str, seconds: float
-    ) -> None:
-        return None
-
-    def observe_pod_scheduled(self, attempts: int) -> None:
-        return None
-
-    def observe_preemption(self, victims: int) -> None:
-        return None
-
-    def set_pending(self, queue: str, count: int) -> None:
-        return None
-
-    def set_pending_all(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
-        return None
-
-    def inc_incoming(self, queue: str, event: str, count: int = 1) -> None:
-        return None
+    def plugin_evaluation(self, plugin: str, extension_point: str, profile: str) -> Any:
+        return _NO_CHILD
 
 
+def _noop(self: Metrics, *args: Any, **kwargs: Any) -> None:
+    return None
+
+
+for _name in (
+    "observe_attempt",
+    "observe_algorithm",
+    "observe_extension_point",
+    "observe_plugin",
+    "observe_pod_scheduled",
+    "observe_permit_wait",
+    "observe_event_handling",
+    "inc_preemption_attempts",
+    "observe_preemption_victims",
+    "observe_preemption",
+    "set_pending",
+    "set_pending_all",
+    "inc_incoming",
+    "watch_state",
+    "freeze_state",
+):
+    setattr(_DisabledMetrics, _name, _noop)
+
+_NO_CHILD: Final = _NoChild()
 _DISABLED: Final = _DisabledMetrics()

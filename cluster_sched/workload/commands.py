@@ -7,6 +7,7 @@ import errno
 import json
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,10 +55,51 @@ def _register_run(sub: Any) -> None:
         help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
     )
     add_lenient_option(p)
+    _add_metrics_options(p)
+    p.add_argument(
+        "--metrics-linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --metrics-port: keep serving the final metrics this long after the "
+        "summary (Ctrl-C ends it early)",
+    )
     add_executor_options(p)
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
+
+
+def _add_metrics_options(p: Any) -> None:
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port (0: any free port, shown on stderr); "
+        "a port in use exits 2 with one line on stderr",
+    )
+    p.add_argument(
+        "--metrics-address",
+        default=DEFAULT_METRICS_ADDRESS,
+        help=f"interface the metrics server listens on (default {DEFAULT_METRICS_ADDRESS}; "
+        "0.0.0.0 exposes it to the network)",
+    )
+
+
+def start_metrics(args: argparse.Namespace) -> Metrics:
+    """The command's Metrics: serving on ``--metrics-port`` from now on, or disabled.
+    A port that cannot be bound is a UsageError naming the option (exit 2)."""
+    if args.metrics_port is None:
+        return Metrics.disabled()
+    metrics = Metrics()
+    try:
+        _server, port = metrics.start_http_server(args.metrics_port, addr=args.metrics_address)
+    except OSError as err:
+        reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror
+        raise UsageError(f"--metrics-port {args.metrics_port}: {reason or err}") from None
+    if args.metrics_port == 0:
+        print(f"metrics: http://{args.metrics_address}:{port}/metrics", file=sys.stderr, flush=True)
+    return metrics
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -102,6 +144,11 @@ def print_summary(summary: dict[str, Any]) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from cluster_sched.workload.runner import RunOptions, run_evaluation
 
+    if args.metrics_linger < 0:
+        raise UsageError(f"--metrics-linger {args.metrics_linger}: must be 0 or more seconds")
+    if args.metrics_linger and args.metrics_port is None:
+        raise UsageError(f"--metrics-linger {args.metrics_linger}: needs --metrics-port")
+    metrics = start_metrics(args)
     result = run_evaluation(
         RunOptions(
             workload=args.workload,
@@ -120,6 +167,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             compiled=args.compiled,
             feature_gates=args.feature_gates,
             lenient=args.lenient,
+            metrics=metrics,
         )
     )
     for line in result.summary.get("warnings") or []:
@@ -127,6 +175,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print_summary(result.summary)
     if args.output and not args.no_report:
         print(f"report         {Path(args.output) / 'report.html'}")
+    if metrics.enabled and args.metrics_linger > 0:
+        sys.stdout.flush()
+        time.sleep(args.metrics_linger)  # the server thread keeps answering scrapes
     return 0
 
 
@@ -176,15 +227,7 @@ def _register_serve(sub: Any) -> None:
     )
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument(
-        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
-    )
-    p.add_argument(
-        "--metrics-address",
-        default=DEFAULT_METRICS_ADDRESS,
-        help=f"interface the metrics server listens on (default {DEFAULT_METRICS_ADDRESS}; "
-        "0.0.0.0 exposes it to the network)",
-    )
+    _add_metrics_options(p)
     p.add_argument(
         "--otlp-endpoint",
         default=None,
@@ -200,6 +243,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
     from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
+    from cluster_sched.scheduler.metrics_state import attach_metrics
     from cluster_sched.store.store import Store
 
     url = resolve_url(args.redis)
@@ -210,13 +254,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     client = connect(url)
     config = load_config(args.config)
     tracing = setup_tracing(args.otlp_endpoint)
-    metrics = Metrics() if args.metrics_port is not None else Metrics.disabled()
-    if args.metrics_port is not None:
-        try:
-            metrics.start_http_server(args.metrics_port, addr=args.metrics_address)
-        except OSError as err:
-            reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror
-            raise UsageError(f"--metrics-port {args.metrics_port}: {reason or err}") from None
+    metrics = start_metrics(args)
     coord = new_scheduler(
         Store(client),
         client,
@@ -241,6 +279,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         nonlocal stopped_by
         stopped_by = signum
 
+    attach_metrics(coord, metrics)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     coord.start()

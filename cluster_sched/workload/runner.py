@@ -25,8 +25,10 @@ from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
+from cluster_sched.scheduler.metrics_state import attach_metrics
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.memory import peak_rss_bytes, redis_memory
+from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
 
@@ -63,6 +65,8 @@ class RunOptions:
     report: bool = True
     #: unknown fields in a snapshot are warnings instead of errors
     lenient: bool = False
+    #: the run's metrics (already serving, if the caller serves them); None: disabled
+    metrics: Metrics | None = None
 
 
 @dataclass(slots=True)
@@ -253,6 +257,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     config = load_config(opts.config)
     features = parse_feature_gates(opts.feature_gates)
     tracing = setup_tracing(opts.otlp_endpoint)
+    metrics = opts.metrics or Metrics.disabled()
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -270,9 +275,11 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             seed=opts.seed,
             prefix=opts.prefix,
             tracing=tracing,
+            metrics=metrics,
             batch_size=opts.batch_size,
             features=features,
         )
+        attach_metrics(coord, metrics)
         try:
             run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
             counts = coord.queue.counts()
@@ -291,6 +298,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
                 **redis_memory(session.client),
             }
         finally:
+            metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
             tracing.shutdown()
     invalid: list[str] = workload.invalid + coord.invalid_objects

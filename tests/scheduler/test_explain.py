@@ -22,6 +22,10 @@ BASE_KEYS = {
     "scores",
     "finalScores",
     "message",
+    "weights",
+    "weightedScores",
+    "passedPlugins",
+    "pluginResults",
 }
 
 

@@ -40,6 +40,14 @@ def test_metric_names_and_types_match_upstream() -> None:
         "scheduler_preemption_victims": "histogram",
         "scheduler_queue_incoming_pods": "counter",
         "scheduler_pod_scheduling_attempts": "histogram",
+        "scheduler_pod_scheduling_sli_duration_seconds": "histogram",
+        "scheduler_plugin_execution_duration_seconds": "histogram",
+        "scheduler_plugin_evaluation": "counter",
+        "scheduler_permit_wait_duration_seconds": "histogram",
+        "scheduler_event_handling_duration_seconds": "histogram",
+        "scheduler_unschedulable_pods": "gauge",
+        "scheduler_scheduler_cache_size": "gauge",
+        "scheduler_inflight_events": "gauge",
     }
 
 
