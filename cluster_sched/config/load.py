@@ -46,6 +46,7 @@ from .defaults import (
     KIND,
     merge_plugins,
 )
+from .leader_election import parse_leader_election
 from .plugin_args import default_plugin_args, has_typed_args, parse_plugin_args
 from .types import (
     PLUGIN_SET_KEYS,
@@ -61,8 +62,8 @@ from .types import (
 __all__ = ["default_config", "load_config", "parse_config"]
 
 #: Top-level fields upstream's v1 type has but that change nothing here (no API server
-#: client, leader election or profiling endpoint): accepted so real files load, ignored.
-_IGNORED_MAPPINGS = ("leaderElection", "clientConnection")
+#: client or profiling endpoint): accepted so real files load, ignored.
+_IGNORED_MAPPINGS = ("clientConnection",)
 _IGNORED_BOOLS = ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive")
 _TOP_LEVEL_FIELDS = (
     "apiVersion",
@@ -74,6 +75,7 @@ _TOP_LEVEL_FIELDS = (
     "podMaxBackoffSeconds",
     "profiles",
     "extenders",
+    "leaderElection",
     *_IGNORED_MAPPINGS,
     *_IGNORED_BOOLS,
 )
@@ -187,6 +189,9 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
         opt_mapping(obj, key, "")
     for key in _IGNORED_BOOLS:
         opt_bool(obj, key, "")
+    leader_election = parse_leader_election(
+        opt_mapping(obj, "leaderElection", ""), "leaderElection"
+    )
     opt_int(obj, "percentageOfPlacementsToScore", "")
     if opt_list(obj, "extenders", ""):
         fail("extenders", "scheduler extenders are not supported")
@@ -228,6 +233,7 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
         pod_initial_backoff_seconds=initial,
         pod_max_backoff_seconds=maximum,
         parallelism=parallelism,
+        leader_election=leader_election,
     )
 
 

@@ -17,8 +17,9 @@ Jobs of profiles that bind with DefaultBinder alone are bound together with one
 ``Store.bind_many``, each binding's outcome still its own (a conflict on one pod fails
 only that pod); every other job runs its Bind plugins on its own. Each job gets a
 ``bindingCycle`` span linked to the scheduling cycle that assumed the pod (its trace
-carrier), the extension points as its children, and the bound pods' Scheduled events
-are written with one ``record_events``.
+carrier), the extension points as its children. A pod's Scheduled event is written by
+the store's bind script together with its binding (a binder dying in between cannot
+lose it); only pods a Bind plugin bound outside the store get theirs afterwards.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.names import DEFAULT_BINDER
+from cluster_sched.store.accounting import bound_by_store
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import (
@@ -118,14 +120,13 @@ def bind_jobs(
             together.append(c)
     if together:
         _bind_together(store, together, tracing)
-    events = [
-        scheduled_event(c.job.pod, c.job.node_name)
-        for c in cycles
-        if c.status is not None and c.status.is_success
+    shared = {id(c) for c in together}
+    alone = [
+        c for c in cycles if id(c) not in shared and c.status is not None and c.status.is_success
     ]
-    if events:
+    if alone:
         with contextlib.suppress(Exception):  # events are informational; no pod is lost
-            store.record_events(events)
+            _record_scheduled_events(store, alone)
     out = [c.status or Status(Code.ERROR, ("binding job lost",)) for c in cycles]
     for c, status in zip(cycles, out, strict=True):
         _end_span(tracing, c.span, status)
@@ -164,11 +165,31 @@ def _until_bind(c: _Cycle) -> Status | None:
     return s
 
 
+def _record_scheduled_events(store: Store, cycles: Sequence[_Cycle]) -> None:
+    """Scheduled Events for pods their Bind plugins bound: those bound through the store
+    (DefaultBinder's ``store.bind``) already have theirs, written with the binding; the
+    others (a plugin that binds elsewhere) get one here."""
+    nodes = bound_by_store(store.client, store.keys, [c.job.pod.key for c in cycles])
+    events = [
+        scheduled_event(c.job.pod, c.job.node_name)
+        for c, node in zip(cycles, nodes, strict=True)
+        if node != c.job.node_name
+    ]
+    if events:
+        store.record_events(events)
+
+
 def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> None:
-    """DefaultBinder's write for several pods in one round trip, then their PostBind."""
+    """DefaultBinder's write for several pods in one round trip, then their PostBind;
+    each pod's Scheduled Event is written by the same script as its binding."""
     try:
         results = store.bind_many(
-            [(c.job.pod.key, c.job.node_name, c.job.pod.uid or None) for c in cycles]
+            [
+                (c.job.pod.key, c.job.node_name, c.job.pod.uid or None, c.job.pod.requests)
+                for c in cycles
+            ],
+            scheduled_events=True,
+            check_fit=True,
         )
     except Exception as exc:
         for c in cycles:
@@ -237,7 +258,9 @@ class StoreBinder:
         self.store = store
 
     def __call__(self, pod: Pod, node: str) -> Status:
-        result = self.store.bind(pod.key, node, pod.uid or None)
+        result = self.store.bind(
+            pod.key, node, pod.uid or None, pod.requests, scheduled_event=True, check_fit=True
+        )
         return bind_status(result.outcome, pod.key, node)
 
 
