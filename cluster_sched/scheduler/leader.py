@@ -207,16 +207,14 @@ def standby(
 ) -> LeaderElector | None:
     """``serve``'s election: None when ``leaderElection.leaderElect`` is off (writes stay
     unfenced); else block as a standby until this process leads (or ``should_stop``),
-    every write of ``coord`` fenced by the lease's token. One JSON line on stdout says
-    the process stands by, so supervisors and tests can tell it from a dead one."""
-    import json
-
+    every write of ``coord`` fenced by the lease's token. Standing by and leading are
+    logged (INFO); who holds the lease is in Redis (``LeaderElector.lease``)."""
     le = config.leader_election
     if not le.leader_elect:
         return None
     share_fence(coord.store, client)
     elector = LeaderElector(client, coord.store, le)
-    print(json.dumps({"standby": elector.identity, "lease": le.lease_name}), flush=True)
+    log.info("standing by for lease %s as %s", le.lease_name, elector.identity)
     if elector.acquire(should_stop):
-        print(json.dumps({"leading": elector.identity, "fencingToken": elector.token}), flush=True)
+        log.info("leading as %s (fencing token %d)", elector.identity, elector.token)
     return elector
