@@ -34,7 +34,8 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
-from cluster_sched.plugins.names import DEFAULT_BINDER
+from cluster_sched.plugins.names import DEFAULT_BINDER, NODE_RESOURCES_FIT
+from cluster_sched.plugins.noderesources.resources import is_extended_resource
 from cluster_sched.store.accounting import bound_by_store
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
@@ -57,6 +58,7 @@ __all__ = [
     "StoreBinder",
     "bind_jobs",
     "bind_status",
+    "fit_skips",
     "scheduled_event",
     "statuses_from_store",
     "store_binder",
@@ -185,7 +187,13 @@ def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> 
     try:
         results = store.bind_many(
             [
-                (c.job.pod.key, c.job.node_name, c.job.pod.uid or None, c.job.pod.requests)
+                (
+                    c.job.pod.key,
+                    c.job.node_name,
+                    c.job.pod.uid or None,
+                    c.job.pod.requests,
+                    fit_skips(c.fwk, c.job.pod),
+                )
                 for c in cycles
             ],
             scheduled_events=True,
@@ -200,6 +208,25 @@ def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> 
         if c.status.is_success and c.fwk is not None:
             with tracing.use_span(c.span):
                 c.fwk.run_post_bind(c.job.state, c.job.pod, c.job.node_name)
+
+
+def fit_skips(fwk: Framework | None, pod: Pod) -> list[str] | None:
+    """What the store's over-commit check skips for ``pod`` so that it refuses exactly
+    what the profile's NodeResourcesFit Filter would: None (no check) when the profile
+    filters without it, else the pod's extended resources its args ignore."""
+    fit = next((p for p in fwk.filter if p.name == NODE_RESOURCES_FIT), None) if fwk else None
+    if fit is None:
+        return None
+    args = getattr(fit, "args", None)
+    ignored = frozenset(getattr(args, "ignored_resources", ()))
+    groups = frozenset(getattr(args, "ignored_resource_groups", ()))
+    if not ignored and not groups:
+        return []
+    return [
+        r
+        for r in pod.requests
+        if is_extended_resource(r) and (r in ignored or r.split("/", 1)[0] in groups)
+    ]
 
 
 def _guarded(point: str, job: CycleJob, run: Callable[[], Status]) -> Status:
@@ -258,9 +285,9 @@ class StoreBinder:
         self.store = store
 
     def __call__(self, pod: Pod, node: str) -> Status:
-        result = self.store.bind(
-            pod.key, node, pod.uid or None, pod.requests, scheduled_event=True, check_fit=True
-        )
+        # The profile is not known here, so the store's over-commit check (which must
+        # mirror the profile's NodeResourcesFit) is left to bind_jobs' shared path.
+        result = self.store.bind(pod.key, node, pod.uid or None, pod.requests, scheduled_event=True)
         return bind_status(result.outcome, pod.key, node)
 
 

@@ -6,7 +6,7 @@ callers must treat them as read-only, because the store does not copy them again
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -108,10 +108,17 @@ class BindingRequest:
     uid: str | None
     #: the pod's effective requests; None: read from the stored pod
     requests: Mapping[str, int] | None = None
+    #: requested resources the over-commit check ignores (the profile's NodeResourcesFit
+    #: ignoredResources); None: no check for this binding
+    fit_skips: Sequence[str] | None = ()
 
 
-#: A binding as callers pass it: (pod key, node, uid or None[, the pod's requests]).
-Binding = tuple[str, str, str | None] | tuple[str, str, str | None, Mapping[str, int] | None]
+#: A binding as callers pass it: (pod key, node, uid or None[, requests[, fit skips]]).
+Binding = (
+    tuple[str, str, str | None]
+    | tuple[str, str, str | None, Mapping[str, int] | None]
+    | tuple[str, str, str | None, Mapping[str, int] | None, Sequence[str] | None]
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -272,15 +272,16 @@ class Store:
         scheduled_events: bool = False,
         check_fit: bool = False,
     ) -> builtins.list[BindResult]:
-        """Bind ``(pod_key, node_name, pod_uid[, requests])`` tuples atomically, each
-        independently, in one script call per ``batch_size``.
+        """Bind ``(pod_key, node_name, pod_uid[, requests[, fit_skips]])`` tuples
+        atomically, each independently, in one script call per ``batch_size``.
 
         A binding is a conflict (no write, no event) when the pod is gone, its uid is not
         ``pod_uid`` (None: any uid), it is terminating or scheduling-gated, or it already
         has a spec.nodeName, so concurrent binders never bind a pod twice. With
         ``check_fit`` (the scheduler's binder) it is refused as OVER_COMMITTED (with an
         ``OverCommit`` Warning Event) when the node's allocatable cannot hold ``requests``
-        besides the pods bound there; without, it binds as the API server does. Either
+        (but the ``fit_skips`` resources; ``fit_skips`` None: unchecked) besides the pods
+        bound there; without, it binds as the API server does. Either
         way the requests are counted on the node (omitted: computed from the stored pod,
         one more round trip). Success sets
         spec.nodeName and PodScheduled=True, clears status.nominatedNodeName, bumps the
@@ -312,6 +313,7 @@ class Store:
                             b.node_name,
                             b.uid or "",
                             dict(b.requests if b.requests is not None else known[b.pod_key]),
+                            list(b.fit_skips) if check_fit and b.fit_skips is not None else None,
                         )
                         for b in chunk
                     ]
@@ -327,7 +329,6 @@ class Store:
                             self._kevents_maxlen,
                             rfc3339_micro(now),
                             "1" if scheduled_events else "0",
-                            "1" if check_fit else "0",
                         ],
                     )
                 )

@@ -108,3 +108,19 @@ def test_each_successful_binding_has_exactly_one_scheduled_event(store: Store) -
     assert [e["key"] for e in store.events(reason="Scheduled")] == bound
     message = store.events(key="default/p1", reason="Scheduled")[0]["message"]
     assert message == "Successfully assigned default/p1 to n1"
+
+
+def test_fit_skips_mirror_the_profiles_ignored_resources(store: Store) -> None:
+    """A resource the profile's NodeResourcesFit ignores is not checked; a binding with
+    no skip list at all (the profile filters without NodeResourcesFit) is not checked."""
+    _apply(store, make_node("n1").capacity(cpu="1", pods=10))
+    _apply(store, make_pod("gpu").req({"cpu": "100m", "example.com/gpu": 1}))
+    _apply(store, make_pod("big").req(cpu="4"))
+    [ignored, unchecked] = store.bind_many(
+        [
+            ("default/gpu", "n1", None, None, ["example.com/gpu"]),
+            ("default/big", "n1", None, None, None),
+        ],
+        check_fit=True,
+    )
+    assert ignored.outcome is BindOutcome.BOUND and unchecked.outcome is BindOutcome.BOUND

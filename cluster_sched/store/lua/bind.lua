@@ -29,12 +29,14 @@
 -- ARGV[2]     the kind written into events ("Pod")
 -- ARGV[3]     msgpack PodScheduled=True condition map (with lastTransitionTime)
 -- ARGV[4]     msgpack array of bindings {pod field ("ns/name"), node, uid ("" = any),
---             requests {resource: int}}
+--             requests {resource: int}, skip}: skip nil = no over-commit check for this
+--             binding, else the array of requested resources the check ignores (those
+--             the profile's NodeResourcesFit ignores)
 -- ARGV[5]     approximate MAXLEN of the Event stream
 -- ARGV[6]     the Events' time (RFC 3339, microseconds)
 -- ARGV[7]     "1": append a Scheduled Event per binding; "0": none
--- ARGV[8]     "1": refuse bindings that over-commit their node; "0": bind regardless
---             (the API server's own behaviour; the requests are counted either way)
+-- Without a skip entry a binding is made as the API server makes it; its requests are
+-- counted either way.
 -- Returns     msgpack array, three entries per binding: code, rv, detail
 --             0 bound (rv, event id)        1 not found
 --             2 uid mismatch (stored uid)   3 already assigned (its node)
@@ -114,13 +116,15 @@ local function bind_one(s, node, uid, cond, rv)
 end
 
 -- The first resource the pod cannot get on ``node`` and its message, or nil.
-local function over_commit(node, reqs, used)
+local function over_commit(node, reqs, used, skip)
   local raw = redis.call('HGET', KEYS[5], node)
   if not raw then return nil end
   local alloc = cmsgpack.unpack(raw)
+  local ignored = {}
+  for _, r in ipairs(skip) do ignored[r] = true end
   local names = {}
   for r, q in pairs(reqs) do
-    if r ~= 'pods' and q > 0 then names[#names + 1] = r end
+    if r ~= 'pods' and q > 0 and not ignored[r] then names[#names + 1] = r end
   end
   table.sort(names)
   if alloc.pods then table.insert(names, 1, 'pods') end
@@ -143,9 +147,9 @@ end
 local out = {}
 local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
 local items = cmsgpack.unpack(ARGV[4])
-local time, with_events, check_fit = ARGV[6], ARGV[7] == '1', ARGV[8] == '1'
+local time, with_events = ARGV[6], ARGV[7] == '1'
 for i = 1, #items do
-  local field, node, uid, reqs = items[i][1], items[i][2], items[i][3], items[i][4]
+  local field, node, uid, reqs, skip = items[i][1], items[i][2], items[i][3], items[i][4], items[i][5]
   if type(reqs) ~= 'table' then reqs = {} end
   local old = redis.call('HGET', KEYS[3], field)
   if not old then
@@ -158,8 +162,8 @@ for i = 1, #items do
     local ok, code, detail, obj = pcall(bind_one, old, node, uid, cond, rv)
     local used_raw = redis.call('HGET', KEYS[6], node)
     local used = used_raw and cmsgpack.unpack(used_raw) or {}
-    if ok and code == 0 and check_fit then
-      local res, why = over_commit(node, reqs, used)
+    if ok and code == 0 and type(skip) == 'table' then
+      local res, why = over_commit(node, reqs, used, skip)
       if res then
         code, detail = 7, why
         event(field, 'OverCommit', 'Warning', 'Binding rejected: ' .. why, time)
