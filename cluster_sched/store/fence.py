@@ -36,7 +36,10 @@ class Fence:
     token: int = 0
 
     def keys(self, keys: Sequence[Any]) -> list[Any]:
-        return [self.key or "-", *keys]
+        # Unfenced (no lease key yet): any key of the call stands in, so every key of
+        # the script still shares one Redis Cluster slot; token 0 never reads it.
+        stand_in = keys[0] if keys else "-"
+        return [self.key or stand_in, *keys]
 
     def args(self, args: Sequence[Any]) -> list[Any]:
         return [str(self.token), *args]
@@ -65,10 +68,11 @@ class FencedScript:
         return self.script(keys=self.fence.keys(keys), args=self.fence.args(args))
 
 
-def is_fenced_error(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what it was raised from) is a script's FENCED refusal."""
+def is_fenced_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) is a script's FENCED refusal
+    (a redis ResponseError, or the StoreError the store's boundary made of it)."""
     while exc is not None:
-        if str(exc).startswith(FENCED) or f" {FENCED} " in f" {exc} ":
+        if f"{FENCED} fencing token" in str(exc):
             return True
-        exc = exc.__cause__  # type: ignore[assignment]
+        exc = exc.__cause__
     return False
