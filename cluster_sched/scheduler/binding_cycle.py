@@ -161,6 +161,9 @@ def _until_bind(c: _Cycle) -> Status | None:
         return s
     if _binds_with_default_binder_only(fwk):
         return None
+    binder = getattr(fwk.handle, "binder", None)
+    if isinstance(binder, StoreBinder) and binder.framework is None:
+        binder.framework = fwk  # its profile: the over-commit check mirrors its Fit
     s = _guarded("Bind", job, lambda: fwk.run_bind(job.state, job.pod, job.node_name))
     if s.is_success:
         fwk.run_post_bind(job.state, job.pod, job.node_name)
@@ -279,15 +282,25 @@ class StoreBinder:
     It is the handle's one write path to the store, so it also carries the ``store``
     for the other binding-cycle writes (VolumeBinding's PreBind binds claims there)."""
 
-    __slots__ = ("store",)
+    __slots__ = ("framework", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        #: the profile's Framework, set by the first binding cycle that binds through
+        #: this binder; until then (a plugin binding outside bind_jobs) no fit check
+        self.framework: Framework | None = None
 
     def __call__(self, pod: Pod, node: str) -> Status:
-        # The profile is not known here, so the store's over-commit check (which must
-        # mirror the profile's NodeResourcesFit) is left to bind_jobs' shared path.
-        result = self.store.bind(pod.key, node, pod.uid or None, pod.requests, scheduled_event=True)
+        skips = fit_skips(self.framework, pod) if self.framework is not None else None
+        result = self.store.bind(
+            pod.key,
+            node,
+            pod.uid or None,
+            pod.requests,
+            scheduled_event=True,
+            check_fit=skips is not None,
+            fit_skips=skips or (),
+        )
         return bind_status(result.outcome, pod.key, node)
 
 

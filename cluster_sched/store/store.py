@@ -251,13 +251,14 @@ class Store:
         *,
         scheduled_event: bool = False,
         check_fit: bool = False,
+        fit_skips: Sequence[str] = (),
     ) -> BindResult:
         """Bind one pod (the pods/binding subresource); see ``bind_many``.
 
         Raises StoreError if the stored pod is unreadable.
         """
         result = self.bind_many(
-            [(pod_key, node_name, pod_uid, requests)],
+            [(pod_key, node_name, pod_uid, requests, fit_skips)],
             scheduled_events=scheduled_event,
             check_fit=check_fit,
         )[0]
