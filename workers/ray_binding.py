@@ -67,6 +67,7 @@ from cluster_sched.scheduler.binding_cycle import (
     wait_on_permit,
 )
 from cluster_sched.scheduler.profile import new_frameworks
+from cluster_sched.store.fence import Fence
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
@@ -108,22 +109,25 @@ class _WorkerJob:
 
 
 _worker_lock = threading.Lock()
-_STORES: dict[tuple[str, str], Store] = {}
-_FRAMEWORKS: dict[tuple[bytes, str, str, int], dict[str, Framework]] = {}
+_STORES: dict[tuple[str, str, str, int], Store] = {}
+_FRAMEWORKS: dict[tuple[bytes, str, str, int, int], dict[str, Framework]] = {}
 
 
-def _worker_store(redis_url: str, prefix: str) -> Store:
+def _worker_store(redis_url: str, prefix: str, fence: Fence) -> Store:
+    """The worker's store for the coordinator's term: its writes carry the fencing token
+    the coordinator sent (one store per token; a new term is a new leader)."""
+    key = (redis_url, prefix, fence.key, fence.token)
     with _worker_lock:
-        store = _STORES.get((redis_url, prefix))
+        store = _STORES.get(key)
         if store is None:
-            store = _STORES[(redis_url, prefix)] = Store.from_url(redis_url, prefix)
+            store = _STORES[key] = Store.from_url(redis_url, prefix, fence=fence)
         return store
 
 
 def _worker_frameworks(
     config: bytes, store: Store, redis_url: str, prefix: str, tracing: Tracing
 ) -> dict[str, Framework]:
-    key = (config, redis_url, prefix, id(tracing))
+    key = (config, redis_url, prefix, id(tracing), id(store))
     with _worker_lock:
         hit = _FRAMEWORKS.get(key)
         if hit is not None:
@@ -154,7 +158,8 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
     """The body of one binding task (plain function; ``_remote_bind_task`` wraps it)."""
     req = decode_value(payload)
     tracing = worker_tracing(trace_endpoint)
-    store = _worker_store(redis_url, prefix)
+    fence_key, token = req.get("fence") or ("", 0)
+    store = _worker_store(redis_url, prefix, Fence(str(fence_key), int(token)))
     frameworks = _worker_frameworks(req["config"], store, redis_url, prefix, tracing)
     jobs: list[_WorkerJob | None] = []
     decode_errors: dict[int, Status] = {}
@@ -373,7 +378,10 @@ class RayBindingExecutor:
             sendable.append(job)
         if not sendable:
             return
-        payload = encode_value({"config": self._config, "jobs": wire})
+        fence = self._store.fence  # the term's token: a deposed leader's tasks are refused
+        payload = encode_value(
+            {"config": self._config, "jobs": wire, "fence": [fence.key, fence.token]}
+        )
         ref = _remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
         self._in_flight[ref] = sendable
 

@@ -48,6 +48,7 @@ from .defaults import (
     merge_plugins,
 )
 from .extenders import Extender, parse_extenders
+from .leader_election import parse_leader_election
 from .plugin_args import (
     NodeResourcesFitArgs,
     default_plugin_args,
@@ -68,8 +69,8 @@ from .types import (
 __all__ = ["default_config", "load_config", "parse_config"]
 
 #: Top-level fields upstream's v1 type has but that change nothing here (no API server
-#: client, leader election or profiling endpoint): accepted so real files load, ignored.
-_IGNORED_MAPPINGS = ("leaderElection", "clientConnection")
+#: client or profiling endpoint): accepted so real files load, ignored.
+_IGNORED_MAPPINGS = ("clientConnection",)
 _IGNORED_BOOLS = ("enableProfiling", "enableContentionProfiling", "delayCacheUntilActive")
 _TOP_LEVEL_FIELDS = (
     "apiVersion",
@@ -81,6 +82,7 @@ _TOP_LEVEL_FIELDS = (
     "podMaxBackoffSeconds",
     "profiles",
     "extenders",
+    "leaderElection",
     *_IGNORED_MAPPINGS,
     *_IGNORED_BOOLS,
 )
@@ -194,6 +196,9 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
         opt_mapping(obj, key, "")
     for key in _IGNORED_BOOLS:
         opt_bool(obj, key, "")
+    leader_election = parse_leader_election(
+        opt_mapping(obj, "leaderElection", ""), "leaderElection"
+    )
     opt_int(obj, "percentageOfPlacementsToScore", "")
     extenders = parse_extenders(opt_list(obj, "extenders", ""))
 
@@ -237,6 +242,7 @@ def _parse(doc: Mapping[str, Any]) -> SchedulerConfiguration:
         parallelism=parallelism,
         # upstream buildExtenders: ignorable extenders go last
         extenders=tuple(sorted(extenders, key=lambda e: e.ignorable)),
+        leader_election=leader_election,
     )
 
 

@@ -195,6 +195,25 @@ class Profile:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaderElectionConfiguration:
+    """``leaderElection`` (component-base LeaderElectionConfiguration), durations in
+    seconds; defaults are upstream kube-scheduler's. Only ``serve`` elects a leader."""
+
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_lock: str = "leases"
+    resource_name: str = "kube-scheduler"
+    resource_namespace: str = "kube-system"
+
+    @property
+    def lease_name(self) -> str:
+        """``namespace/name`` of the lease."""
+        return f"{self.resource_namespace}/{self.resource_name}"
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfiguration:
     profiles: tuple[Profile, ...]
     #: 0 (or None) means adaptive: 50% minus 1% per 125 nodes, at least 5%.
@@ -204,6 +223,9 @@ class SchedulerConfiguration:
     parallelism: int = 16
     #: HTTP scheduler extenders, non-ignorable ones first (upstream buildExtenders)
     extenders: tuple[Extender, ...] = ()
+    leader_election: LeaderElectionConfiguration = field(
+        default_factory=LeaderElectionConfiguration
+    )
 
     def profile(self, scheduler_name: str) -> Profile | None:
         """The profile pods with ``spec.schedulerName == scheduler_name`` use, if any."""

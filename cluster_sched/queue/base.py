@@ -346,12 +346,13 @@ class QueueBase:
         candidates needs a second round trip only when there are any."""
         pipe = self._client.pipeline(transaction=False)
         pipe.zrangebyscore(self._keys.unschedulable, "-inf", "+inf")
-        core = list(self._keys.core)
+        fence = self._scripts.fence
+        core = fence.keys(self._keys.core)
         pipe.evalsha(
             self._scripts.sha("requeue"),
             len(core),
             *core,
-            move_request_arg(True, self.cycle_in_progress),
+            *fence.args([move_request_arg(True, self.cycle_in_progress)]),
         )
         try:
             members, _ = pipe.execute()

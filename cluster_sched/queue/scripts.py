@@ -20,6 +20,7 @@ import redis
 from redis.commands.core import Script
 
 from cluster_sched.queue.keys import NominatorKeys, QueueKeys
+from cluster_sched.store.fence import Fence, fence_prelude
 
 __all__ = [
     "FailedAttempt",
@@ -46,9 +47,11 @@ _PLAIN_SCRIPTS = ("nominate",)
 @cache
 def _source(name: str) -> str:
     text = resources.files("cluster_sched.queue").joinpath("lua", f"{name}.lua").read_text()
-    if name in _QUEUE_SCRIPTS:
-        return _source("_lib") + "\n" + text
-    return text
+    if name == "_lib":
+        return text
+    # The fencing check goes first: it strips the lease key and token from KEYS/ARGV.
+    lib = _source("_lib") + "\n" if name in _QUEUE_SCRIPTS else ""
+    return fence_prelude() + "\n" + lib + text
 
 
 def _num(value: float | int | None) -> str:
@@ -117,6 +120,9 @@ class QueueScripts:
 
     def __init__(self, client: redis.Redis) -> None:
         self._client = client
+        #: The lease key and token every call carries (``store/fence.py``); the leader
+        #: elector replaces it with the store's fence, shared with the store's writes.
+        self.fence = Fence()
         self._scripts: dict[str, Script] = {
             name: client.register_script(_source(name)) for name in _QUEUE_SCRIPTS + _PLAIN_SCRIPTS
         }
@@ -126,7 +132,7 @@ class QueueScripts:
         return str(self._scripts[name].sha)
 
     def _run(self, name: str, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
-        return self._scripts[name](keys=list(keys), args=list(args))
+        return self._scripts[name](keys=self.fence.keys(keys), args=self.fence.args(args))
 
     def add(self, keys: QueueKeys, placements: Sequence[Placement]) -> list[str]:
         """Per placement, where the pod went, or "" if it was skipped."""

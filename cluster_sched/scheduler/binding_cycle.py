@@ -19,8 +19,9 @@ only that pod); every other job runs its Bind plugins on its own, and a job an
 extender binder is interested in is bound by that extender instead (upstream
 extendersBinding; the extender writes the binding itself). Each job gets a
 ``bindingCycle`` span linked to the scheduling cycle that assumed the pod (its trace
-carrier), the extension points as its children, and the bound pods' Scheduled events
-are written with one ``record_events``.
+carrier), the extension points as its children. A pod's Scheduled event is written by
+the store's bind script together with its binding (a binder dying in between cannot
+lose it); only pods a Bind plugin bound outside the store get theirs afterwards.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from cluster_sched.framework.extender import extenders_binding
 from cluster_sched.framework.instrumentation import record_batched_bind
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import SUCCESS, Code, Status
-from cluster_sched.plugins.names import DEFAULT_BINDER
+from cluster_sched.plugins.names import DEFAULT_BINDER, NODE_RESOURCES_FIT
+from cluster_sched.plugins.noderesources.resources import is_extended_resource
+from cluster_sched.store.accounting import bound_by_store
 from cluster_sched.store.results import BindOutcome
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import (
@@ -60,6 +63,7 @@ __all__ = [
     "StoreBinder",
     "bind_jobs",
     "bind_status",
+    "fit_skips",
     "scheduled_event",
     "statuses_from_store",
     "store_binder",
@@ -123,14 +127,13 @@ def bind_jobs(
             together.append(c)
     if together:
         _bind_together(store, together, tracing)
-    events = [
-        scheduled_event(c.job.pod, c.job.node_name)
-        for c in cycles
-        if c.status is not None and c.status.is_success
+    shared = {id(c) for c in together}
+    alone = [
+        c for c in cycles if id(c) not in shared and c.status is not None and c.status.is_success
     ]
-    if events:
+    if alone:
         with contextlib.suppress(Exception):  # events are informational; no pod is lost
-            store.record_events(events)
+            _record_scheduled_events(store, alone)
     out = [c.status or Status(Code.ERROR, ("binding job lost",)) for c in cycles]
     for c, status in zip(cycles, out, strict=True):
         _end_span(tracing, c.span, status)
@@ -169,18 +172,47 @@ def _until_bind(c: _Cycle) -> Status | None:
         return delegated
     if _binds_with_default_binder_only(fwk):
         return None
+    binder = getattr(fwk.handle, "binder", None)
+    if isinstance(binder, StoreBinder) and binder.framework is None:
+        binder.framework = fwk  # its profile: the over-commit check mirrors its Fit
     s = _guarded("Bind", job, lambda: fwk.run_bind(job.state, job.pod, job.node_name))
     if s.is_success:
         fwk.run_post_bind(job.state, job.pod, job.node_name)
     return s
 
 
+def _record_scheduled_events(store: Store, cycles: Sequence[_Cycle]) -> None:
+    """Scheduled Events for pods their Bind plugins bound: those bound through the store
+    (DefaultBinder's ``store.bind``) already have theirs, written with the binding; the
+    others (a plugin that binds elsewhere) get one here."""
+    nodes = bound_by_store(store.client, store.keys, [c.job.pod.key for c in cycles])
+    events = [
+        scheduled_event(c.job.pod, c.job.node_name)
+        for c, node in zip(cycles, nodes, strict=True)
+        if node != c.job.node_name
+    ]
+    if events:
+        store.record_events(events)
+
+
 def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> None:
-    """DefaultBinder's write for several pods in one round trip, then their PostBind."""
+    """DefaultBinder's write for several pods in one round trip, then their PostBind;
+    each pod's Scheduled Event is written by the same script as its binding."""
     start, start_ns = time.perf_counter(), time.time_ns()
     try:
         results = store.bind_many(
-            [(c.job.pod.key, c.job.node_name, c.job.pod.uid or None) for c in cycles]
+            [
+                (
+                    c.job.pod.key,
+                    c.job.node_name,
+                    c.job.pod.uid or None,
+                    c.job.pod.requests,
+                    fit_skips(c.fwk, c.job.pod),
+                )
+                for c in cycles
+            ],
+            scheduled_events=True,
+            check_fit=True,
         )
     except Exception as exc:
         for c in cycles:
@@ -201,6 +233,25 @@ def _record_bind(cycles: Sequence[_Cycle], window: tuple[float, int, int]) -> No
     for c in cycles:
         if c.fwk is not None and c.status is not None:
             record_batched_bind(c.fwk, c.job.state, DEFAULT_BINDER, c.status, window, c.span)
+
+
+def fit_skips(fwk: Framework | None, pod: Pod) -> list[str] | None:
+    """What the store's over-commit check skips for ``pod`` so that it refuses exactly
+    what the profile's NodeResourcesFit Filter would: None (no check) when the profile
+    filters without it, else the pod's extended resources its args ignore."""
+    fit = next((p for p in fwk.filter if p.name == NODE_RESOURCES_FIT), None) if fwk else None
+    if fit is None:
+        return None
+    args = getattr(fit, "args", None)
+    ignored = frozenset(getattr(args, "ignored_resources", ()))
+    groups = frozenset(getattr(args, "ignored_resource_groups", ()))
+    if not ignored and not groups:
+        return []
+    return [
+        r
+        for r in pod.requests
+        if is_extended_resource(r) and (r in ignored or r.split("/", 1)[0] in groups)
+    ]
 
 
 def _guarded(point: str, job: CycleJob, run: Callable[[], Status]) -> Status:
@@ -253,13 +304,25 @@ class StoreBinder:
     It is the handle's one write path to the store, so it also carries the ``store``
     for the other binding-cycle writes (VolumeBinding's PreBind binds claims there)."""
 
-    __slots__ = ("store",)
+    __slots__ = ("framework", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        #: the profile's Framework, set by the first binding cycle that binds through
+        #: this binder; until then (a plugin binding outside bind_jobs) no fit check
+        self.framework: Framework | None = None
 
     def __call__(self, pod: Pod, node: str) -> Status:
-        result = self.store.bind(pod.key, node, pod.uid or None)
+        skips = fit_skips(self.framework, pod) if self.framework is not None else None
+        result = self.store.bind(
+            pod.key,
+            node,
+            pod.uid or None,
+            pod.requests,
+            scheduled_event=True,
+            check_fit=skips is not None,
+            fit_skips=skips or (),
+        )
         return bind_status(result.outcome, pod.key, node)
 
 

@@ -97,6 +97,33 @@ class StoreKeys:
         """The Kubernetes Event stream (Scheduled, FailedScheduling, Preempted)."""
         return f"{self.prefix}:kevents"
 
+    def lease(self, name: str) -> str:
+        """The leader-election lease hash for ``name`` ("namespace/name"): holder,
+        acquire/renew times and the fencing token every coordinator write carries."""
+        return f"{self.prefix}:lease:{name}"
+
+    @property
+    def allocatable(self) -> str:
+        """node name -> msgpack {resource: int}: each node's allocatable (bind's check)."""
+        return f"{self.prefix}:alloc"
+
+    @property
+    def node_requested(self) -> str:
+        """node name -> msgpack {resource: int}: the summed requests of pods bound there
+        (``pods`` counts them), kept by bind, delete and apply of bound pods."""
+        return f"{self.prefix}:noderequested"
+
+    @property
+    def fit(self) -> tuple[str, str, str]:
+        """allocatable, node_requested, pod_requested: bind's and delete's KEYS[3..5]."""
+        return (self.allocatable, self.node_requested, self.pod_requested)
+
+    @property
+    def pod_requested(self) -> str:
+        """pod key -> msgpack [node, {resource: int}]: what a bound pod adds to its node,
+        so a delete subtracts exactly that."""
+        return f"{self.prefix}:podrequested"
+
 
 def check_kind(kind: str) -> str:
     """``kind`` if the store holds it; a ValueError (a programming error) otherwise."""

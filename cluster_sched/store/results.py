@@ -6,6 +6,7 @@ callers must treat them as read-only, because the store does not copy them again
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -17,6 +18,8 @@ __all__ = [
     "ApplyResult",
     "BindOutcome",
     "BindResult",
+    "Binding",
+    "BindingRequest",
     "EventType",
     "ResourceExpiredError",
     "WatchEvent",
@@ -91,6 +94,31 @@ class BindOutcome(IntEnum):
     GATED = 5
     #: The stored bytes are not a msgpack map (only bind_many reports this; bind raises).
     UNREADABLE = 6
+    #: The node's allocatable cannot hold the pod besides the pods bound there (the
+    #: store's own check; an ``OverCommit`` Warning event is recorded with the refusal).
+    OVER_COMMITTED = 7
+
+
+@dataclass(frozen=True, slots=True)
+class BindingRequest:
+    """One binding ``Store.bind_many`` is asked for."""
+
+    pod_key: str
+    node_name: str
+    uid: str | None
+    #: the pod's effective requests; None: read from the stored pod
+    requests: Mapping[str, int] | None = None
+    #: requested resources the over-commit check ignores (the profile's NodeResourcesFit
+    #: ignoredResources); None: no check for this binding
+    fit_skips: Sequence[str] | None = ()
+
+
+#: A binding as callers pass it: (pod key, node, uid or None[, requests[, fit skips]]).
+Binding = (
+    tuple[str, str, str | None]
+    | tuple[str, str, str | None, Mapping[str, int] | None]
+    | tuple[str, str, str | None, Mapping[str, int] | None, Sequence[str] | None]
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -31,13 +30,17 @@ import redis
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import StoreError
 from cluster_sched.store import streams
+from cluster_sched.store.accounting import account_applied, pod_requests
 from cluster_sched.store.boundary import redis_boundary
-from cluster_sched.store.codec import pack, rfc3339, unpack_object
+from cluster_sched.store.codec import pack, rfc3339, rfc3339_micro, unpack_object
+from cluster_sched.store.fence import Fence
 from cluster_sched.store.kinds import KINDS, StoreKeys, check_kind
 from cluster_sched.store.objects import ObjectWriter, pack_args, text, unpack_reply
 from cluster_sched.store.podstatus import scheduled_condition, update_pod_condition
 from cluster_sched.store.results import (
     ApplyResult,
+    Binding,
+    BindingRequest,
     BindOutcome,
     BindResult,
     WatchEvent,
@@ -47,6 +50,7 @@ from cluster_sched.store.scripts import Scripts
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_EVENTS_MAXLEN",
+    "DEFAULT_LEASE_NAME",
     "DEFAULT_PREFIX",
     "Store",
 ]
@@ -55,15 +59,10 @@ __all__ = [
 DEFAULT_PREFIX = "{cs}"
 #: Approximate cap on each stream's length, so memory stays bounded on long runs.
 DEFAULT_EVENTS_MAXLEN = 1_000_000
+#: The lease (resourceNamespace/resourceName) a store's writes are fenced by by default.
+DEFAULT_LEASE_NAME = "kube-system/kube-scheduler"
 #: Objects per round trip in apply_many / bindings per bind_many script call.
 DEFAULT_BATCH_SIZE = 500
-
-
-@dataclass(frozen=True, slots=True)
-class _Binding:
-    pod_key: str
-    node_name: str
-    uid: str | None
 
 
 def _check_client(client: redis.Redis) -> redis.Redis:
@@ -91,6 +90,7 @@ class Store:
         kevents_maxlen: int = DEFAULT_EVENTS_MAXLEN,
         batch_size: int = DEFAULT_BATCH_SIZE,
         clock: Clock | None = None,
+        fence: Fence | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -101,7 +101,8 @@ class Store:
         self._kevents_maxlen = kevents_maxlen
         self._batch_size = batch_size
         self._clock: Clock = clock or SystemClock()
-        self._scripts = Scripts.register(self._client)
+        self._fence = fence or Fence(self._keys.lease(DEFAULT_LEASE_NAME))
+        self._scripts = Scripts.register(self._client, self._fence)
         self._writer = ObjectWriter(
             self._client, self._keys, self._scripts, self._clock, events_maxlen
         )
@@ -130,6 +131,12 @@ class Store:
     @property
     def client(self) -> redis.Redis:
         return self._client
+
+    @property
+    def fence(self) -> Fence:
+        """The lease key and fencing token every write of this store carries (shared and
+        mutable: the leader elector sets the token; 0 writes unfenced)."""
+        return self._fence
 
     def close(self) -> None:
         """Release the client ``from_url`` created (never a caller's client)."""
@@ -204,7 +211,9 @@ class Store:
         """
         with redis_boundary("apply"):
             prepared = self._writer.prepare(list(docs), source)
-            return self._writer.apply(prepared, self._batch_size)
+            results = self._writer.apply(prepared, self._batch_size)
+            account_applied(self._scripts, self._keys, results)
+            return results
 
     def delete(self, kind: str, key: str) -> bool:
         """Delete one object; False if it did not exist. Emits DELETED."""
@@ -220,7 +229,12 @@ class Store:
                 chunk = items[start : start + self._batch_size]
                 kinds: dict[str, int] = {}
                 envelope = [(kinds.setdefault(kind, len(kinds) + 1), key) for kind, key in chunk]
-                keys = [self._keys.rv, self._keys.events, *(self._keys.obj(k) for k in kinds)]
+                keys = [
+                    self._keys.rv,
+                    self._keys.events,
+                    *self._keys.fit,
+                    *(self._keys.obj(k) for k in kinds),
+                ]
                 args: list[Any] = [self._events_maxlen, pack_args(list(kinds)), pack_args(envelope)]
                 reply = unpack_reply(self._scripts.delete(keys=keys, args=args))
                 out += [int(rv) > 0 for rv in reply[0::2]]
@@ -228,42 +242,95 @@ class Store:
 
     # --- binding --------------------------------------------------------------------
 
-    def bind(self, pod_key: str, node_name: str, pod_uid: str | None = None) -> BindResult:
+    def bind(
+        self,
+        pod_key: str,
+        node_name: str,
+        pod_uid: str | None = None,
+        requests: Mapping[str, int] | None = None,
+        *,
+        scheduled_event: bool = False,
+        check_fit: bool = False,
+        fit_skips: Sequence[str] = (),
+    ) -> BindResult:
         """Bind one pod (the pods/binding subresource); see ``bind_many``.
 
         Raises StoreError if the stored pod is unreadable.
         """
-        result = self.bind_many([(pod_key, node_name, pod_uid)])[0]
+        result = self.bind_many(
+            [(pod_key, node_name, pod_uid, requests, fit_skips)],
+            scheduled_events=scheduled_event,
+            check_fit=check_fit,
+        )[0]
         if result.outcome is BindOutcome.UNREADABLE:
             raise StoreError(result.message)
         return result
 
     def bind_many(
-        self, bindings: Iterable[tuple[str, str, str | None]]
+        self,
+        bindings: Iterable[Binding],
+        *,
+        scheduled_events: bool = False,
+        check_fit: bool = False,
     ) -> builtins.list[BindResult]:
-        """Bind ``(pod_key, node_name, pod_uid)`` triples atomically, each independently,
-        in one script call per ``batch_size``.
+        """Bind ``(pod_key, node_name, pod_uid[, requests[, fit_skips]])`` tuples
+        atomically, each independently, in one script call per ``batch_size``.
 
         A binding is a conflict (no write, no event) when the pod is gone, its uid is not
         ``pod_uid`` (None: any uid), it is terminating or scheduling-gated, or it already
-        has a spec.nodeName, so concurrent binders never bind a pod twice. Success sets
+        has a spec.nodeName, so concurrent binders never bind a pod twice. With
+        ``check_fit`` (the scheduler's binder) it is refused as OVER_COMMITTED (with an
+        ``OverCommit`` Warning Event) when the node's allocatable cannot hold ``requests``
+        (but the ``fit_skips`` resources; ``fit_skips`` None: unchecked) besides the pods
+        bound there; without, it binds as the API server does. Either
+        way the requests are counted on the node (omitted: computed from the stored pod,
+        one more round trip). Success sets
         spec.nodeName and PodScheduled=True, clears status.nominatedNodeName, bumps the
-        resourceVersion and emits MODIFIED.
+        resourceVersion and emits MODIFIED; with ``scheduled_events`` (the scheduler's
+        binder) the same script records the pod's ``Scheduled`` Event, so no binding the
+        scheduler made is ever without its Event.
         """
-        todo = [_Binding(k, n, u) for k, n, u in bindings]
+        todo = [BindingRequest(*b) for b in bindings]
         for b in todo:
             if not isinstance(b.node_name, str) or not b.node_name:
                 raise ValueError(f"bind {b.pod_key}: node name must be a non-empty string")
-        condition = pack(scheduled_condition(rfc3339(self._clock.now())))
+        missing = [b.pod_key for b in todo if b.requests is None]
+        known: dict[str, dict[str, int]] = {}
+        if missing:
+            with redis_boundary("bind"):
+                raw: Any = self._client.hmget(self._keys.obj("Pod"), missing)
+            known = {k: pod_requests(d) for k, d in zip(missing, raw, strict=True)}
+        now = self._clock.now()
+        condition = pack(scheduled_condition(rfc3339(now)))
         results: list[BindResult] = []
+        keys = self._keys
         with redis_boundary("bind"):
             for start in range(0, len(todo), self._batch_size):
                 chunk = todo[start : start + self._batch_size]
-                envelope = pack_args([(b.pod_key, b.node_name, b.uid or "") for b in chunk])
+                envelope = pack_args(
+                    [
+                        (
+                            b.pod_key,
+                            b.node_name,
+                            b.uid or "",
+                            dict(b.requests if b.requests is not None else known[b.pod_key]),
+                            list(b.fit_skips) if check_fit and b.fit_skips is not None else None,
+                        )
+                        for b in chunk
+                    ]
+                )
                 reply = unpack_reply(
                     self._scripts.bind(
-                        keys=[self._keys.rv, self._keys.events, self._keys.obj("Pod")],
-                        args=[self._events_maxlen, "Pod", condition, envelope],
+                        keys=[keys.rv, keys.events, keys.obj("Pod"), keys.kevents, *keys.fit],
+                        args=[
+                            self._events_maxlen,
+                            "Pod",
+                            condition,
+                            envelope,
+                            self._kevents_maxlen,
+                            rfc3339_micro(now),
+                            "1" if scheduled_events else "0",
+                        ],
                     )
                 )
                 for i, b in enumerate(chunk):
@@ -395,10 +462,16 @@ class Store:
         return self.record_events([{**row, "type": type, "action": action}])[0]
 
     def record_events(self, events: Iterable[Mapping[str, str]]) -> builtins.list[str]:
-        """Record several Events in one round trip (dicts with the ``record_event`` args)."""
-        return streams.record_kube_events(
-            self._client, self._keys, self._clock, self._kevents_maxlen, events
-        )
+        """Record several Events in one round trip (dicts with the ``record_event`` args);
+        fenced like every other write."""
+        rows = streams.kube_event_rows(self._clock, events)
+        if not rows:
+            return []
+        with redis_boundary("record_event"):
+            ids = self._scripts.events(
+                keys=[self._keys.kevents], args=[self._kevents_maxlen, pack_args(rows)]
+            )
+        return [text(i) for i in ids]
 
     def events(
         self, key: str | None = None, reason: str | None = None, kind: str | None = None

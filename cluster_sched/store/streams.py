@@ -31,10 +31,10 @@ __all__ = [
     "KUBE_EVENT_TYPES",
     "Unreadable",
     "decode_entry",
+    "kube_event_rows",
     "list_and_watch",
     "read_events",
     "read_kube_events",
-    "record_kube_events",
     "watch",
 ]
 
@@ -259,38 +259,27 @@ def list_and_watch(
     return snapshot, last_id
 
 
-def record_kube_events(
-    client: redis.Redis,
-    keys: StoreKeys,
-    clock: Clock,
-    maxlen: int,
-    events: Iterable[Mapping[str, str]],
-) -> list[str]:
-    """Append Kubernetes Events (``kind``, ``key``, ``reason``, ``message``, optional
-    ``type`` (Normal) and ``action``) in one round trip; returns their stream ids."""
+def kube_event_rows(clock: Clock, events: Iterable[Mapping[str, str]]) -> list[list[str]]:
+    """Kubernetes Events (``kind``, ``key``, ``reason``, ``message``, optional ``type``
+    (Normal) and ``action``) as events.lua's rows, stamped with the clock's now."""
     now = rfc3339_micro(clock.now())
-    rows: list[dict[str, str]] = []
+    rows: list[list[str]] = []
     for event in events:
         event_type = event.get("type", "Normal")
         if event_type not in KUBE_EVENT_TYPES:
             raise ValueError(f"event type must be Normal or Warning, got {event_type!r}")
         rows.append(
-            {
-                "kind": event["kind"],
-                "key": event["key"],
-                "type": event_type,
-                "reason": event["reason"],
-                "action": event.get("action", ""),
-                "message": event["message"],
-                "time": now,
-            }
+            [
+                event["kind"],
+                event["key"],
+                event_type,
+                event["reason"],
+                event.get("action", ""),
+                event["message"],
+                now,
+            ]
         )
-    with redis_boundary("record_event"):
-        pipe = client.pipeline(transaction=False)
-        for row in rows:
-            pipe.xadd(keys.kevents, row, maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
-        ids = pipe.execute()
-    return [_text(i) for i in ids]
+    return rows
 
 
 def read_kube_events(

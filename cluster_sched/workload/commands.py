@@ -241,9 +241,12 @@ def _register_serve(sub: Any) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
+    from cluster_sched.errors import StoreError
     from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
+    from cluster_sched.scheduler.leader import standby
     from cluster_sched.scheduler.metrics_state import attach_metrics
+    from cluster_sched.store.fence import is_fenced_error
     from cluster_sched.store.store import Store
 
     url = resolve_url(args.redis)
@@ -282,16 +285,29 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     attach_metrics(coord, metrics)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    coord.start()
-    coord.queue.run()
     shown = redact_url(url)  # the password stays out of logs
-    print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
+    elector = standby(coord, client, config, lambda: stopped_by is not None)
+    if elector is not None and not elector.is_leader:
+        coord.close()  # stopped while standing by: nothing was written
+        tracing.shutdown()
+        return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
     try:
-        while stopped_by is None:
+        coord.start()
+        coord.queue.run()
+        print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
+        while stopped_by is None and (elector is None or not elector.lost):
             coord.step(pop_timeout=0.2)
+    except StoreError as exc:
+        if elector is None or not is_fenced_error(exc):
+            raise
     finally:
         coord.close()
         tracing.shutdown()
+        if elector is not None:
+            elector.close()
+    if elector is not None and (elector.lost or stopped_by is None):
+        print("leaderelection lost", file=sys.stderr)  # upstream's fatal OnStoppedLeading
+        return 1
     if stopped_by == signal.SIGINT:
         # Ctrl-C: a clean stop all the same, reported as an interruption (exit 130).
         print("interrupted", file=sys.stderr)

@@ -10,18 +10,38 @@
 -- and a MODIFIED event appended. Each map involved is scanned once and all changes are
 -- spliced in one pass; untouched bytes are copied as they are.
 --
+-- Two things the API server does not do, so that no crash between two writes can break
+-- an invariant: the Scheduled Event is appended to the Event stream in this same script
+-- (a binder dying after the binding cannot lose it), and a binding that would over-commit
+-- the node is refused (code 7, with an OverCommit Warning Event). The check reads the
+-- node's allocatable (KEYS[5], kept by apply) and the requests of the pods bound there
+-- (KEYS[6], kept here, by delete.lua and by apply of bound pods): O(resources), no scan.
+-- A node with no allocatable recorded (not in the store) is not checked.
+--
 -- KEYS[1]     resourceVersion counter   ({cs}:rv)
 -- KEYS[2]     watch event stream        ({cs}:events)
 -- KEYS[3]     pod hash                  ({cs}:obj:Pod)
+-- KEYS[4]     Event stream              ({cs}:kevents)
+-- KEYS[5]     node -> allocatable       ({cs}:alloc)
+-- KEYS[6]     node -> requested sums    ({cs}:noderequested)
+-- KEYS[7]     pod -> its node, requests ({cs}:podrequested)
 -- ARGV[1]     approximate MAXLEN of the event stream
 -- ARGV[2]     the kind written into events ("Pod")
 -- ARGV[3]     msgpack PodScheduled=True condition map (with lastTransitionTime)
--- ARGV[4]     msgpack array of bindings {pod field ("ns/name"), node, uid ("" = any)}
+-- ARGV[4]     msgpack array of bindings {pod field ("ns/name"), node, uid ("" = any),
+--             requests {resource: int}, skip}: skip nil = no over-commit check for this
+--             binding, else the array of requested resources the check ignores (those
+--             the profile's NodeResourcesFit ignores)
+-- ARGV[5]     approximate MAXLEN of the Event stream
+-- ARGV[6]     the Events' time (RFC 3339, microseconds)
+-- ARGV[7]     "1": append a Scheduled Event per binding; "0": none
+-- Without a skip entry a binding is made as the API server makes it; its requests are
+-- counted either way.
 -- Returns     msgpack array, three entries per binding: code, rv, detail
 --             0 bound (rv, event id)        1 not found
 --             2 uid mismatch (stored uid)   3 already assigned (its node)
 --             4 terminating                 5 scheduling gated
---             6 unreadable (parse error)
+--             6 unreadable (parse error)    7 over-committed (message)
 
 local ROOT_KEYS = {metadata = true, spec = true, status = true}
 local META_KEYS = {uid = true, deletionTimestamp = true, resourceVersion = true}
@@ -95,11 +115,42 @@ local function bind_one(s, node, uid, cond, rv)
   return 0, '', mp_splice(s, edits)
 end
 
+-- The first resource the pod cannot get on ``node`` and its message, or nil.
+local function over_commit(node, reqs, used, skip)
+  local raw = redis.call('HGET', KEYS[5], node)
+  if not raw then return nil end
+  local alloc = cmsgpack.unpack(raw)
+  local ignored = {}
+  for _, r in ipairs(skip) do ignored[r] = true end
+  local names = {}
+  for r, q in pairs(reqs) do
+    if r ~= 'pods' and q > 0 and not ignored[r] then names[#names + 1] = r end
+  end
+  table.sort(names)
+  if alloc.pods then table.insert(names, 1, 'pods') end
+  for _, r in ipairs(names) do
+    local q = (r == 'pods') and 1 or reqs[r]
+    local have, cap = used[r] or 0, alloc[r] or 0
+    if have + q > cap then
+      return r, string.format('node %s would be over-committed: %s requested by bound pods %s + %s > allocatable %s',
+        node, r, tostring(have), tostring(q), tostring(cap))
+    end
+  end
+  return nil
+end
+
+local function event(field, reason, etype, message, time)
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'kind', 'Pod', 'key', field,
+    'type', etype, 'reason', reason, 'action', '', 'message', message, 'time', time)
+end
+
 local out = {}
 local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
 local items = cmsgpack.unpack(ARGV[4])
+local time, with_events = ARGV[6], ARGV[7] == '1'
 for i = 1, #items do
-  local field, node, uid = items[i][1], items[i][2], items[i][3]
+  local field, node, uid, reqs, skip = items[i][1], items[i][2], items[i][3], items[i][4], items[i][5]
+  if type(reqs) ~= 'table' then reqs = {} end
   local old = redis.call('HGET', KEYS[3], field)
   if not old then
     out[#out + 1] = 1
@@ -109,6 +160,15 @@ for i = 1, #items do
     -- Decide before INCR: a refused binding must not consume a resourceVersion.
     local rv = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
     local ok, code, detail, obj = pcall(bind_one, old, node, uid, cond, rv)
+    local used_raw = redis.call('HGET', KEYS[6], node)
+    local used = used_raw and cmsgpack.unpack(used_raw) or {}
+    if ok and code == 0 and type(skip) == 'table' then
+      local res, why = over_commit(node, reqs, used, skip)
+      if res then
+        code, detail = 7, why
+        event(field, 'OverCommit', 'Warning', 'Binding rejected: ' .. why, time)
+      end
+    end
     if not ok then
       out[#out + 1] = 6
       out[#out + 1] = 0
@@ -122,6 +182,15 @@ for i = 1, #items do
       redis.call('HSET', KEYS[3], field, obj)
       local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
         'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
+      for r, q in pairs(reqs) do
+        if r ~= 'pods' then used[r] = (used[r] or 0) + q end
+      end
+      used.pods = (used.pods or 0) + 1
+      redis.call('HSET', KEYS[6], node, cmsgpack.pack(used))
+      redis.call('HSET', KEYS[7], field, cmsgpack.pack({node, reqs}))
+      if with_events then
+        event(field, 'Scheduled', 'Normal', 'Successfully assigned ' .. field .. ' to ' .. node, time)
+      end
       out[#out + 1] = 0
       out[#out + 1] = rv
       out[#out + 1] = id
