@@ -39,6 +39,15 @@ _runs = itertools.count()
 MAX_ROUNDS = 12
 
 
+def _settle_preemption(coord: Coordinator) -> None:
+    """Async preemption's victim deletions finish before the watch is read, as
+    bindings do: what the coordinator reads then never depends on thread timing."""
+    for fwk in coord.frameworks.values():
+        wait = getattr(fwk.handle.preemption_executor, "wait_idle", None)
+        if wait is not None:
+            assert wait(30.0), "preemptions did not finish"
+
+
 def _drive(coord: Coordinator, clock: FakeClock) -> None:
     coord.start()
     for _ in range(MAX_ROUNDS):
@@ -90,6 +99,7 @@ def _outcome(
 def _settle_everything(coord: Coordinator) -> None:
     """Housekeeping of the ``each pod`` driver: every binding done, every event read."""
     assert coord.binder.wait_idle(30.0), "bindings did not finish"
+    _settle_preemption(coord)
     coord.process_binding_outcomes()
     while coord.poll_informer():
         pass
@@ -99,6 +109,13 @@ def _settle_everything(coord: Coordinator) -> None:
 @pytest.fixture(params=["rounds", "each pod"])
 def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(coordinator_module, "INFORMER_POLL_INTERVAL", math.inf)
+    poll = Coordinator.poll_informer
+
+    def settled_poll(coord: Coordinator, block_ms: int | None = None) -> int:
+        _settle_preemption(coord)
+        return poll(coord, block_ms)
+
+    monkeypatch.setattr(Coordinator, "poll_informer", settled_poll)
     if request.param == "each pod":
         monkeypatch.setattr(Coordinator, "housekeeping", _settle_everything)
     return str(request.param)
