@@ -6,6 +6,9 @@ the cluster's nodeTree order; this module owns the upstream rules on top:
 ``numFeasibleNodesToFind`` and the next-start-node rotation, the nominated node tried
 first, nominated pods in Filter (two passes), the diagnosis, NormalizeScore over every
 feasible node, weights, and reservoir sampling among the best.
+
+OpportunisticBatching wraps ``full_attempt`` in ``scheduler.batching`` (the hint tried
+first); ``hint_status`` is how a failed hint enters the diagnosis.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +94,8 @@ class Scheduler:
         self.next_start_node_index = 0
         self.rng = rng or random.Random()
         self.fast = fast
+        #: profile -> its OpportunisticBatch (``scheduler.batching``; one per framework)
+        self.batches: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ the attempt
 
@@ -109,12 +115,30 @@ class Scheduler:
         coordinator's full replica either way.
         """
         source = source or LocalSource(table)
-        num_all = table.n_nodes
-        if num_all == 0:
+        if table.n_nodes == 0:
             raise FitError(pod.key, 0, Diagnosis())
         pre = fwk.run_pre_filter(state, pod, snapshot)
+        return self.full_attempt(fwk, state, pod, table, snapshot, nominated, source, pre)
+
+    def full_attempt(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        nominated: NominatedPods | None,
+        source: NodeSource,
+        pre: tuple[PreFilterResult | None, Status, set[str]],
+        hint_status: tuple[str, Status] | None = None,
+    ) -> AttemptResult:
+        """PreFilter done (``pre``): filter the candidate nodes, score the feasible ones,
+        select the host. ``hint_status``: a batching hint that failed Filter (the
+        compiled path, which would not count it as evaluated, is not used then)."""
+        num_all = table.n_nodes
         if (
             self.fast is not None
+            and hint_status is None
             and isinstance(source, LocalSource)
             and pre[1].is_success
             and pre[0] is None
@@ -123,7 +147,7 @@ class Scheduler:
             if fast is not None:
                 return fast
         feasible, diagnosis, evaluated = self.find_nodes_that_fit(
-            fwk, state, pod, table, snapshot, nominated, source, pre=pre
+            fwk, state, pod, table, snapshot, nominated, source, pre=pre, hint_status=hint_status
         )
         if len(feasible) == 0:
             raise FitError(pod.key, num_all, diagnosis)
@@ -193,9 +217,12 @@ class Scheduler:
         nominated: NominatedPods | None,
         source: NodeSource | None = None,
         pre: tuple[PreFilterResult | None, Status, set[str]] | None = None,
+        hint_status: tuple[str, Status] | None = None,
     ) -> tuple[np.ndarray, Diagnosis, int]:
         """Feasible rows (in evaluation order), the diagnosis, and how many were evaluated.
-        ``pre``: PreFilter's answer when the caller already ran it."""
+        ``pre``: PreFilter's answer when the caller already ran it. ``hint_status``: a
+        batching hint that failed Filter (it counts as evaluated, as a failed nominated
+        node does)."""
         source = source or LocalSource(table)
         diagnosis = Diagnosis()
         all_rows = table.order()
@@ -209,6 +236,8 @@ class Scheduler:
             if s.plugin:
                 diagnosis.unschedulable_plugins.add(s.plugin)
             return np.zeros(0, dtype=np.int64), diagnosis, 0
+        if hint_status is not None:
+            diagnosis.add_status(*hint_status)
 
         if pod.nominated_node_name:
             row = table.index.get(pod.nominated_node_name)

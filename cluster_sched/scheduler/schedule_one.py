@@ -32,6 +32,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler import batching
 from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor, BindingJob, BindingOutcome
 from cluster_sched.scheduler.failure import FailureHandler
@@ -133,7 +134,8 @@ class SchedulingCycle:
             self._cycle_span.set_attributes({ATTR_POD_UID: pod.uid, ATTR_PROFILE: fwk.profile_name})
         nominator = self.queue.nominator
         try:
-            result = self.algorithm.schedule_pod(
+            result = batching.schedule_pod(
+                self.algorithm,
                 fwk,
                 state,
                 pod,
@@ -141,6 +143,8 @@ class SchedulingCycle:
                 self.cache.snapshot,
                 nominator.nominated_pods(),
                 self.source,
+                cycle=cycle,
+                now=self.clock.now(),
             )
         except FitError as fit:
             self._on_fit_error(fwk, state, pod, info, cycle, fit)

@@ -203,6 +203,20 @@ class Metrics:
             buckets=POD_ATTEMPTS_BUCKETS,
             registry=r,
         )
+        self._batch_attempts = Counter(
+            "batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+            subsystem=SUBSYSTEM,
+            registry=r,
+        )
+        self._batch_flushed = Counter(
+            "batch_cache_flushed",
+            "Counts of cache flushes by reason.",
+            ["profile", "reason"],
+            subsystem=SUBSYSTEM,
+            registry=r,
+        )
         # Upstream shows every queue from the start, zero included.
         for queue in PENDING_QUEUES:
             self._pending.labels(queue=queue).set(0)
@@ -262,6 +276,15 @@ class Metrics:
         """``count`` pods entered ``queue`` because of ``event`` (PodAdd, BackoffComplete, ...)."""
         self._incoming.labels(queue=queue, event=event).inc(count)
 
+    def inc_batch(self, kind: str, profile: str, label: str) -> None:
+        """OpportunisticBatching: ``kind`` "attempt" counts
+        scheduler_batch_attempts_total{result}, "flush"
+        scheduler_batch_cache_flushed_total{reason}."""
+        if kind == "attempt":
+            self._batch_attempts.labels(profile=profile, result=label).inc()
+        else:
+            self._batch_flushed.labels(profile=profile, reason=label).inc()
+
     # --- exposition --------------------------------------------------------------------
 
     def exposition(self) -> bytes:
@@ -311,6 +334,9 @@ class _DisabledMetrics(Metrics):
         return None
 
     def inc_incoming(self, queue: str, event: str, count: int = 1) -> None:
+        return None
+
+    def inc_batch(self, kind: str, profile: str, label: str) -> None:
         return None
 
 

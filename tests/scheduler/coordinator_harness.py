@@ -27,6 +27,7 @@ from cluster_sched.plugins import names
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.assembly import new_scheduler
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.testing.builders import make_node, make_pod
 
 T0 = 1_700_000_000.0
@@ -117,6 +118,7 @@ class Harness:
         binding_executor: Any = None,
         patience: float = 10.0,
         features: FeatureGates | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.clock = FakeClock(T0)
@@ -128,6 +130,7 @@ class Harness:
             seed=7,
             binding_executor=binding_executor,
             features=features,
+            metrics=metrics,
         )
         #: liveness bound for bindings to finish (never a timing assertion)
         self.patience = patience
