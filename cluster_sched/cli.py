@@ -27,7 +27,13 @@ from typing import Any
 import redis
 
 from cluster_sched.errors import ClusterSchedError, ConfigError, InvalidObjectError, PluginError
-from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from cluster_sched.workload.cli_args import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_feature_gates_option,
+)
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -56,6 +62,7 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "--all", action="store_true", help="table: show every node, not only the top ones"
     )
     p.add_argument("--top", type=int, default=20, help="table: how many nodes to show (default 20)")
+    add_feature_gates_option(p)
     p.set_defaults(func=_cmd_explain)
 
 
@@ -64,9 +71,11 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from cluster_sched.api.objects import Pod
     from cluster_sched.cache.cache import Cache
     from cluster_sched.config.load import load_config
+    from cluster_sched.features import parse_feature_gates
     from cluster_sched.scheduler.explain import explain
     from cluster_sched.scheduler.explain_table import render_table
 
+    features = parse_feature_gates(args.feature_gates)
     config = load_config(args.config)
     cache = Cache()
     cache.load(load_file(args.cluster))
@@ -74,7 +83,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     if len(pods) != 1:
         raise InvalidObjectError(f"expected exactly one Pod, found {len(pods)}", source=args.pod)
     try:
-        result = explain(cache, pods[0], config, seed=args.seed)
+        result = explain(cache, pods[0], config, seed=args.seed, features=features)
     except (ConfigError, PluginError) as err:
         # Profiles are expanded (plugins imported, placed, started) only here: name the
         # file the bad plugin reference came from.
