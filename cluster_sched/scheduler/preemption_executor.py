@@ -13,7 +13,8 @@ preemptor is then "running preemption" and DefaultPreemption's PreEnqueue holds 
 gated until the deletions are done. What "done" means is read on the coordinator's
 thread, from the informer's view only (upstream's last-victim check against the pod
 lister): the preemptor is released once the watch has seen every victim it deleted go
-(or being deleted), or when the worker reports a failed write. A decision therefore never
+(or being deleted), or when the worker reports a failed write (the coordinator then
+activates it, as upstream does: ``take_failed``). A decision therefore never
 depends on how far the worker thread got, only on which watch events the coordinator has
 read, which keeps test drivers that settle the worker before reading the watch
 deterministic. In-memory steps (rejecting victims waiting in Permit, dropping
@@ -76,6 +77,8 @@ class StorePreemptionExecutor:
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._unfinished = 0
+        #: keys of preemptors whose writes failed, for the coordinator to activate
+        self._failed: list[str] = []
 
     # ------------------------------------------------------------------ decisions
 
@@ -140,6 +143,15 @@ class StorePreemptionExecutor:
         del self._preempting[uid]
         return False
 
+    def take_failed(self) -> list[str]:
+        """Preemptors whose async preemption failed since the last call: upstream moves
+        them to activeQ (the coordinator does, on its thread) so none stays stuck."""
+        if not self._failed:
+            return []
+        with self._lock:
+            out, self._failed = self._failed, []
+        return out
+
     def preempting(self) -> list[str]:
         """Uids of the preemptors whose preemption has not been seen to finish."""
         return list(self._preempting)
@@ -184,6 +196,8 @@ class StorePreemptionExecutor:
                 "async preemption for %s on node %s failed", job.preemptor.key, job.node_name
             )
             job.failed = True
+            with self._lock:
+                self._failed.append(job.preemptor.key)
 
     def close(self) -> None:
         self.wait_idle(10.0)

@@ -102,6 +102,7 @@ class SchedulingCycle:
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""
+        self._activate_failed_preemptors()
         if not self.tracing.enabled:
             self._schedule_one(info, cycle)
             return
@@ -204,6 +205,16 @@ class SchedulingCycle:
                 trace_carrier=carrier,
             )
         )
+
+    def _activate_failed_preemptors(self) -> None:
+        """Preemptors whose async preemption failed go to activeQ (upstream's goroutine
+        calls Activate), so the PreEnqueue gate never strands them."""
+        fwk = next(iter(self.frameworks.values()), None)
+        take = getattr(fwk.handle.preemption_executor, "take_failed", None) if fwk else None
+        if take is not None:
+            failed = take()
+            if failed:
+                self.queue.activate(failed)
 
     def _nominate_for_expectation(
         self, fwk: Framework, state: CycleState, pod: Pod, host: str, waiting: bool

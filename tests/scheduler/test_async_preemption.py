@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import redis as redis_lib
+
 from cluster_sched.features import ASYNC_PREEMPTION, FeatureGates
 from cluster_sched.plugins import names
 from cluster_sched.plugins.defaultpreemption.plugin import ERR_WAITING_FOR_PREEMPTION
 from cluster_sched.queue.types import Location
+from cluster_sched.store.store import Store
 from tests.scheduler.coordinator_harness import Harness, config, node, pod
 
 
@@ -84,3 +87,26 @@ def test_default_preemption_registers_pod_delete_only_when_async(make_harness: A
     events_off = off.coord.frameworks["default-scheduler"].events_to_register()
     assert [e.label for e in events_on[names.DEFAULT_PREEMPTION]] == ["PodDelete"]
     assert events_off[names.DEFAULT_PREEMPTION] == ()
+
+
+def test_failed_async_preemption_releases_and_activates_the_preemptor(make_harness: Any) -> None:
+    """The worker's store writes fail (a Redis nobody listens on): upstream activates
+    the preemptor; here its gate opens and the next cycle moves it to activeQ."""
+    gates = FeatureGates({ASYNC_PREEMPTION: True})
+    h: Harness = make_harness(config(disable_cross_node=False), features=gates)
+    h.apply(node("n1", cpu="2"), pod("low", cpu="2").priority(1))
+    h.start()
+    h.cycle()
+    h.settle()
+    dead = redis_lib.Redis(port=1, socket_connect_timeout=0.2)
+    h.preemption.store = Store(dead, prefix="{dead}")
+    h.apply(pod("high", cpu="2").priority(100), pod("other", cpu="1").priority(0))
+    h.cycle()  # "high" preempts; the deletion fails on the worker
+    assert h.preemption.wait_idle(h.patience)
+    assert h.queue.get("default/high").gated
+    high = h.coord.informer.pods["default/high"]
+    fwk = h.coord.frameworks["default-scheduler"]
+    assert fwk.run_pre_enqueue(high).is_success, "a failed preemption opens the gate"
+    h.cycle()  # any cycle activates it
+    assert h.queue.location("default/high") is Location.ACTIVE
+    assert h.store.get("Pod", "default/low") is not None
