@@ -116,6 +116,7 @@ class StorePreemptionExecutor:
                 self.store.set_nominated_node_name(key, "")
             return
         job = _AsyncJob(pod, node_name, deletes, events, denominated)
+        self._forget_gone_preemptors()
         self._preempting[pod.uid or pod.key] = job
         with self._lock:
             self._unfinished += 1
@@ -142,6 +143,14 @@ class StorePreemptionExecutor:
                 return True
         del self._preempting[uid]
         return False
+
+    def _forget_gone_preemptors(self) -> None:
+        """Drop the entries of finished jobs whose preemptor was deleted (its PreEnqueue
+        will never ask again)."""
+        for uid, job in list(self._preempting.items()):
+            seen = self.pod_lookup(job.preemptor.key)
+            if job.done.is_set() and (seen is None or (seen.uid or seen.key) != uid):
+                del self._preempting[uid]
 
     def take_failed(self) -> list[str]:
         """Preemptors whose async preemption failed since the last call: upstream moves

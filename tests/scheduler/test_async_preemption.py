@@ -110,3 +110,25 @@ def test_failed_async_preemption_releases_and_activates_the_preemptor(make_harne
     h.cycle()  # any cycle activates it
     assert h.queue.location("default/high") is Location.ACTIVE
     assert h.store.get("Pod", "default/low") is not None
+
+
+def test_a_deleted_preemptors_entry_is_dropped(make_harness: Any) -> None:
+    h: Harness = make_harness(config(disable_cross_node=False))
+    h.apply(node("n1", cpu="2"), node("n2", cpu="2"))
+    h.apply(pod("low1", cpu="2").priority(1), pod("low2", cpu="2").priority(1))
+    h.start()
+    h.cycle()
+    h.cycle()
+    h.settle()
+    h.apply(pod("high1", cpu="2").priority(100))
+    h.cycle()
+    first = h.coord.informer.pods["default/high1"].uid
+    assert h.preemption.preempting() == [first]
+    assert h.preemption.wait_idle(h.patience)
+    h.store.delete("Pod", "default/high1")
+    h.apply(pod("filler", cpu="2").priority(1))  # takes the node high1's victim freed
+    h.cycle()
+    h.settle()
+    h.apply(pod("high2", cpu="2").priority(100))
+    h.cycle()
+    assert h.preemption.preempting() == [h.coord.informer.pods["default/high2"].uid]
