@@ -32,6 +32,7 @@ from cluster_sched.workload.cli_args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    add_feature_gates_option,
     add_lenient_option,
 )
 
@@ -71,17 +72,20 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     )
     p.add_argument("--top", type=int, default=20, help="table: how many nodes to show (default 20)")
     add_lenient_option(p)
+    add_feature_gates_option(p)
     p.set_defaults(func=_cmd_explain)
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     from cluster_sched.cache.cache import Cache
     from cluster_sched.config.load import load_config
+    from cluster_sched.features import parse_feature_gates
     from cluster_sched.scheduler.explain import explain
     from cluster_sched.scheduler.explain_table import render_table
     from cluster_sched.workload.explain_input import pending_pod
     from cluster_sched.workload.snapshot import load_snapshot
 
+    features = parse_feature_gates(args.feature_gates)
     config = load_config(args.config)
     snapshot = load_snapshot(args.cluster, seed=args.seed or 0, lenient=args.lenient)
     for line in snapshot.warnings:
@@ -91,7 +95,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     pod = pending_pod(args.pod, snapshot, args.cluster)
     pods = [pod]
     try:
-        result = explain(cache, pods[0], config, seed=args.seed)
+        result = explain(cache, pods[0], config, seed=args.seed, features=features)
     except (ConfigError, PluginError) as err:
         # Profiles are expanded (plugins imported, placed, started) only here: name the
         # file the bad plugin reference came from.

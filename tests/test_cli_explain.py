@@ -309,3 +309,17 @@ def test_table_output_selected_first_and_truncated(
         assert "use --all" not in out
     else:
         assert hint in out
+
+
+def test_feature_gates_reach_explain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = _write(tmp_path, "cluster.yaml", NODE)
+    pod = _write(tmp_path, "pod.yaml", POD)
+    argv = ["--cluster", cluster, "--pod", pod, "--output", "json"]
+    code, out, _err = _run(capsys, *argv, "--feature-gates", "SchedulerAsyncPreemption=false")
+    assert code == 0 and json.loads(out)["selectedNode"]
+    code, out, err = _run(capsys, *argv, "--feature-gates", "MadeUpGate=true")
+    assert code == EXIT_USAGE and out == ""
+    assert err.strip() == "error: unrecognized feature gate: MadeUpGate"
+    code, _out, err = _run(capsys, *argv, "--feature-gates", "SchedulerQueueingHints=false")
+    assert code == EXIT_USAGE
+    assert "feature is locked to true" in err

@@ -243,6 +243,14 @@ class VolumeBinding:
             if self._assumed_claims.get(claim) == b.node:
                 del self._assumed_claims[claim]
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """upstream PreBindPreFlight: Skip when PreBind has nothing to bind (no claims,
+        or all bound), so NominatedNodeNameForExpectation sets no nomination for it."""
+        b: _Bindings | None = state.get(BINDINGS_KEY)
+        if b is None or b.all_bound:
+            return skip()
+        return SUCCESS
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         b: _Bindings | None = state.get(BINDINGS_KEY)
         if b is None or b.all_bound:

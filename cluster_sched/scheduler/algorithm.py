@@ -6,6 +6,9 @@ the cluster's nodeTree order; this module owns the upstream rules on top:
 ``numFeasibleNodesToFind`` and the next-start-node rotation, the nominated node tried
 first, nominated pods in Filter (two passes), the diagnosis, NormalizeScore over every
 feasible node, weights, and reservoir sampling among the best.
+
+OpportunisticBatching wraps ``full_attempt`` in ``scheduler.batching`` (the hint tried
+first); ``hint_status`` is how a failed hint enters the diagnosis.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,8 +24,8 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FilterVerdicts, FitError
-from cluster_sched.framework.interfaces import NodeSlice, NodeToStatus, PreFilterResult
-from cluster_sched.framework.runtime import FilterOutcome, Framework
+from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
+from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
@@ -34,28 +38,15 @@ from cluster_sched.scheduler.extenders import (
     prioritize_with_extenders,
 )
 from cluster_sched.scheduler.fast_path import FastPath
+from cluster_sched.scheduler.host_selection import (
+    num_feasible_nodes_to_find,
+    select_host,
+)
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
-
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-#: numberOfHighestScoredNodesToReport
-HIGHEST_SCORED_NODES_TO_REPORT = 3
 
 #: node name -> pods nominated to it, only for nodes that have any (the nominator's view
 #: for this cycle). A mapping, so Filter touches only those few nodes individually.
 NominatedPods = Mapping[str, Sequence[Pod]]
-
-
-def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
-    """Adaptive percentageOfNodesToScore: max(5, 50 - n/125) %, never fewer than 100."""
-    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
-        return num_all_nodes
-    pct = percentage or 0
-    if pct == 0:
-        pct = 50 - num_all_nodes // 125
-        pct = max(pct, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
-    n = num_all_nodes * pct // 100
-    return max(n, MIN_FEASIBLE_NODES_TO_FIND)
 
 
 @dataclass(slots=True)
@@ -98,6 +89,8 @@ class Scheduler:
         self.next_start_node_index = 0
         self.rng = rng or random.Random()
         self.fast = fast
+        #: profile -> its OpportunisticBatch (``scheduler.batching``; one per framework)
+        self.batches: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ the attempt
 
@@ -117,25 +110,55 @@ class Scheduler:
         coordinator's full replica either way.
         """
         source = source or LocalSource(table)
-        num_all = table.n_nodes
-        if num_all == 0:
+        if table.n_nodes == 0:
             raise FitError(pod.key, 0, Diagnosis())
-        reuse = (
-            self.fast.pre_cycle
-            if self.fast is not None and source.table is table
-            and isinstance(snapshot, Snapshot)
-            else None
-        )  # fmt: skip
-        if reuse is not None:
-            pre = reuse.pre_filter(fwk, state, pod, snapshot)  # type: ignore[arg-type]
-        else:
-            pre = fwk.run_pre_filter(state, pod, snapshot)
-        if self.fast is not None and source.table is table and pre[1].is_success and pre[0] is None:
+        pre = self.pre_filter(fwk, state, pod, table, snapshot, source)
+        return self.full_attempt(fwk, state, pod, table, snapshot, nominated, source, pre)
+
+    def pre_filter(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        source: NodeSource,
+    ) -> tuple[PreFilterResult | None, Status, set[str]]:
+        """PreFilter; pods of one shape share it when the compiled path may answer on
+        ``table`` (``pre_cycle``: only while the facts its Skips read are unchanged)."""
+        reuse = self.fast.pre_cycle if self.fast is not None and source.table is table else None
+        if reuse is not None and isinstance(snapshot, Snapshot):
+            return reuse.pre_filter(fwk, state, pod, snapshot)
+        return fwk.run_pre_filter(state, pod, snapshot)
+
+    def full_attempt(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        nominated: NominatedPods | None,
+        source: NodeSource,
+        pre: tuple[PreFilterResult | None, Status, set[str]],
+        hint_status: tuple[str, Status] | None = None,
+    ) -> AttemptResult:
+        """PreFilter done (``pre``): filter the candidate nodes, score the feasible ones,
+        select the host. ``hint_status``: a batching hint that failed Filter (the
+        compiled path, which would not count it as evaluated, is not used then)."""
+        num_all = table.n_nodes
+        if (
+            self.fast is not None
+            and hint_status is None
+            and source.table is table
+            and pre[1].is_success
+            and pre[0] is None
+        ):
             fast = self._fast_attempt(self.fast, fwk, state, pod, table, snapshot, nominated)
             if fast is not None:
                 return fast
         feasible, diagnosis, evaluated = self.find_nodes_that_fit(
-            fwk, state, pod, table, snapshot, nominated, source, pre=pre
+            fwk, state, pod, table, snapshot, nominated, source, pre=pre, hint_status=hint_status
         )
         if len(feasible) == 0:
             raise FitError(pod.key, num_all, diagnosis)
@@ -209,9 +232,12 @@ class Scheduler:
         nominated: NominatedPods | None,
         source: NodeSource | None = None,
         pre: tuple[PreFilterResult | None, Status, set[str]] | None = None,
+        hint_status: tuple[str, Status] | None = None,
     ) -> tuple[np.ndarray, Diagnosis, int]:
         """Feasible rows (in evaluation order), the diagnosis, and how many were evaluated.
-        ``pre``: PreFilter's answer when the caller already ran it."""
+        ``pre``: PreFilter's answer when the caller already ran it. ``hint_status``: a
+        batching hint that failed Filter (it counts as evaluated, as a failed nominated
+        node does)."""
         source = source or LocalSource(table)
         diagnosis = Diagnosis()
         all_rows = table.order()
@@ -225,6 +251,8 @@ class Scheduler:
             if s.plugin:
                 diagnosis.unschedulable_plugins.add(s.plugin)
             return np.zeros(0, dtype=np.int64), diagnosis, 0
+        if hint_status is not None:
+            diagnosis.add_status(*hint_status)
 
         if pod.nominated_node_name:
             row = table.index.get(pod.nominated_node_name)
@@ -399,14 +427,11 @@ class Scheduler:
             if not s.is_success:
                 # upstream addGENominatedPods: an AddPod failure fails the whole attempt
                 raise SchedulerError(s.message())
-        first = _single_status(
-            fwk, fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64)))
-        )
-        if not first.is_success:
-            return first
-        return _single_status(
-            fwk, fwk.run_filter(state, pod, NodeSlice(table, np.asarray([row], dtype=np.int64)))
-        )
+        first = fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64)))
+        if not fwk.filter_status(first, 0).is_success:
+            return fwk.filter_status(first, 0)
+        rows = np.asarray([row], dtype=np.int64)
+        return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, rows)), 0)
 
     # ------------------------------------------------------------------ scoring
 
@@ -462,32 +487,9 @@ class Scheduler:
         result.top_nodes = [(table.names[int(feasible[i])], int(totals[i])) for i in top]  # type: ignore[misc]
 
 
-def select_host(
-    totals: np.ndarray, rng: random.Random, count: int = HIGHEST_SCORED_NODES_TO_REPORT
-) -> tuple[int, list[int]]:
-    """Uniform choice among the top-scoring nodes (upstream's reservoir sampling has the
-    same distribution), plus the ``count`` best indices with the chosen one first."""
-    best = int(totals.max())
-    ties = np.flatnonzero(totals == best)
-    chosen = int(ties[rng.randrange(len(ties))]) if len(ties) > 1 else int(ties[0])
-    k = min(count + 1, len(totals))
-    best_k = np.argpartition(-totals, k - 1)[:k] if k < len(totals) else np.arange(len(totals))
-    order = best_k[np.lexsort((best_k, -totals[best_k]))].tolist()
-    top = [chosen] + [i for i in order if i != chosen]
-    return chosen, top[:count]
-
-
-def _single_status(fwk: Framework, outcome: FilterOutcome) -> Status:
-    return fwk.filter_status(outcome, 0)
-
-
 class PreFilterError(Exception):
     """A plugin returned Error (not a rejection) at PreFilter/PreScore: the attempt fails."""
 
     def __init__(self, status: Status) -> None:
         self.status = status
         super().__init__(status.message())
-
-
-def node_to_status_of(diagnosis: Diagnosis) -> NodeToStatus:
-    return diagnosis.node_to_status

@@ -30,6 +30,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ConfigError
+from cluster_sched.features import FeatureGates
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FitError, fit_error_message
 from cluster_sched.framework.extender import (
@@ -55,9 +56,14 @@ class Explanation:
 
 
 def build_framework(
-    config: SchedulerConfiguration, pod: Pod, cache: Cache, seed: int | None
+    config: SchedulerConfiguration,
+    pod: Pod,
+    cache: Cache,
+    seed: int | None,
+    features: FeatureGates | None = None,
 ) -> Framework:
-    """The framework of the profile the pod names, with a handle that sees the cache."""
+    """The framework of the profile the pod names, with a handle that sees the cache
+    and the run's feature gates (``--feature-gates``)."""
     for i, profile in enumerate(config.profiles):
         if profile.scheduler_name == pod.scheduler_name:
             # No preemption executor: DefaultPreemption's PostFilter is a pure dry run.
@@ -66,6 +72,7 @@ def build_framework(
                 rng=random.Random(seed),
                 snapshot=cache.snapshot,
                 extenders=new_http_extenders(config.extenders),
+                features=features or FeatureGates(),
             )
             return new_framework(profile, handle, field=f"profiles[{i}]")
     raise ConfigError(
@@ -74,9 +81,13 @@ def build_framework(
 
 
 def explain(
-    cache: Cache, pod: Pod, config: SchedulerConfiguration, seed: int | None = None
+    cache: Cache,
+    pod: Pod,
+    config: SchedulerConfiguration,
+    seed: int | None = None,
+    features: FeatureGates | None = None,
 ) -> Explanation:
-    fwk = build_framework(config, pod, cache, seed)
+    fwk = build_framework(config, pod, cache, seed, features)
     table = cache.sink.table  # type: ignore[attr-defined]
     sched = Scheduler(config.percentage_of_nodes_to_score, random.Random(seed))
     state = CycleState()

@@ -5,6 +5,11 @@ The cycle runs on the coordinator's thread: PreFilter → Filter → PostFilter 
 select host (``algorithm.Scheduler``), then assume → Reserve → Permit, and hands the
 binding cycle to the binding executor without waiting. Binding outcomes come back to
 ``finish_binding`` on the same thread, so the cache stays single-threaded.
+
+NominatedNodeNameForExpectation: a pod whose binding will wait on Permit or do PreBind
+work (PreBindPreFlight) gets status.nominatedNodeName = its host in the store before its
+binding cycle starts, telling other components where it is going; the bind clears it (the
+store's bind, as the API server's), a failed binding cycle clears it here.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from typing import Any
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
-from cluster_sched.errors import SchedulerError
+from cluster_sched.errors import ClusterSchedError, SchedulerError
+from cluster_sched.features import NOMINATED_NODE_NAME_FOR_EXPECTATION
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from cluster_sched.framework.events import EVENT_ASSIGNED_POD_DELETE
@@ -26,6 +32,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler import batching
 from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor, BindingJob, BindingOutcome
 from cluster_sched.scheduler.failure import FailureHandler
@@ -90,9 +97,12 @@ class SchedulingCycle:
         self.tracing = tracing
         self.metrics = metrics
         self._cycle_span: Any = None
+        #: pods whose nominatedNodeName was set for their binding (NNN for expectation)
+        self._expecting: set[str] = set()
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""
+        self._activate_failed_preemptors()
         if not self.tracing.enabled:
             self._schedule_one(info, cycle)
             return
@@ -125,7 +135,8 @@ class SchedulingCycle:
             self._cycle_span.set_attributes({ATTR_POD_UID: pod.uid, ATTR_PROFILE: fwk.profile_name})
         nominator = self.queue.nominator
         try:
-            result = self.algorithm.schedule_pod(
+            result = batching.schedule_pod(
+                self.algorithm,
                 fwk,
                 state,
                 pod,
@@ -133,6 +144,8 @@ class SchedulingCycle:
                 self.cache.snapshot,
                 nominator.nominated_pods(),
                 self.source,
+                cycle=cycle,
+                now=self.clock.now(),
             )
         except FitError as fit:
             self._on_fit_error(fwk, state, pod, info, cycle, fit)
@@ -177,6 +190,8 @@ class SchedulingCycle:
         if state.pods_to_activate:
             self.queue.activate(state.pods_to_activate)
         self._attempt_done(fwk, start, RESULT_SCHEDULED, host)
+        if fwk.handle.features.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
+            self._nominate_for_expectation(fwk, state, assumed, host, waiting)
         carrier = self.tracing.carrier_of(self._cycle_span) if self._cycle_span is not None else {}
         self.binder.submit(
             BindingJob(
@@ -190,6 +205,35 @@ class SchedulingCycle:
                 trace_carrier=carrier,
             )
         )
+
+    def _activate_failed_preemptors(self) -> None:
+        """Preemptors whose async preemption failed go to activeQ (upstream's goroutine
+        calls Activate), so the PreEnqueue gate never strands them."""
+        fwk = next(iter(self.frameworks.values()), None)
+        take = getattr(fwk.handle.preemption_executor, "take_failed", None) if fwk else None
+        if take is not None:
+            failed = take()
+            if failed:
+                self.queue.activate(failed)
+
+    def _nominate_for_expectation(
+        self, fwk: Framework, state: CycleState, pod: Pod, host: str, waiting: bool
+    ) -> None:
+        """upstream bindingCycle's first step: set nominatedNodeName = host when
+        WaitOnPermit or some PreBind plugin will do work (otherwise the pod is bound at
+        once anyway). A failing preflight or write is logged, never fatal."""
+        preflight = pre_bind_pre_flights(fwk, state, pod, host)
+        if preflight.code == Code.ERROR or preflight.is_rejected:
+            log.error("PreBindPreFlight failed for %s: %s", pod.key, preflight.message())
+            return
+        if not (preflight.is_success or waiting):
+            return
+        try:
+            self.failures.store.set_nominated_node_name(pod.key, host, pod.uid or None)
+        except ClusterSchedError as exc:
+            log.error("could not set the nominated node of %s in its binding: %s", pod.key, exc)
+            return
+        self._expecting.add(pod.key)
 
     def _attempt_done(self, fwk: Framework, start: float, result: str, node: str = "") -> None:
         """Record one attempt: run stats, scheduler_schedule_attempts_total and friends,
@@ -241,6 +285,8 @@ class SchedulingCycle:
         job = outcome.job
         fwk = self.frameworks[job.profile]
         status = outcome.status
+        expected = job.pod.key in self._expecting
+        self._expecting.discard(job.pod.key)
         if status.is_success:
             self.cache.finish_binding(job.pod)
             first = job.info.initial_attempt_timestamp
@@ -259,6 +305,12 @@ class SchedulingCycle:
         self.failures.handle_scheduling_failure(
             fwk, original, info, job.scheduling_cycle, status, ""
         )
+        if expected:
+            # upstream: the failure handler's clearNominatedNode
+            try:
+                self.failures.store.set_nominated_node_name(job.pod.key, "", job.pod.uid or None)
+            except ClusterSchedError as exc:
+                log.warning("could not clear the nominated node of %s: %s", job.pod.key, exc)
         if forgotten and status.is_rejected:
             key = job.pod.key
             self.queue.move_all_to_active_or_backoff_queue(
@@ -293,3 +345,17 @@ class SchedulingCycle:
         self.failures.handle_scheduling_failure(
             fwk, pod, info, cycle, Status(Code.UNSCHEDULABLE, (str(fit),)), nominated_node
         )
+
+
+def pre_bind_pre_flights(fwk: Framework, state: CycleState, pod: Pod, node_name: str) -> Status:
+    """upstream RunPreBindPreFlights: Success if some PreBind plugin will do work, Skip
+    if every one Skips; a plugin without a preflight counts as doing work."""
+    result = Status(Code.SKIP)
+    for pl in fwk.pre_bind:
+        fn = getattr(pl, "pre_bind_pre_flight", None)
+        s = fn(state, pod, node_name) if fn is not None else Status(Code.SUCCESS)
+        if s is None or s.code == Code.SUCCESS:
+            result = Status(Code.SUCCESS)
+        elif s.code != Code.SKIP:
+            return s.with_plugin(pl.name)
+    return result

@@ -310,6 +310,14 @@ class Metrics:
         self._ep_children: dict[tuple[str, str, str], Any] = {}
         self._state = _StateCollector()
         r.register(self._state)
+        self._batch_attempts = counter(
+            "batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            ["profile", "result"],
+        )
+        self._batch_flushed = counter(
+            "batch_cache_flushed", "Counts of cache flushes by reason.", ["profile", "reason"]
+        )
 
     @classmethod
     def disabled(cls) -> Metrics:
@@ -412,6 +420,15 @@ class Metrics:
         outlives the scheduler (``run --metrics-linger``)."""
         self._state.frozen = self._state.read()
 
+    def inc_batch(self, kind: str, profile: str, label: str) -> None:
+        """OpportunisticBatching: ``kind`` "attempt" counts
+        scheduler_batch_attempts_total{result}, "flush"
+        scheduler_batch_cache_flushed_total{reason}."""
+        if kind == "attempt":
+            self._batch_attempts.labels(profile=profile, result=label).inc()
+        else:
+            self._batch_flushed.labels(profile=profile, reason=label).inc()
+
     # --- exposition --------------------------------------------------------------------
 
     def exposition(self) -> bytes:
@@ -446,6 +463,9 @@ class _DisabledMetrics(Metrics):
 
     def plugin_evaluation(self, plugin: str, extension_point: str, profile: str) -> Any:
         return _NO_CHILD
+
+    def inc_batch(self, kind: str, profile: str, label: str) -> None:
+        return None
 
 
 def _noop(self: Metrics, *args: Any, **kwargs: Any) -> None:

@@ -172,7 +172,6 @@ UPSTREAM_EXTENSION_POINTS: dict[str, set[str]] = {
 
 #: Known gaps, kept visible: strict xfail fails the suite once they are closed.
 _KNOWN_GAPS = {
-    names.DEFAULT_PREEMPTION: "no PreEnqueue: async preemption's 'pod is running preemption' gate is not modelled",
     names.DYNAMIC_RESOURCES: "a Skip-everything stub: no PreEnqueue/PostFilter/Reserve/PreBind, so "
     "FitError messages lack upstream's 'no new claims to deallocate, ' PostFilter reason",
 }

@@ -20,12 +20,14 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.clock import FakeClock
 from cluster_sched.config.load import parse_config
 from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.features import FeatureGates
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins import names
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.assembly import new_scheduler
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.testing.builders import make_node, make_pod
 
 T0 = 1_700_000_000.0
@@ -115,11 +117,20 @@ class Harness:
         cfg: SchedulerConfiguration,
         binding_executor: Any = None,
         patience: float = 10.0,
+        features: FeatureGates | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.store = store
         self.clock = FakeClock(T0)
         self.coord = new_scheduler(
-            store, client, cfg, clock=self.clock, seed=7, binding_executor=binding_executor
+            store,
+            client,
+            cfg,
+            clock=self.clock,
+            seed=7,
+            binding_executor=binding_executor,
+            features=features,
+            metrics=metrics,
         )
         #: liveness bound for bindings to finish (never a timing assertion)
         self.patience = patience
@@ -153,10 +164,16 @@ class Harness:
         self.coord.flush_done()
         return info
 
+    @property
+    def preemption(self) -> Any:
+        return self.coord.frameworks[PROFILE].handle.preemption_executor
+
     def settle(self) -> None:
-        """Every submitted binding finished, its outcome applied, the watch read."""
+        """Every submitted binding and async preemption finished, the binding outcomes
+        applied, the watch read."""
         binder = self.coord.binder
         assert binder.wait_idle(self.patience), "bindings did not finish"
+        assert self.preemption.wait_idle(self.patience), "preemptions did not finish"
         self.coord.process_binding_outcomes()
         self.coord.poll_informer()
         self.coord.flush_done()

@@ -27,16 +27,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config
+from cluster_sched.config.load import load_config, parse_config
+from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.queue.types import Location
 from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
+from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.random_cluster import random_workload
 
 _runs = itertools.count()
 MAX_ROUNDS = 12
+
+
+def _settle_preemption(coord: Coordinator) -> None:
+    """Async preemption's victim deletions finish before the watch is read, as
+    bindings do: what the coordinator reads then never depends on thread timing."""
+    for fwk in coord.frameworks.values():
+        wait = getattr(fwk.handle.preemption_executor, "wait_idle", None)
+        if wait is not None:
+            assert wait(30.0), "preemptions did not finish"
 
 
 def _drive(coord: Coordinator, clock: FakeClock) -> None:
@@ -56,7 +67,11 @@ def _drive(coord: Coordinator, clock: FakeClock) -> None:
 
 
 def _outcome(
-    client: redis.Redis, docs: list[dict[str, Any]], options: ExecutorOptions, batch: int
+    client: redis.Redis,
+    docs: list[dict[str, Any]],
+    options: ExecutorOptions,
+    batch: int,
+    config: SchedulerConfiguration | None = None,
 ) -> tuple[dict[str, str], dict[str, int]]:
     prefix = f"{{x{next(_runs)}}}"
     store = Store(client, prefix=prefix)
@@ -65,7 +80,7 @@ def _outcome(
     coord = new_scheduler(
         store,
         client,
-        load_config(None),
+        config or load_config(None),
         options=options,
         clock=clock,
         seed=5,
@@ -90,6 +105,7 @@ def _outcome(
 def _settle_everything(coord: Coordinator) -> None:
     """Housekeeping of the ``each pod`` driver: every binding done, every event read."""
     assert coord.binder.wait_idle(30.0), "bindings did not finish"
+    _settle_preemption(coord)
     coord.process_binding_outcomes()
     while coord.poll_informer():
         pass
@@ -99,6 +115,13 @@ def _settle_everything(coord: Coordinator) -> None:
 @pytest.fixture(params=["rounds", "each pod"])
 def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(coordinator_module, "INFORMER_POLL_INTERVAL", math.inf)
+    poll = Coordinator.poll_informer
+
+    def settled_poll(coord: Coordinator, block_ms: int | None = None) -> int:
+        _settle_preemption(coord)
+        return poll(coord, block_ms)
+
+    monkeypatch.setattr(Coordinator, "poll_informer", settled_poll)
     if request.param == "each pod":
         monkeypatch.setattr(Coordinator, "housekeeping", _settle_everything)
     return str(request.param)
@@ -124,3 +147,51 @@ def test_batches_and_shards_give_the_serial_outcome(
         (ExecutorOptions("shards", shards=3), 5),
     ):
         assert _outcome(redis_client, docs, options, batch) == serial, (options, batch)
+
+
+#: PodTopologySpread without default constraints, so that pods are signable and
+#: OpportunisticBatching (on by default) hints nodes (System defaulting signs no pod).
+SIGNABLE = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}],
+        }
+    ],
+}
+
+
+def _one_per_node_pods(n: int) -> list[dict[str, Any]]:
+    """Identical high-priority pods no node holds two of: consecutive and signable, so
+    each one after the first may be placed on the previous attempt's list."""
+    return [
+        make_pod(f"big{i}")
+        .req(cpu="3500m", memory="1Gi")
+        .label("app", "big")
+        .priority(1000)
+        .manifest()
+        for i in range(n)
+    ]
+
+
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seed=st.integers(0, 10_000))
+def test_batches_give_the_serial_outcome_with_opportunistic_batching(
+    redis_client: redis.Redis, driver: str, seed: int
+) -> None:
+    docs = random_workload(seed) + _one_per_node_pods(6)
+    config = parse_config(SIGNABLE, "<test>")
+    serial = _outcome(redis_client, docs, ExecutorOptions("local", compiled=False), 1, config)
+    for options, batch in (
+        (ExecutorOptions("local", compiled=False), 7),
+        (ExecutorOptions("local"), 64),
+        (ExecutorOptions("shards", shards=2), 5),
+    ):
+        got = _outcome(redis_client, docs, options, batch, config)
+        assert got == serial, (options, batch)

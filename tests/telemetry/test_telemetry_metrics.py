@@ -48,7 +48,20 @@ def test_metric_names_and_types_match_upstream() -> None:
         "scheduler_unschedulable_pods": "gauge",
         "scheduler_scheduler_cache_size": "gauge",
         "scheduler_inflight_events": "gauge",
+        "scheduler_batch_attempts": "counter",
+        "scheduler_batch_cache_flushed": "counter",
     }
+
+
+def test_batching_counters_carry_upstreams_labels() -> None:
+    m = Metrics()
+    m.inc_batch("attempt", "default-scheduler", "hint_used")
+    m.inc_batch("flush", "default-scheduler", "node_not_full")
+    got = samples(m)
+    key = (("profile", "default-scheduler"), ("result", "hint_used"))
+    assert got[("scheduler_batch_attempts_total", key)] == 1
+    key = (("profile", "default-scheduler"), ("reason", "node_not_full"))
+    assert got[("scheduler_batch_cache_flushed_total", key)] == 1
 
 
 @pytest.mark.parametrize(

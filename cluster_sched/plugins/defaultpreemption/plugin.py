@@ -11,6 +11,11 @@ The dry runs need the profile's Framework to run filters on simulated nodes. It 
 read from ``handle.framework`` at PostFilter time (plugins are built before their
 Framework exists), so whoever builds a Framework sets it there.
 Every status message is prefixed "preemption: ", as upstream's PostFilter does.
+
+PreEnqueue (SchedulerAsyncPreemption): while the executor is still deleting a
+preemptor's victims the preemptor is gated with upstream's message, and the plugin
+registers Pod/Delete so the victims' deletions release it. With the gate off PreEnqueue
+always admits and nothing is registered, as upstream.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.config.plugin_args import DefaultPreemptionArgs
 from cluster_sched.errors import SchedulerError
+from cluster_sched.features import ASYNC_PREEMPTION
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, fit_error_message, node_codes
+from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeToStatus, PostFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
@@ -49,6 +56,7 @@ ERR_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 ERR_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 ERR_TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
 MESSAGE_PREFIX = "preemption: "
+ERR_WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 _DEFAULT_ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 
@@ -65,6 +73,23 @@ class DefaultPreemption:
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         self.args = args
         self._handle = handle
+
+    # ------------------------------------------------------------------ PreEnqueue
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        """upstream PreEnqueue: hold a preemptor whose victims are still being deleted."""
+        if not self._handle.features.enabled(ASYNC_PREEMPTION):
+            return SUCCESS
+        running = getattr(self._handle.preemption_executor, "is_pod_running_preemption", None)
+        if running is not None and running(pod):
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (ERR_WAITING_FOR_PREEMPTION,))
+        return SUCCESS
+
+    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+        """A victim's deletion may end the wait PreEnqueue imposed (async only)."""
+        if self._handle.features.enabled(ASYNC_PREEMPTION):
+            return (ClusterEvent(EventResource.POD, ActionType.DELETE),)
+        return ()
 
     # ------------------------------------------------------------------ PostFilter
 

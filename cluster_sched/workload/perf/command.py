@@ -21,6 +21,7 @@ from typing import Any
 from cluster_sched.config.load import load_config
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.features import FeatureGates, parse_feature_gates
 from cluster_sched.redis_server import redis_session, resolve_url
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
@@ -30,11 +31,12 @@ from cluster_sched.workload.cli_args import (
     EXIT_FAILED,
     EXIT_OK,
     add_executor_options,
+    add_feature_gates_option,
     add_redis_option,
 )
 from cluster_sched.workload.perf.config import (
     PlannedWorkload,
-    feature_gate_warnings,
+    feature_gates_of,
     load_test_cases,
     select_workloads,
 )
@@ -79,7 +81,36 @@ def register_perf(sub: Any) -> None:
     )
     add_executor_options(p)
     add_redis_option(p, private_fallback=True)
+    add_feature_gates_option(p)
     p.set_defaults(func=_cmd_perf)
+
+
+def cli_features(args: argparse.Namespace) -> FeatureGates:
+    """``--feature-gates`` (absent in callers that build their own namespace)."""
+    return parse_feature_gates(getattr(args, "feature_gates", None))
+
+
+def batching_summary(coord: Coordinator) -> list[str]:
+    """OpportunisticBatching's counters per profile (upstream's metric labels), one line
+    each; nothing for a profile that never kept a list (no pod was signable)."""
+    out = []
+    for profile, batch in sorted(coord.algorithm.batches.items()):
+        if set(batch.attempts) <= {"no_hint"} and set(batch.flushes) <= {"pod_not_batchable"}:
+            continue
+        attempts = " ".join(f"{k}={v}" for k, v in sorted(batch.attempts.items()))
+        flushes = " ".join(f"{k}={v}" for k, v in sorted(batch.flushes.items()))
+        out.append(
+            f"{profile}: scheduler_batch_attempts_total {attempts or '-'}; "
+            f"scheduler_batch_cache_flushed_total {flushes or '-'}"
+        )
+    return out
+
+
+def _collect(into: list[str]) -> Callable[[Store, Coordinator], None]:
+    def inspect(_store: Store, coord: Coordinator) -> None:
+        into.extend(batching_summary(coord))
+
+    return inspect
 
 
 def _cmd_perf(args: argparse.Namespace) -> int:
@@ -104,11 +135,17 @@ def run_perf(args: argparse.Namespace) -> int:
     out = _output_dir(args.output)
     failed = 0
     for p in planned:
-        for warning in feature_gate_warnings(p.feature_gates):
+        _features, warnings = feature_gates_of(p.feature_gates, cli_features(args))
+        for warning in warnings:
             print(f"warning: {p.name}: {warning}", file=sys.stderr)
         print(f"running {p.name}", flush=True)
         path = p.case.scheduler_config_path
-        outcome = run_workload(p, configs[str(path) if path is not None else ""], args)
+        batching: list[str] = []
+        outcome = run_workload(
+            p, configs[str(path) if path is not None else ""], args, _collect(batching)
+        )
+        for line_ in batching:
+            print(f"  {line_}", flush=True)
         for warning in outcome.warnings:
             print(f"warning: {warning}", file=sys.stderr)
         if outcome.items:
@@ -151,6 +188,7 @@ def run_workload(
             prefix=prefix,
             batch_size=args.batch_size,
             metrics=Metrics(),
+            features=feature_gates_of(planned.feature_gates, cli_features(args))[0],
         )
         try:
             coord.start()

@@ -21,6 +21,7 @@ from typing import Any
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.features import GATES, FeatureGateError, FeatureGates
 from cluster_sched.plugins import names
 from cluster_sched.telemetry.metrics import (
     EXTENSION_POINTS,
@@ -48,6 +49,7 @@ __all__ = [
     "PlannedWorkload",
     "ThresholdMetricSelector",
     "feature_gate_warnings",
+    "feature_gates_of",
     "load_test_cases",
     "select_workloads",
 ]
@@ -55,11 +57,10 @@ __all__ = [
 THROUGHPUT_METRIC = "SchedulingThroughput"
 SLI_METRIC = "scheduler_pod_scheduling_sli_duration_seconds"
 
-#: Feature gates cluster-sched's behaviour corresponds to: gate -> (the value it behaves
-#: as, why). A workload asking for the other value runs anyway, with a warning.
+#: Gates outside cluster_sched.features.GATES that cluster-sched's behaviour corresponds
+#: to: gate -> (the value it behaves as, why). A workload asking for the other value runs
+#: anyway, with a warning. The gates in features.GATES are switched for real.
 MODELLED_GATES: Mapping[str, tuple[bool, str]] = {
-    "SchedulerQueueingHints": (False, "the queue requeues as upstream does with hints off"),
-    "SchedulerAsyncPreemption": (False, "victims are deleted inside the scheduling cycle"),
     "SchedulerAsyncAPICalls": (False, "the cycle's API calls are made inside the cycle"),
     "NodeDeclaredFeatures": (False, "nodes declare no features"),
     "DynamicResourceAllocation": (False, "DRA is not modelled"),
@@ -162,10 +163,31 @@ class PlannedWorkload:
         return {**self.case.feature_gates, **self.workload.feature_gates}
 
 
+def feature_gates_of(
+    gates: Mapping[str, bool], base: FeatureGates | None = None
+) -> tuple[FeatureGates, list[str]]:
+    """The scheduler's FeatureGates for a workload's ``featureGates`` (over ``base``, the
+    command line's), and a warning per gate that could not be applied: gates the
+    registry does not know (see ``feature_gate_warnings``) or values a locked gate
+    refuses."""
+    features = base or FeatureGates()
+    warnings: list[str] = []
+    for gate, value in sorted(gates.items()):
+        if gate not in GATES:
+            continue
+        try:
+            features = features.with_overrides({gate: value})
+        except FeatureGateError as exc:
+            warnings.append(f"{exc}; ignored")
+    return features, warnings + feature_gate_warnings(gates)
+
+
 def feature_gate_warnings(gates: Mapping[str, bool]) -> list[str]:
-    """One line per gate whose value cluster-sched does not behave as."""
+    """One line per gate outside the registry whose value cluster-sched does not behave as."""
     out = []
     for gate, value in sorted(gates.items()):
+        if gate in GATES:
+            continue
         modelled = MODELLED_GATES.get(gate)
         if modelled is None:
             out.append(f"feature gate {gate} is not known to cluster-sched; ignored")

@@ -12,10 +12,12 @@ import pytest
 import yaml
 
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.features import parse_feature_gates
 from cluster_sched.workload.perf.config import (
     PerfTestCase,
     ThresholdMetricSelector,
     feature_gate_warnings,
+    feature_gates_of,
     load_test_cases,
     select_workloads,
 )
@@ -454,3 +456,28 @@ def test_syntax_errors_and_directories_are_one_line(tmp_path: Path) -> None:
     assert str(err.value).startswith(f"{bad}: ") and "\n" not in str(err.value)
     with pytest.raises(InvalidObjectError, match="is a directory"):
         load_test_cases(tmp_path)
+
+
+def test_registry_gates_become_the_schedulers_feature_gates() -> None:
+    features, warnings = feature_gates_of(
+        {
+            "SchedulerAsyncPreemption": False,
+            "OpportunisticBatching": False,
+            "SchedulerQueueingHints": False,
+            "SchedulerAsyncAPICalls": True,
+        }
+    )
+    assert not features.enabled("SchedulerAsyncPreemption")
+    assert not features.enabled("OpportunisticBatching")
+    assert features.enabled("NominatedNodeNameForExpectation")
+    assert features.enabled("SchedulerQueueingHints"), "locked GA gate keeps its value"
+    assert len(warnings) == 2
+    assert "feature is locked to true; ignored" in warnings[0]
+    assert "SchedulerAsyncAPICalls=true is not supported" in warnings[1]
+
+
+def test_workload_gates_override_the_command_line() -> None:
+    base = parse_feature_gates("OpportunisticBatching=false,SchedulerAsyncPreemption=false")
+    features, _ = feature_gates_of({"OpportunisticBatching": True}, base)
+    assert features.enabled("OpportunisticBatching")
+    assert not features.enabled("SchedulerAsyncPreemption")

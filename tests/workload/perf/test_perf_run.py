@@ -254,3 +254,32 @@ def test_cli_writes_data_items_and_fails_a_missed_threshold(
     assert "expected SchedulingThroughput Average to be higher" in stdout
     doc = json.loads((out / "SchedulingBasic_5Nodes.json").read_text())
     assert doc["dataItems"][0]["data"]["AverageThreshold"] == 1e9
+
+
+BATCHING_CONFIG = CONFIG.parent / "opportunistic-batching-config.yaml"
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["batching", "no-batching"])
+def test_one_pod_per_node_workload_uses_the_batching_hint(redis_url: str, on: bool) -> None:
+    """The workload's featureGates switch OpportunisticBatching for real: with it on,
+    every pod after the first lands on the previous pod's list."""
+    workload = "10Nodes_Batching" if on else "10Nodes_NoBatching"
+    (planned,) = select_workloads(
+        load_test_cases(BATCHING_CONFIG), "SchedulingOnePodPerNode", workload, str(BATCHING_CONFIG)
+    )
+    seen: dict[str, Any] = {}
+
+    def inspect(store: Store, coord: Coordinator) -> None:
+        seen["placements"] = [
+            p["spec"].get("nodeName", "") for p in store.list("Pod") if p.get("spec")
+        ]
+        seen["batches"] = {k: dict(b.attempts) for k, b in coord.algorithm.batches.items()}
+
+    config = load_config(str(planned.case.scheduler_config_path))
+    outcome = run_workload(planned, config, perf_args(redis_url), inspect)
+    assert outcome.failures == []
+    assert len(set(seen["placements"])) == 10, "one pod per node"
+    if on:
+        assert seen["batches"] == {"default-scheduler": {"no_hint": 1, "hint_used": 9}}
+    else:
+        assert seen["batches"] == {}

@@ -1,0 +1,165 @@
+"""OpportunisticBatching (upstream framework/runtime/batch.go, KEP-5598).
+
+Consecutive pods with the same signature, placed one pod per node, need not be filtered
+and scored afresh: the previous pod's feasible nodes, sorted by score, are still the
+right order for the next one, minus the node the previous pod took. So after a full
+attempt the rest of the sorted list is kept; the next pod gets its head as a hint when
+
+- it comes in the very next scheduling cycle (no pod of another profile, or skipped, in
+  between) and the previous one succeeded;
+- its signature equals the list's (and it is signable at all);
+- the list is younger than ``MAX_BATCH_AGE`` on the scheduler's clock;
+- the node the previous pod took no longer fits it (Filter rejects it there): only then
+  is it certain the previous choice is not the best again (1 pod per node);
+- it has no nominated node (that node is tried first anyway).
+
+The hinted node is then Filtered like a nominated node; if it passes it is the pod's
+host, with no scoring (``hint_used``); otherwise the attempt runs in full and its result
+replaces the list. ``scheduler_batch_attempts_total{profile,result}`` and
+``scheduler_batch_cache_flushed_total{profile,reason}`` count what happened, with
+upstream's labels. One instance per profile; only the coordinator's thread uses it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from cluster_sched.framework.signature import PodSignature
+
+__all__ = [
+    "BATCH_ATTEMPT_HINT_NOT_USED",
+    "BATCH_ATTEMPT_HINT_USED",
+    "BATCH_ATTEMPT_NO_HINT",
+    "MAX_BATCH_AGE",
+    "OpportunisticBatch",
+]
+
+#: upstream maxBatchAge: a kept list older than this (seconds) is not reused
+MAX_BATCH_AGE = 0.5
+
+BATCH_ATTEMPT_NO_HINT = "no_hint"
+BATCH_ATTEMPT_HINT_USED = "hint_used"
+BATCH_ATTEMPT_HINT_NOT_USED = "hint_not_used"
+
+FLUSH_POD_FAILED = "pod_failed"
+FLUSH_POD_SKIPPED = "pod_skipped"
+FLUSH_NODE_MISSING = "node_missing"
+FLUSH_NODE_NOT_FULL = "node_not_full"
+FLUSH_EMPTY_LIST = "empty_list"
+FLUSH_EXPIRED = "expired"
+FLUSH_POD_INCOMPATIBLE = "pod_incompatible"
+FLUSH_POD_NOT_BATCHABLE = "pod_not_batchable"
+
+#: (kind, profile, label) -> None: the metrics hook ("attempt" or "flush")
+BatchMetricsHook = Callable[[str, str, str], None]
+
+
+@dataclass(slots=True)
+class _BatchState:
+    signature: PodSignature
+    sorted_nodes: deque[str]
+    creation_time: float
+
+
+@dataclass(slots=True)
+class _LastCycle:
+    cycle: int
+    chosen_node: str
+    succeeded: bool = True
+
+
+@dataclass(slots=True)
+class OpportunisticBatch:
+    """The kept list of one profile, and its counters (upstream's, plus batched_pods)."""
+
+    profile: str
+    on_metric: BatchMetricsHook | None = None
+    state: _BatchState | None = None
+    last: _LastCycle | None = None
+    #: pods placed on a hint (upstream's test-only batchedPods)
+    batched_pods: int = 0
+    attempts: Counter[str] = field(default_factory=Counter)
+    flushes: Counter[str] = field(default_factory=Counter)
+
+    def get_node_hint(
+        self,
+        signature: PodSignature | None,
+        cycle: int,
+        now: float,
+        nominated_node_name: str,
+        last_node_rejects: Callable[[str], bool | None],
+    ) -> str:
+        """The hint for a pod in ``cycle`` (upstream GetNodeHint), or "" for none.
+        ``last_node_rejects(node)``: Filter rejects the pod on that node (None: the
+        node is gone)."""
+        if nominated_node_name or not self._compatible(signature, cycle, now, last_node_rejects):
+            self._count_attempt(BATCH_ATTEMPT_NO_HINT)
+            return ""
+        assert self.state is not None
+        return self.state.sorted_nodes.popleft()
+
+    def store_schedule_results(
+        self,
+        signature: PodSignature | None,
+        hinted_node: str,
+        chosen_node: str,
+        other_nodes: Sequence[str] | None,
+        cycle: int,
+        now: float,
+    ) -> None:
+        """After a successful attempt (upstream StoreScheduleResults): remember the
+        cycle; keep ``other_nodes`` (sorted, best first) unless the hint was used."""
+        self.last = _LastCycle(cycle, chosen_node)
+        if hinted_node and hinted_node == chosen_node:
+            self._count_attempt(BATCH_ATTEMPT_HINT_USED)
+            self.batched_pods += 1
+            return
+        if hinted_node:
+            self._count_attempt(BATCH_ATTEMPT_HINT_NOT_USED)
+        if signature is not None and other_nodes:
+            self.state = _BatchState(signature, deque(other_nodes), now)
+            return
+        self._flush(FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE)
+        self.state = None
+
+    # ------------------------------------------------------------------ internals
+
+    def _compatible(
+        self,
+        signature: PodSignature | None,
+        cycle: int,
+        now: float,
+        last_node_rejects: Callable[[str], bool | None],
+    ) -> bool:
+        """upstream batchStateCompatible (each failed check flushes with its reason)."""
+        if self.state is None or not self.state.sorted_nodes or self.last is None:
+            return False
+        if cycle != self.last.cycle + 1:
+            return self._flush(FLUSH_POD_SKIPPED)
+        if not self.last.succeeded:
+            return self._flush(FLUSH_POD_FAILED)
+        if signature is None or signature != self.state.signature:
+            return self._flush(FLUSH_POD_INCOMPATIBLE)
+        if now > self.state.creation_time + MAX_BATCH_AGE:
+            return self._flush(FLUSH_EXPIRED)
+        rejects = last_node_rejects(self.last.chosen_node)
+        if rejects is None:
+            return self._flush(FLUSH_NODE_MISSING)
+        if not rejects:
+            return self._flush(FLUSH_NODE_NOT_FULL)
+        return True
+
+    def _flush(self, reason: str) -> bool:
+        """Record why the kept list cannot be used (upstream logUnusableState); the list
+        itself is replaced by the attempt that follows."""
+        self.flushes[reason] += 1
+        if self.on_metric is not None:
+            self.on_metric("flush", self.profile, reason)
+        return False
+
+    def _count_attempt(self, result: str) -> None:
+        self.attempts[result] += 1
+        if self.on_metric is not None:
+            self.on_metric("attempt", self.profile, result)
