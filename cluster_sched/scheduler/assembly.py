@@ -237,8 +237,9 @@ def _fast_path(options: ExecutorOptions, *, timed: bool) -> FastPath | None:
     on-disk cache, or a compile on a new machine) rather than in the first cycle. With
     shards too: an attempt the compiled path answers costs less on the replica than one
     round trip to a shard, so shards get the attempts it declines (cost-based dispatch,
-    README "Distributed execution")."""
-    if not options.compiled:
+    README "Distributed execution") — unless plugins are timed (traces, metrics): then
+    every attempt fans out to the shards, so each shard call shows."""
+    if not options.compiled or (timed and options.executor != "local"):
         return None
     warm_up()
     return FastPath(share_pre_cycle=not timed)
