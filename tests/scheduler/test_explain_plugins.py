@@ -75,7 +75,12 @@ def test_every_filter_plugin_runs_on_every_evaluated_node_for_display() -> None:
 def test_other_extension_points_have_each_plugins_result() -> None:
     doc = _doc(cpu="1")
     results = doc["pluginResults"]
-    assert results["preEnqueue"] == {"SchedulingGates": {"code": "Success"}}
+    # DefaultPreemption's PreEnqueue (SchedulerAsyncPreemption, on by default) admits a
+    # pod with no preemption running
+    assert results["preEnqueue"] == {
+        "SchedulingGates": {"code": "Success"},
+        "DefaultPreemption": {"code": "Success"},
+    }
     assert results["preFilter"]["NodeResourcesFit"] == {"code": "Success"}
     assert results["preFilter"]["NodePorts"] == {"code": "Skip"}
     assert results["preScore"]["TaintToleration"] == {"code": "Success"}
