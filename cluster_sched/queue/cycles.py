@@ -118,8 +118,11 @@ class CycleQueue(QueueBase):
     @translate_redis_errors("finish a scheduling cycle")
     def done(self, pod_key: str) -> bool:
         """The pod's scheduling cycle ended and it is not coming back to the queue
-        (assumed/bound): forget it. False if it was not in flight."""
-        self.in_flight_events.finished([pod_key])
+        (assumed/bound): forget it. False if it was not in flight.
+
+        Its in-flight events are kept until its binding cycle ends (``binding_done``, a
+        failure, or a delete), as upstream calls Done only then: a binding that fails
+        is judged with the events of its whole cycle."""
         return self._scripts.done(self._keys, pod_key)
 
     @translate_redis_errors("finish scheduling cycles")
@@ -127,8 +130,12 @@ class CycleQueue(QueueBase):
         """:meth:`done` for several pods in one round trip; returns how many were in flight."""
         if not pod_keys:
             return 0
-        self.in_flight_events.finished(pod_keys)
         return self._scripts.done_many(self._keys, pod_keys)
+
+    def binding_done(self, pod_key: str) -> None:
+        """The pod's binding cycle ended bound (upstream Done at the end of the binding
+        cycle): stop keeping events for it."""
+        self.in_flight_events.finished([pod_key])
 
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, pod_scheduling_cycle: int

@@ -13,6 +13,10 @@ events tagged ``>= c``. An event that arrived while the pod still sat in the pop
 does not count: serially the pod would still have been in activeQ, where events do not
 matter. So every batch size gives every pod the serial answer.
 
+A pod counts as in flight here from its pop until its binding cycle ends (bound, failed
+back to the queue, or deleted), as upstream's Done at the end of the binding cycle; the
+Redis in-flight set lets go of it earlier, when it is assumed.
+
 This state lives in the coordinator's memory only, by design: it holds old/new objects
 for hint functions. Losing it (a restart) loses no pod: the pods in flight then are
 requeued by ``requeue_in_flight`` as failed with an error, which retries them anyway.
@@ -28,11 +32,14 @@ from typing import Any
 
 from cluster_sched.framework.events import ClusterEvent
 
-__all__ = ["MAX_IN_FLIGHT_EVENTS", "InFlightEvents", "RecordedEvent"]
+__all__ = ["MAX_IN_FLIGHT_EVENTS", "MAX_TRACKED_PODS", "InFlightEvents", "RecordedEvent"]
 
 #: Events kept at most; beyond, the oldest are dropped and a pod whose cycle they
 #: covered is judged "some event may have helped" (retry after backoff), never stranded.
 MAX_IN_FLIGHT_EVENTS = 100_000
+#: Pods tracked at most (a pod whose binding end is never reported must not pin the
+#: event history forever); the oldest are forgotten first.
+MAX_TRACKED_PODS = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +65,8 @@ class InFlightEvents:
     def popped(self, pods: Iterable[tuple[str, int]]) -> None:
         with self._lock:
             self._pods.update(pods)
+            while len(self._pods) > MAX_TRACKED_PODS:
+                del self._pods[next(iter(self._pods))]
 
     def any_in_flight(self) -> bool:
         return bool(self._pods)

@@ -273,7 +273,7 @@ class SchedulingQueue(CycleQueue):
                 strategy = rq.Strategy.SKIP
                 if q.where is Location.UNSCHEDULABLE and events is None:
                     strategy = rq.Strategy.AFTER_BACKOFF if pod_updated else strategy
-                elif q.where is Location.UNSCHEDULABLE:
+                elif q.where is Location.UNSCHEDULABLE and events is not None:
                     strategy = self._update_strategy(info, events, old_pod, new_pod)
                 if strategy is not rq.Strategy.SKIP:
                     placement = self._requeue_placement(q, info, strategy, now)

@@ -261,7 +261,9 @@ class EventHandlers:
         if self._pending_adds.pop(pod.key, None) is not None:
             return
         if bound and self.cache.is_assumed(pod.key):
-            # Our own binding arriving: the cycle already took it out of the queue.
+            # Our own binding arriving: the cycle already took it out of the queue; its
+            # binding cycle is over (upstream Done).
+            self.queue.binding_done(pod.key)
             return
         self.queue.delete(pod.key)
         fwk = self.frameworks.get(pod.scheduler_name)
