@@ -115,11 +115,18 @@ class Harness:
         cfg: SchedulerConfiguration,
         binding_executor: Any = None,
         patience: float = 10.0,
+        features: Any = None,
     ) -> None:
         self.store = store
         self.clock = FakeClock(T0)
         self.coord = new_scheduler(
-            store, client, cfg, clock=self.clock, seed=7, binding_executor=binding_executor
+            store,
+            client,
+            cfg,
+            clock=self.clock,
+            seed=7,
+            binding_executor=binding_executor,
+            features=features,
         )
         #: liveness bound for bindings to finish (never a timing assertion)
         self.patience = patience
