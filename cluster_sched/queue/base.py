@@ -56,6 +56,10 @@ DEFAULT_BACKOFF_FLUSH_INTERVAL = 1.0
 DEFAULT_LEFTOVER_FLUSH_INTERVAL = 30.0
 #: Pods per script call: keeps each script short (Redis runs one script at a time).
 BATCH = 1000
+#: QueueingHintFn calls one event may make (waiting pods x changed objects, e.g. a
+#: thousand nodes added while ten thousand pods wait). Past it the remaining pods are
+#: judged by their plugins' registrations alone (Queue): more retries, never a stuck pod.
+MAX_HINT_CALLS_PER_EVENT = 2_000_000
 
 #: Called once per pod entering a sub-queue: (queue label, event label), for
 #: scheduler_queue_incoming_pods_total{queue,event}.
@@ -358,10 +362,16 @@ class QueueBase:
         return None if self._pod_lookup is None else self._pod_lookup(pod_key)
 
     def _strategy(
-        self, info: QueuedPodInfo, event: ClusterEvent, changes: Iterable[tuple[Any, Any]]
+        self,
+        info: QueuedPodInfo,
+        event: ClusterEvent,
+        changes: Iterable[tuple[Any, Any]],
+        *,
+        judge: bool = True,
     ) -> rq.Strategy:
-        """The strongest answer over ``changes`` (old, new) of one event kind."""
-        pod = self._lookup(info.pod_key)
+        """The strongest answer over ``changes`` (old, new) of one event kind; without
+        ``judge`` the hints are not asked (every matching registration says Queue)."""
+        pod = self._lookup(info.pod_key) if judge else None
         best = rq.Strategy.SKIP
         for old, new in changes:
             best = max(best, rq.strategy_for(info, event, self._plugin_events, pod, old, new))
@@ -388,6 +398,7 @@ class QueueBase:
         )
         now = self._clock.now()
         placements: list[Placement] = []
+        budget = MAX_HINT_CALLS_PER_EVENT
         for queued, concerning in candidates:
             info = queued.info
             if not rq.gate_admits(info, event, self._plugin_events):
@@ -395,7 +406,8 @@ class QueueBase:
             rejectors = info.rejector_plugins
             if interested is not None and rejectors and not rejectors & interested:
                 continue  # none of its rejectors registered this event: no hint to ask
-            strategy = self._strategy(info, event, concerning)
+            budget -= len(concerning)
+            strategy = self._strategy(info, event, concerning, judge=budget >= 0)
             if strategy is rq.Strategy.SKIP:
                 continue
             placements.append(self._requeue_placement(queued, info, strategy, now))

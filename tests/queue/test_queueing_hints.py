@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from cluster_sched.clock import FakeClock
 from cluster_sched.framework.events import (
     ActionType,
@@ -15,7 +17,7 @@ from cluster_sched.framework.events import (
     EventResource,
     QueueingHint,
 )
-from cluster_sched.queue import Location, SchedulingQueue
+from cluster_sched.queue import Location, SchedulingQueue, base
 from tests.queue.queue_helpers import FIT, NODE_ADD, SPREAD, fail, info
 
 QueueFactory = Callable[..., SchedulingQueue]
@@ -256,3 +258,15 @@ def test_gate_off_backoff_pod_waits_for_its_backoff(
     queue.flush_backoff_q_completed()
     popped = queue.pop(timeout=0)
     assert popped is not None and popped.pod_key == "default/a"
+
+
+def test_past_the_hint_budget_pods_are_queued_by_registration(
+    make_queue: QueueFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A huge burst (waiting pods x changed objects) stops asking hints: the rest of
+    the pods move as if every matching registration said Queue."""
+    monkeypatch.setattr(base, "MAX_HINT_CALLS_PER_EVENT", 1)
+    queue = _queue(make_queue)
+    _park(queue, "a", FIT)
+    _park(queue, "b", FIT)
+    assert queue.move_all_to_active_or_backoff_queue(NODE_ADD, new="small") == 1

@@ -58,7 +58,8 @@ SLI_METRIC = "scheduler_pod_scheduling_sli_duration_seconds"
 #: Feature gates cluster-sched's behaviour corresponds to: gate -> (the value it behaves
 #: as, why). A workload asking for the other value runs anyway, with a warning.
 MODELLED_GATES: Mapping[str, tuple[bool, str]] = {
-    "SchedulerQueueingHints": (False, "the queue requeues as upstream does with hints off"),
+    "SchedulerQueueingHints": (True, "GA and locked on: the queue requeues by QueueingHintFns"),
+    "SchedulerPopFromBackoffQ": (True, "perf runs the default gates"),
     "SchedulerAsyncPreemption": (False, "victims are deleted inside the scheduling cycle"),
     "SchedulerAsyncAPICalls": (False, "the cycle's API calls are made inside the cycle"),
     "NodeDeclaredFeatures": (False, "nodes declare no features"),
