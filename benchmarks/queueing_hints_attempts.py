@@ -34,9 +34,13 @@ def _report(name: str, store: Store, coord: Coordinator) -> None:
     pods = store.list("Pod")
     bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
     total = sum(attempts.values())
+    # The unschedulable churn pods (generateName pod-h-), deleted or not by the end.
+    churn = [n for key, n in coord.stats.attempts.items() if "/pod-h-" in key]
     print(
         f"{name}: attempts={total} {dict(attempts)} pods={len(pods)} bound={bound} "
-        f"pending={len(pods) - bound} attempts/pod={total / max(len(pods), 1):.2f}",
+        f"pending={len(pods) - bound} attempts/pod={total / max(len(pods), 1):.2f} "
+        f"unschedulable pods={len(churn)} attempts on them={sum(churn)} "
+        f"({sum(churn) / max(len(churn), 1):.2f} per pod)",
         flush=True,
     )
 
@@ -47,6 +51,7 @@ def main() -> None:
     ap.add_argument("--workload", default="*")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--config", type=Path, default=CONFIG, help="a performance-config.yaml")
     a = ap.parse_args()
     args = argparse.Namespace(
         redis=None,
@@ -58,7 +63,7 @@ def main() -> None:
         batch_size=a.batch_size,
         timeout=600.0,
     )
-    for planned in select_workloads(load_test_cases(CONFIG), a.test, a.workload, CONFIG):
+    for planned in select_workloads(load_test_cases(a.config), a.test, a.workload, a.config):
         config = load_config(str(planned.case.scheduler_config_path or "") or None)
         name = planned.name
         run_workload(planned, config, args, inspect=lambda s, c, n=name: _report(n, s, c))
