@@ -14,14 +14,21 @@ matched only by a registered wildcard; the queue treats it as "move everything" 
 
 Labels (``NodeAdd``, ``AssignedPodUpdate``, ``UnschedulableTimeout``) are upstream's, so
 ``scheduler_queue_incoming_pods_total{event}`` reads the same as kube-scheduler's.
+
+QueueingHints (SchedulerQueueingHints, GA and locked on in v1.35): a plugin registers
+each event as a :class:`ClusterEventWithHint`, whose ``queueing_hint_fn(pod, old, new)``
+looks at the changed object and answers :attr:`QueueingHint.QUEUE` (the change may make
+``pod``, which the plugin rejected, schedulable) or :attr:`QueueingHint.QUEUE_SKIP`.
+No function means always QUEUE; a function that raises counts as QUEUE, as upstream.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 __all__ = [
     "ALL_CLUSTER_EVENT_LABELS",
@@ -43,8 +50,12 @@ __all__ = [
     "UNSCHEDULABLE_TIMEOUT",
     "ActionType",
     "ClusterEvent",
+    "ClusterEventWithHint",
     "EventResource",
+    "QueueingHint",
+    "QueueingHintFn",
     "match_any_cluster_event",
+    "with_hint",
 ]
 
 
@@ -180,7 +191,50 @@ class ClusterEvent:
         return self.label
 
 
-def match_any_cluster_event(incoming: ClusterEvent, registered: Iterable[ClusterEvent]) -> bool:
+class QueueingHint(enum.Enum):
+    """A plugin's answer to "may this event make the pod I rejected schedulable?"."""
+
+    #: The event cannot help: leave the pod where it waits.
+    QUEUE_SKIP = 0
+    #: The event may help: requeue the pod (after backoff, or at once for Pending).
+    QUEUE = 1
+
+
+#: ``hint(pod, old, new)``: ``pod`` is the waiting pod the plugin rejected; ``old`` /
+#: ``new`` the changed object before and after (None for an add / a delete).
+QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A registered event and the function that filters it per pod (upstream
+    ``ClusterEventWithHint``); ``queueing_hint_fn=None`` always queues."""
+
+    event: ClusterEvent
+    queueing_hint_fn: QueueingHintFn | None = None
+
+    @property
+    def resource(self) -> EventResource:
+        return self.event.resource
+
+    @property
+    def action_type(self) -> ActionType:
+        return self.event.action_type
+
+    def matches(self, incoming: ClusterEvent) -> bool:
+        return self.event.matches(incoming)
+
+
+def with_hint(registered: ClusterEvent | ClusterEventWithHint) -> ClusterEventWithHint:
+    """A registration as ClusterEventWithHint (a plain event queues on every match)."""
+    if isinstance(registered, ClusterEventWithHint):
+        return registered
+    return ClusterEventWithHint(registered)
+
+
+def match_any_cluster_event(
+    incoming: ClusterEvent, registered: Iterable[ClusterEvent | ClusterEventWithHint]
+) -> bool:
     """Some event in ``registered`` admits ``incoming``."""
     return any(event.matches(incoming) for event in registered)
 

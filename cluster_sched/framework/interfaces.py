@@ -32,7 +32,7 @@ from cluster_sched.framework.status import Status
 from cluster_sched.framework.verdicts import NodeVerdicts
 
 if TYPE_CHECKING:
-    from cluster_sched.framework.events import ClusterEvent
+    from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
     from cluster_sched.nodetable.table import NodeTable
 
 MAX_NODE_SCORE = 100
@@ -216,9 +216,10 @@ class PostBindPlugin(Protocol):
 
 @runtime_checkable
 class EnqueueExtensions(Protocol):
-    """Plugins that can reject pods say which cluster events may make them schedulable."""
+    """Plugins that can reject pods say which cluster events may make them schedulable,
+    each optionally with a QueueingHintFn that filters it per waiting pod."""
 
-    def events_to_register(self) -> Sequence[ClusterEvent]: ...
+    def events_to_register(self) -> Sequence[ClusterEvent | ClusterEventWithHint]: ...
 
 
 #: Extension point → the method a plugin needs to implement it.

@@ -21,7 +21,7 @@ from cluster_sched.config.expand import expand_plugins
 from cluster_sched.config.types import Profile
 from cluster_sched.errors import PluginError, SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent
+from cluster_sched.framework.events import EVENT_WILDCARD, ClusterEvent, ClusterEventWithHint
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.instrumentation import instrument_framework, instrumented
 from cluster_sched.framework.interfaces import (
@@ -144,13 +144,14 @@ class Framework:
                 return s.with_plugin(pl.name)
         return SUCCESS
 
-    def events_to_register(self) -> dict[str, tuple[ClusterEvent, ...]]:
-        """plugin name → events that may make pods it rejected schedulable.
+    def events_to_register(self) -> dict[str, tuple[ClusterEvent | ClusterEventWithHint, ...]]:
+        """plugin name → events that may make pods it rejected schedulable (with their
+        QueueingHintFns where the plugin gives them).
 
         A plugin that can reject pods but registers nothing is given the wildcard, as
         upstream does, so its pods are never stuck.
         """
-        out: dict[str, tuple[ClusterEvent, ...]] = {}
+        out: dict[str, tuple[ClusterEvent | ClusterEventWithHint, ...]] = {}
         rejecting = {
             pl.name
             for pl in (

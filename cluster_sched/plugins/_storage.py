@@ -42,6 +42,7 @@ __all__ = [
     "lookup_claim",
     "not_found",
     "pod_claims",
+    "pod_uses_claim",
     "pv_affinity_mask",
     "topology_mask",
     "volume_is_for_pod",
@@ -88,6 +89,14 @@ def pod_claims(pod: Pod) -> Iterator[ClaimUse]:
             yield ClaimUse(vol.volume_id, False)
         elif vol.source == EPHEMERAL_VOLUME:
             yield ClaimUse(f"{pod.name}-{vol.name}", True)
+
+
+def pod_uses_claim(pod: Pod, pvc: PersistentVolumeClaim | None) -> bool:
+    """``pvc`` backs one of ``pod``'s PVC or ephemeral volumes (the volume plugins'
+    PVC hints: only a claim the pod uses can change its verdict)."""
+    if pvc is None or pvc.namespace != pod.namespace:
+        return False
+    return any(use.claim == pvc.name for use in pod_claims(pod))
 
 
 def volume_is_for_pod(pod: Pod, pvc: PersistentVolumeClaim) -> str | None:

@@ -10,10 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import NodeSelector, NodeSelectorTerm, Pod
+from cluster_sched.api.objects import Node, NodeSelector, NodeSelectorTerm, Pod
+from cluster_sched.api.selectors import node_selector_matches
 from cluster_sched.config.plugin_args import NodeAffinityArgs
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, skip, unresolvable
@@ -139,13 +146,35 @@ class NodeAffinity:
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=False)
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A node added or relabelled may match the pod's node selection (hints on:
+        no taint updates, preCheck is gone upstream)."""
         return (
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
             ),
         )
+
+    def _matches(self, pod: Pod, node: Node) -> bool:
+        if self._added_required is not None and not node_selector_matches(
+            self._added_required, node.name, node.labels
+        ):
+            return False
+        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+            return False
+        required = required_selector(pod)
+        return required is None or node_selector_matches(required, node.name, node.labels)
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        """Queue when the node now matches and did not before (or is new)."""
+        if new is None or not self._matches(pod, new):
+            return QueueingHint.QUEUE_SKIP
+        if old is None or not self._matches(pod, old):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:

@@ -6,9 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import Pod
+from cluster_sched.api.objects import Node, Pod
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import Code
@@ -31,8 +37,20 @@ class NodeName:
             np.asarray(fails), Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON
         )
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
-        return (ClusterEvent(EventResource.NODE, ActionType.ADD),)
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Only the node the pod names can help, and only by appearing."""
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD), self.is_schedulable_after_node_add
+            ),
+        )
+
+    def is_schedulable_after_node_add(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        if new is None or (pod.node_name and pod.node_name != new.name):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
 
 
 def new(args: Any, handle: Handle) -> NodeName:

@@ -10,7 +10,13 @@ import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, skip
@@ -72,14 +78,31 @@ class NodePorts:
             fails |= nodes.take(nodes.table.port_count[p]) > 0
         return NodeVerdicts.from_mask(fails, Code.UNSCHEDULABLE, ERR_REASON)
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A deleted pod may free the ports (ports are immutable: no pod updates); a new
+        node has every port free, no hint needed (upstream, hints on: Node/Add only)."""
         return (
-            ClusterEvent(EventResource.POD, ActionType.DELETE),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL,
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
         )
+
+    def is_schedulable_after_pod_deleted(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """Queue only when the deleted pod held (or was nominated with) a host port this
+        pod wants."""
+        if old is None:
+            return QueueingHint.QUEUE
+        if not old.node_name and not old.nominated_node_name:
+            return QueueingHint.QUEUE_SKIP
+        freed = pod_host_ports(old)
+        wanted = pod_host_ports(pod)
+        if any(conflicts(w, used) for w in wanted for used in freed):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def new(args: Any, handle: Handle) -> NodePorts:

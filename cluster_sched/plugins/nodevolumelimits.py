@@ -24,9 +24,15 @@ from typing import Any
 import numpy as np
 
 from cluster_sched.api.objects import EPHEMERAL_VOLUME, GCE_PD_VOLUME, PVC_VOLUME, Pod
-from cluster_sched.api.storage import PersistentVolume, PersistentVolumeClaim
+from cluster_sched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, skip
@@ -41,6 +47,7 @@ from cluster_sched.plugins._storage import (
     inline_csi_handle,
     not_found,
     pod_claims,
+    pod_uses_claim,
     volume_is_for_pod,
 )
 
@@ -267,12 +274,57 @@ class NodeVolumeLimits:
             fails, Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED
         )
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A CSINode added (no hint) or given higher limits; a deleted bound pod that
+        held volumes; the pod's claim appearing; a VolumeAttachment deleted (no hint)."""
         return (
-            ClusterEvent(EventResource.CSI_NODE, ActionType.ADD),
-            ClusterEvent(EventResource.POD, ActionType.DELETE),
-            ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_NODE, ActionType.UPDATE),
+                self.is_schedulable_after_csi_node_updated,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                self.is_schedulable_after_pvc_added,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE)),
         )
+
+    def is_schedulable_after_pod_deleted(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """Only a bound pod with counted volumes frees attach slots."""
+        if old is None:
+            return QueueingHint.QUEUE
+        if not old.node_name or not _may_count(old):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_pvc_added(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> QueueingHint:
+        return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_csi_node_updated(
+        self, pod: Pod, old: CSINode | None, new: CSINode | None
+    ) -> QueueingHint:
+        """Queue when some driver's attach limit rose or went away."""
+        if old is None or new is None:
+            return QueueingHint.QUEUE
+        before = {d.name: d.allocatable_count for d in old.drivers}
+        for d in new.drivers:
+            was = before.get(d.name)
+            if (
+                d.name in before
+                and was is not None
+                and (d.allocatable_count is None or d.allocatable_count > was)
+            ):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def _present(table: NodeTable, refs: Iterable[str]) -> np.ndarray:

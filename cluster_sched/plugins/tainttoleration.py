@@ -6,10 +6,23 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Pod, Toleration
-from cluster_sched.api.taints import tolerations_tolerate_taint
+from cluster_sched.api.objects import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    PREFER_NO_SCHEDULE,
+    Node,
+    Pod,
+    Toleration,
+)
+from cluster_sched.api.taints import find_matching_untolerated_taint, tolerations_tolerate_taint
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Code, Status
@@ -88,11 +101,42 @@ class TaintToleration:
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=True)
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A node added or retainted; the pod gaining a toleration (upstream, hints on)."""
         return (
-            ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-            ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
         )
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        """Queue when the node's NoSchedule/NoExecute taints went from not tolerated (or
+        a new node) to tolerated."""
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        effects = frozenset({NO_SCHEDULE, NO_EXECUTE})
+        was_untolerated = old is None or (
+            find_matching_untolerated_taint(old.taints, pod.tolerations, effects) is not None
+        )
+        untolerated = find_matching_untolerated_taint(new.taints, pod.tolerations, effects)
+        if was_untolerated and untolerated is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """Only this pod's own toleration change can help it."""
+        if new is not None and new.key == pod.key:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def new(args: Any, handle: Handle) -> TaintToleration:

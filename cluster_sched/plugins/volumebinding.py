@@ -18,18 +18,32 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import Pod
-from cluster_sched.api.storage import ANN_SELECTED_NODE, ClaimRef
+from cluster_sched.api.objects import CSI_VOLUME, Pod
+from cluster_sched.api.storage import (
+    ANN_MIGRATED_PLUGINS,
+    ANN_SELECTED_NODE,
+    ClaimRef,
+    CSIDriver,
+    CSINode,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from cluster_sched.config.plugin_args import MAX_CUSTOM_PRIORITY_SCORE, VolumeBindingArgs
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE, NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip, unresolvable
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.framework.volume_listers import VolumeListers
 from cluster_sched.plugins import names
-from cluster_sched.plugins._storage import not_found, pod_claims, volume_is_for_pod
+from cluster_sched.plugins._storage import not_found, pod_claims, pod_uses_claim, volume_is_for_pod
 from cluster_sched.plugins._volumebind import bind_volumes
 from cluster_sched.plugins._volumematch import (
     REASONS,
@@ -260,20 +274,68 @@ class VolumeBinding:
             return error("no store to bind the pod's volumes in")
         return bind_volumes(store, pod, node_name, b.static, b.provisions, self._timeout)
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's registrations with hints on (no node taint updates): PVs and nodes
+        without hints (any may bind / carry the topology), the rest filtered per pod."""
         add_update = ActionType.ADD | ActionType.UPDATE
         return (
-            ClusterEvent(EventResource.STORAGE_CLASS, add_update),
-            ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, add_update),
-            ClusterEvent(EventResource.PERSISTENT_VOLUME, add_update),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.STORAGE_CLASS, add_update),
+                self.is_schedulable_after_storage_class_change,
             ),
-            ClusterEvent(EventResource.CSI_NODE, add_update),
-            ClusterEvent(EventResource.CSI_DRIVER, ActionType.UPDATE),
-            ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, add_update),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, add_update),
+                self.is_schedulable_after_persistent_volume_claim_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME, add_update)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_NODE, add_update),
+                self.is_schedulable_after_csi_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.CSI_DRIVER, ActionType.UPDATE),
+                self.is_schedulable_after_csi_driver_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, add_update)),
         )
+
+    def is_schedulable_after_storage_class_change(
+        self, pod: Pod, old: StorageClass | None, new: StorageClass | None
+    ) -> QueueingHint:
+        """Any new class; an update only if its allowedTopologies changed."""
+        if old is None or new is None or old.allowed_topologies != new.allowed_topologies:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_persistent_volume_claim_change(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> QueueingHint:
+        return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_csi_node_change(
+        self, pod: Pod, old: CSINode | None, new: CSINode | None
+    ) -> QueueingHint:
+        """A new CSINode, or a change of its migrated-plugins annotation."""
+        if old is None or new is None:
+            return QueueingHint.QUEUE
+        key = ANN_MIGRATED_PLUGINS
+        if old.meta.annotations.get(key) != new.meta.annotations.get(key):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_csi_driver_change(
+        self, pod: Pod, old: CSIDriver | None, new: CSIDriver | None
+    ) -> QueueingHint:
+        """A driver of the pod's inline CSI volumes stopped tracking storage capacity."""
+        if old is None or new is None:
+            return QueueingHint.QUEUE
+        if not old.storage_capacity or new.storage_capacity:
+            return QueueingHint.QUEUE_SKIP
+        uses = any(v.source == CSI_VOLUME and v.volume_id == new.name for v in pod.volumes)
+        return QueueingHint.QUEUE if uses else QueueingHint.QUEUE_SKIP
 
 
 def _eligible_nodes(listers: VolumeListers, bound: list[BoundClaim]) -> set[str] | None:

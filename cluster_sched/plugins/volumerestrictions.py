@@ -26,16 +26,22 @@ from cluster_sched.api.objects import (
     Pod,
     Volume,
 )
-from cluster_sched.api.storage import READ_WRITE_ONCE_POD
+from cluster_sched.api.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip, unresolvable
 from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.nodetable.volumes import claim_ref
+from cluster_sched.nodetable.volumes import claim_ref, volume_refs
 from cluster_sched.plugins import names
-from cluster_sched.plugins._storage import not_found
+from cluster_sched.plugins._storage import not_found, pod_uses_claim
 
 NAME = names.VOLUME_RESTRICTIONS
 STATE_KEY = "PreFilter" + NAME
@@ -148,15 +154,43 @@ class VolumeRestrictions:
             )
         return verdicts
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A deleted pod releasing a conflicting disk or a ReadWriteOncePod claim; a new
+        node (no hint: any may be free); the pod's missing claim appearing (upstream,
+        hints on: Node/Add only)."""
         return (
-            ClusterEvent(EventResource.POD, ActionType.DELETE),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_TAINT | ActionType.UPDATE_NODE_LABEL,
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE),
+                self.is_schedulable_after_pod_deleted,
             ),
-            ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD)),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                self.is_schedulable_after_persistent_volume_claim_added,
+            ),
         )
+
+    def is_schedulable_after_pod_deleted(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """Queue when the deleted pod (of the pod's namespace, as upstream) held a disk
+        conflicting with the pod's, or used one of its claims."""
+        if old is None:
+            return QueueingHint.QUEUE
+        if old.namespace != pod.namespace:
+            return QueueingHint.QUEUE_SKIP
+        held = set(volume_refs(old))
+        for vol in pod.volumes:
+            if held.intersection(conflicting_refs(vol)):
+                return QueueingHint.QUEUE
+            if vol.source == PVC_VOLUME and claim_ref(pod.namespace, vol.volume_id) in held:
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_persistent_volume_claim_added(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> QueueingHint:
+        return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.QUEUE_SKIP
 
 
 def new(args: Any, handle: Handle) -> VolumeRestrictions:

@@ -15,16 +15,27 @@ from typing import Any
 import numpy as np
 
 from cluster_sched.api.objects import PVC_VOLUME, Pod
-from cluster_sched.api.storage import BINDING_WAIT_FOR_FIRST_CONSUMER, PersistentVolume
+from cluster_sched.api.storage import (
+    BINDING_WAIT_FOR_FIRST_CONSUMER,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status, skip, unresolvable
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
-from cluster_sched.plugins._storage import not_found
+from cluster_sched.plugins._storage import not_found, pod_uses_claim
 
 NAME = names.VOLUME_ZONE
 STATE_KEY = "PreFilter" + NAME
@@ -120,16 +131,49 @@ class VolumeZone:
             fails, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_REASON_CONFLICT
         )
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A WaitForFirstConsumer class appearing, a node added / relabelled (no hint:
+        any may carry the zone), a claim of the pod, a PV added or re-zoned (upstream,
+        hints on: no node taint updates)."""
         return (
-            ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.STORAGE_CLASS, ActionType.ADD),
+                self.is_schedulable_after_storage_class_added,
             ),
-            ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
-            ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE
+                ),
+                self.is_schedulable_after_persistent_volume_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
+                self.is_schedulable_after_persistent_volume_change,
+            ),
         )
+
+    def is_schedulable_after_storage_class_added(
+        self, pod: Pod, old: StorageClass | None, new: StorageClass | None
+    ) -> QueueingHint:
+        if new is None or new.volume_binding_mode != BINDING_WAIT_FOR_FIRST_CONSUMER:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_persistent_volume_claim_change(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> QueueingHint:
+        return QueueingHint.QUEUE if pod_uses_claim(pod, new) else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_persistent_volume_change(
+        self, pod: Pod, old: PersistentVolume | None, new: PersistentVolume | None
+    ) -> QueueingHint:
+        """A new PV, or one whose zone / region labels changed."""
+        if old is None or new is None or pv_topologies(old) != pv_topologies(new):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def _label_in(table: NodeTable, key: str, values: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -14,17 +14,18 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import redis
 
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import StoreError
-from cluster_sched.framework.events import ClusterEvent
+from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
 from cluster_sched.queue import requeueing as rq
+from cluster_sched.queue.inflight import InFlightEvents
 from cluster_sched.queue.keys import DEFAULT_PREFIX, QueueKeys
 from cluster_sched.queue.nominator import Nominator
-from cluster_sched.queue.scripts import Placement, as_text, move_request_arg, scripts_for
+from cluster_sched.queue.scripts import Placement, as_text, scripts_for
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import (
     DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
@@ -55,6 +56,10 @@ DEFAULT_BACKOFF_FLUSH_INTERVAL = 1.0
 DEFAULT_LEFTOVER_FLUSH_INTERVAL = 30.0
 #: Pods per script call: keeps each script short (Redis runs one script at a time).
 BATCH = 1000
+#: QueueingHintFn calls one event may make (waiting pods x changed objects, e.g. a
+#: thousand nodes added while ten thousand pods wait). Past it the remaining pods are
+#: judged by their plugins' registrations alone (Queue): more retries, never a stuck pod.
+MAX_HINT_CALLS_PER_EVENT = 2_000_000
 
 #: Called once per pod entering a sub-queue: (queue label, event label), for
 #: scheduler_queue_incoming_pods_total{queue,event}.
@@ -62,6 +67,9 @@ IncomingHook = Callable[[str, str], None]
 #: Called with the key of a pod whose unreadable record was moved aside (it left the
 #: queue): the coordinator may queue it afresh from the pod object it holds.
 QuarantineHook = Callable[[str], None]
+#: The pod object of a queued pod, by key (the informer's view), for QueueingHintFns;
+#: None when unknown (a hint cannot judge it: the event counts as Queue).
+PodLookup = Callable[[str], Any]
 
 T = TypeVar("T")
 
@@ -87,9 +95,11 @@ def chunks(items: Sequence[T], size: int = BATCH) -> Iterable[Sequence[T]]:
 class QueueBase:
     """Configuration, rules, reads and guarded writes shared by the queue's operations.
 
-    ``plugin_events`` maps each enabled plugin to its EventsToRegister. ``pre_enqueue``
-    runs the PreEnqueue plugins (None: the ``gated`` flag callers set is trusted).
-    ``sort_key`` is the QueueSort plugin's ordering.
+    ``plugin_events`` maps each enabled plugin to its EventsToRegister (plain events or
+    ClusterEventWithHint); ``pod_lookup`` gives the hints the waiting pod's object.
+    ``pre_enqueue`` runs the PreEnqueue plugins (None: the ``gated`` flag callers set is
+    trusted). ``sort_key`` is the QueueSort plugin's ordering. ``pop_from_backoff_q``
+    is the SchedulerPopFromBackoffQ gate.
     """
 
     def __init__(
@@ -99,7 +109,9 @@ class QueueBase:
         prefix: str = DEFAULT_PREFIX,
         clock: Clock | None = None,
         sort_key: SortKey = priority_sort_key,
-        plugin_events: Mapping[str, Iterable[ClusterEvent]] | None = None,
+        plugin_events: Mapping[str, Iterable[ClusterEvent | ClusterEventWithHint]] | None = None,
+        pod_lookup: PodLookup | None = None,
+        pop_from_backoff_q: bool = True,
         pre_enqueue: PreEnqueue | None = None,
         pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
         pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
@@ -116,6 +128,10 @@ class QueueBase:
         self._clock: Clock = clock or SystemClock()
         self._sort_key = sort_key
         self._plugin_events = rq.freeze_plugin_events(plugin_events)
+        self._pod_lookup = pod_lookup
+        self._pop_from_backoff_q = pop_from_backoff_q
+        #: pods popped here and the events seen meanwhile (the in-flight rule)
+        self.in_flight_events = InFlightEvents()
         self._pre_enqueue = pre_enqueue
         self._initial_backoff = pod_initial_backoff
         self._max_backoff = pod_max_backoff
@@ -126,8 +142,9 @@ class QueueBase:
         self.quarantined = 0
         self.nominator = nominator or Nominator(client, prefix=prefix)
         #: The scheduling cycle a batched coordinator is working on (None: the last
-        #: popped one). Move requests record it, so a pod popped early in a batch is
-        #: judged by the moveRequestCycle rule exactly as after a serial pop.
+        #: popped one). Events seen for pods in flight are tagged with it, so a pod of a
+        #: popped batch is judged only by events of its own cycle and later, exactly as
+        #: after a serial pop.
         self.cycle_in_progress: int | None = None
         self._backoff_interval = backoff_flush_interval
         self._leftover_interval = leftover_flush_interval
@@ -323,68 +340,83 @@ class QueueBase:
         sources: Sequence[Location | None],
         *,
         event_label: str,
-        move_request: bool = False,
     ) -> list[str]:
         """Run requeue.lua in batches; emit metrics for pods that changed sub-queue."""
         results: list[str] = []
-        if not placements and move_request:
-            self._scripts.requeue(
-                self._keys, [], move_request=True, at_cycle=self.cycle_in_progress
-            )
         for chunk in chunks(placements):
             results += self._scripts.requeue(
-                self._keys, chunk, move_request=move_request, at_cycle=self.cycle_in_progress
+                self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
             )
         for result, source in zip(results, sources, strict=True):
             if result and result != Location.IN_FLIGHT and result != source:
                 self._emit(result, event_label)
         return results
 
-    def _unschedulable_for_event(self) -> list[Queued]:
-        """The unschedulable pool, read in the same round trip that records the move
-        request (move_cycle := cycle) an event of interest makes; then moving the
-        candidates needs a second round trip only when there are any."""
-        pipe = self._client.pipeline(transaction=False)
-        pipe.zrangebyscore(self._keys.unschedulable, "-inf", "+inf")
-        fence = self._scripts.fence
-        core = fence.keys(self._keys.core)
-        pipe.evalsha(
-            self._scripts.sha("requeue"),
-            len(core),
-            *core,
-            *fence.args([move_request_arg(True, self.cycle_in_progress)]),
-        )
-        try:
-            members, _ = pipe.execute()
-        except redis.exceptions.NoScriptError:
-            self._scripts.requeue(
-                self._keys, [], move_request=True, at_cycle=self.cycle_in_progress
-            )
-            return self._unschedulable()
-        queued = self._read([as_text(m) for m in members])
-        return [q for q in queued.values() if q.where is Location.UNSCHEDULABLE]
+    # --- QueueingHints -------------------------------------------------------------
+
+    def event_tag(self) -> int:
+        """The cycle an event arriving now belongs to (see ``cycle_in_progress``)."""
+        return self.last_pop_cycle if self.cycle_in_progress is None else self.cycle_in_progress
+
+    def _lookup(self, pod_key: str) -> Any:
+        return None if self._pod_lookup is None else self._pod_lookup(pod_key)
+
+    def _strategy(
+        self,
+        info: QueuedPodInfo,
+        event: ClusterEvent,
+        changes: Iterable[tuple[Any, Any]],
+        *,
+        judge: bool = True,
+    ) -> rq.Strategy:
+        """The strongest answer over ``changes`` (old, new) of one event kind; without
+        ``judge`` the hints are not asked (every matching registration says Queue)."""
+        pod = self._lookup(info.pod_key) if judge else None
+        best = rq.Strategy.SKIP
+        for old, new in changes:
+            best = max(best, rq.strategy_for(info, event, self._plugin_events, pod, old, new))
+            if best is rq.Strategy.IMMEDIATELY or (
+                best is rq.Strategy.AFTER_BACKOFF and not info.pending_plugins
+            ):
+                break
+        return best
 
     def _move_pods(
-        self, candidates: Iterable[Queued], event: ClusterEvent, *, move_request: bool = True
+        self,
+        candidates: Iterable[tuple[Queued, Sequence[tuple[Any, Any]]]],
+        event: ClusterEvent,
+        changes: Sequence[tuple[Any, Any]],
     ) -> int:
-        """Upstream movePodsToActiveOrBackoffQueue; returns how many pods left the pool.
-        ``move_request=False`` when the caller already recorded it."""
+        """Upstream movePodsToActiveOrBackoffQueue: each candidate with the (old, new)
+        objects of the ``changes`` that may concern it; the hints decide per pod. Every
+        change is also recorded for the pods in flight. Returns how many pods left the
+        pool."""
         if not rq.is_event_of_interest(event, self._plugin_events):
             return 0
+        interested = (
+            None if event.is_wildcard() else rq.interested_plugins(event, self._plugin_events)
+        )
         now = self._clock.now()
         placements: list[Placement] = []
-        for queued in candidates:
+        budget = MAX_HINT_CALLS_PER_EVENT
+        for queued, concerning in candidates:
             info = queued.info
             if not rq.gate_admits(info, event, self._plugin_events):
                 continue
-            strategy = rq.strategy_for(info, event, self._plugin_events)
+            rejectors = info.rejector_plugins
+            if interested is not None and rejectors and not rejectors & interested:
+                continue  # none of its rejectors registered this event: no hint to ask
+            budget -= len(concerning)
+            strategy = self._strategy(info, event, concerning, judge=budget >= 0)
             if strategy is rq.Strategy.SKIP:
                 continue
             placements.append(self._requeue_placement(queued, info, strategy, now))
-        sources = [Location.UNSCHEDULABLE] * len(placements)
-        if not placements and not move_request:
+        tag = self.event_tag()
+        if self.in_flight_events.any_in_flight():
+            for old, new in changes:
+                self.in_flight_events.record(tag, event, old, new)
+        if not placements:
             return 0
-        results = self._apply(
-            placements, sources, event_label=event.label, move_request=move_request
-        )
+        sources = [Location.UNSCHEDULABLE] * len(placements)
+        results = self._apply(placements, sources, event_label=event.label)
         return sum(1 for r in results if r and r != Location.UNSCHEDULABLE)

@@ -16,8 +16,9 @@ from dataclasses import replace
 
 from cluster_sched.errors import StoreError
 from cluster_sched.framework import events as ev
+from cluster_sched.queue import requeueing as rq
 from cluster_sched.queue.base import QueueBase, chunks, log
-from cluster_sched.queue.scripts import FailedAttempt
+from cluster_sched.queue.scripts import Placement
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import Location, Popped, QueuedPodInfo
 
@@ -35,7 +36,8 @@ class CycleQueue(QueueBase):
 
     def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
         """Take the head of activeQ into flight, waiting up to ``timeout`` seconds
-        (None: until a pod arrives or the queue is closed).
+        (None: until a pod arrives or the queue is closed). With SchedulerPopFromBackoffQ,
+        an empty activeQ gives the head of backoffQ instead, its backoff unexpired.
 
         The pod's attempts and the scheduling cycle go up by one (``last_pop_cycle``
         is the pod's cycle); its rejecting plugins are cleared for the new attempt.
@@ -52,7 +54,8 @@ class CycleQueue(QueueBase):
         When activeQ is empty, waits (as :meth:`pop`) up to ``timeout`` for the first
         pod, then returns what is ready: a batch closes when full or when no more pods
         are ready, so a lone pod never waits for company. ``last_pop_cycle`` becomes the
-        last pod's cycle. Returns [] on timeout or close.
+        last pod's cycle. Returns [] on timeout or close. A pod popped from backoffQ
+        (SchedulerPopFromBackoffQ, activeQ empty) comes alone, never with activeQ pods.
         """
         if max_pods < 1:
             raise ValueError(f"max_pods must be at least 1, got {max_pods}")
@@ -71,10 +74,14 @@ class CycleQueue(QueueBase):
     def _pop_ready(self, max_pods: int) -> list[Popped]:
         popped: list[Popped] = []
         while not popped:
-            replies = self._scripts.pop_many(self._keys, self._clock.now(), max_pods)
+            replies = self._scripts.pop_many(
+                self._keys, self._clock.now(), max_pods, from_backoff=self._pop_from_backoff_q
+            )
             if not replies:
                 break
             for r in replies:
+                if r.from_backoff:
+                    self._emit(Location.ACTIVE, ev.POP_FROM_BACKOFF_Q)
                 try:
                     info = QueuedPodInfo.unpack(r.info, attempts=r.attempts, clear_rejectors=True)
                 except (StoreError, ValueError) as exc:
@@ -83,6 +90,7 @@ class CycleQueue(QueueBase):
                 popped.append(Popped(info, r.cycle))
         if popped:
             self.last_pop_cycle = popped[-1].cycle
+            self.in_flight_events.popped((p.info.pod_key, p.cycle) for p in popped)
         return popped
 
     @translate_redis_errors("wait for pods")
@@ -110,7 +118,11 @@ class CycleQueue(QueueBase):
     @translate_redis_errors("finish a scheduling cycle")
     def done(self, pod_key: str) -> bool:
         """The pod's scheduling cycle ended and it is not coming back to the queue
-        (assumed/bound): forget it. False if it was not in flight."""
+        (assumed/bound): forget it. False if it was not in flight.
+
+        Its in-flight events are kept until its binding cycle ends (``binding_done``, a
+        failure, or a delete), as upstream calls Done only then: a binding that fails
+        is judged with the events of its whole cycle."""
         return self._scripts.done(self._keys, pod_key)
 
     @translate_redis_errors("finish scheduling cycles")
@@ -120,19 +132,43 @@ class CycleQueue(QueueBase):
             return 0
         return self._scripts.done_many(self._keys, pod_keys)
 
+    def binding_done(self, pod_key: str) -> None:
+        """The pod's binding cycle ended bound (upstream Done at the end of the binding
+        cycle): stop keeping events for it."""
+        self.in_flight_events.finished([pod_key])
+
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, pod_scheduling_cycle: int
     ) -> Location | None:
         """Return a pod whose attempt failed (upstream AddUnschedulableIfNotPresent).
 
         ``info`` carries the rejecting plugins of this attempt and the attempts from
-        pop. The timestamp is refreshed to now. If a move request arrived during or
-        after ``pod_scheduling_cycle``, or no plugin rejected the pod (an error), it
-        goes to backoffQ; else to the unschedulable pool (also when PreEnqueue now gates
-        it). Returns where it went, or None if the pod was already waiting in a
-        sub-queue (upstream's error; nothing changes).
+        pop. The timestamp is refreshed to now. The in-flight rule decides where it goes
+        (upstream determineSchedulingHintForInFlightPod): the events received during or
+        after ``pod_scheduling_cycle`` are replayed through its rejecting plugins'
+        hints; Queue from one sends it to backoffQ (activeQ when backoff is over or the
+        plugin was Pending); no plugin rejected it (an error): backoffQ; else the
+        unschedulable pool (also when PreEnqueue now gates it). Returns where it went,
+        or None if the pod was already waiting in a sub-queue (upstream's error; nothing
+        changes).
         """
         return self.add_unschedulable_if_not_present_many([(info, pod_scheduling_cycle)])[0]
+
+    def _in_flight_strategy(self, info: QueuedPodInfo, cycle: int) -> rq.Strategy:
+        if not info.rejector_plugins:
+            return rq.Strategy.AFTER_BACKOFF
+        events = self.in_flight_events.events_for(info.pod_key, cycle)
+        if events is None:  # popped elsewhere / events lost: retry rather than strand it
+            return rq.Strategy.AFTER_BACKOFF
+        best = rq.Strategy.SKIP
+        pod = self._lookup(info.pod_key) if events else None
+        for e in events:
+            best = max(best, rq.strategy_for(info, e.event, self._plugin_events, pod, e.old, e.new))
+            if best is rq.Strategy.IMMEDIATELY or (
+                best is rq.Strategy.AFTER_BACKOFF and not info.pending_plugins
+            ):
+                break
+        return best
 
     @translate_redis_errors("requeue unschedulable pods")
     def add_unschedulable_if_not_present_many(
@@ -141,32 +177,31 @@ class CycleQueue(QueueBase):
         """:meth:`add_unschedulable_if_not_present` for ``(info, pod_scheduling_cycle)``
         pairs (a :class:`Popped` is one), a thousand per script run; results in order.
 
-        Each pod is judged by the moveRequestCycle rule against its own cycle, exactly as
-        one call per pod in this order would judge it.
+        Each pod is judged by the in-flight rule against its own cycle, exactly as one
+        call per pod in this order would judge it.
         """
         now = self._clock.now()
-        attempts: list[FailedAttempt] = []
+        placements: list[Placement] = []
         for pod_info, pod_cycle in failed:
             info = self._admit(replace(pod_info, timestamp=now))
-            attempts.append(
-                FailedAttempt(
-                    placement=self._placement(info, Location.UNSCHEDULABLE, now),
-                    pod_cycle=pod_cycle,
-                    backoff_expiry=self.backoff_expiry(info),
-                    has_rejectors=bool(info.rejector_plugins),
-                    gated=info.gated,
-                )
-            )
+            strategy = self._in_flight_strategy(info, pod_cycle)
+            if info.gated or strategy is rq.Strategy.SKIP:
+                dest = Location.UNSCHEDULABLE
+            elif strategy is rq.Strategy.AFTER_BACKOFF and self._backing_off(info, now):
+                dest = Location.BACKOFF
+            else:
+                dest = Location.ACTIVE
+            placements.append(self._placement(info, dest, now))
+        self.in_flight_events.finished(info.pod_key for info, _ in failed)
         results: list[Location | None] = []
-        for chunk in chunks(attempts):
-            for attempt, (status, where) in zip(
-                chunk, self._scripts.add_unschedulable(self._keys, chunk), strict=True
-            ):
+        for chunk in chunks(placements):
+            replies = self._scripts.add_unschedulable(
+                self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
+            )
+            for placement, (status, where) in zip(chunk, replies, strict=True):
                 if status == "present":
                     log.warning(
-                        "pod %s is already present in the %s queue",
-                        attempt.placement.pod_key,
-                        where,
+                        "pod %s is already present in the %s queue", placement.pod_key, where
                     )
                     results.append(None)
                     continue

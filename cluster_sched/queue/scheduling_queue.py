@@ -20,10 +20,12 @@ applied only if the pod's revision is unchanged. Time comes from the injected cl
 reaches the scripts as ARGV. Blocked pops wait on a Redis list that every script that
 fills activeQ pushes to, so a pod added by another process wakes them.
 
-This is upstream's queue with QueueingHints disabled (the moveRequestCycle rule) and
-SchedulerPopFromBackoffQ's placement of PreEnqueue (run when a pod enters backoffQ,
-not when it leaves). Deviation: an update to an in-flight pod records a move request
-instead of queueing a second copy of the pod.
+This is upstream's queue with QueueingHints (GA, always on): an event moves a waiting
+pod only if a QueueingHintFn of a plugin that rejected it says Queue (see
+``requeueing``), and a pod whose attempt fails is judged against the events seen during
+its cycle (see ``inflight``). With SchedulerPopFromBackoffQ (default on), PreEnqueue
+runs when a pod enters backoffQ, not when it leaves, and an empty activeQ pops the head
+of backoffQ (``cycles``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.errors import StoreError
@@ -116,20 +119,18 @@ class SchedulingQueue(CycleQueue):
     def activate(self, pod_keys: Iterable[str]) -> int:
         """Move the given pods from backoffQ / the pool to activeQ (upstream Activate).
 
-        Pods that are neither (in flight, already active, unknown) record a move
-        request instead, so an in-flight pod goes to backoffQ, not the pool, when its
-        attempt fails. Returns how many pods were activated.
+        A pod in flight records a ForceActivate event for itself instead, so it goes to
+        backoffQ, not the pool, when its attempt fails. Returns how many pods were
+        activated.
         """
         keys = list(pod_keys)
         now = self._clock.now()
         queued = self._read(keys)
         placements: list[Placement] = []
         sources: list[Location | None] = []
-        missed = False
         for key in keys:
             q = queued.get(key)
             if q is None or q.where not in (Location.UNSCHEDULABLE, Location.BACKOFF):
-                missed = True
                 continue
             # Leaving backoffQ skips PreEnqueue: it ran when the pod entered backoffQ.
             info = self._admit(q.info) if q.where is Location.UNSCHEDULABLE else q.info
@@ -137,9 +138,11 @@ class SchedulingQueue(CycleQueue):
             placements.append(self._placement(info, dest, now, q.rev))
             sources.append(q.where)
         results = self._apply(placements, sources, event_label=ev.FORCE_ACTIVATE)
-        missed = missed or "" in results
-        if missed:
-            self._apply([], [], event_label=ev.FORCE_ACTIVATE, move_request=True)
+        moved = {p.pod_key for p, r in zip(placements, results, strict=True) if r}
+        tag = self.event_tag()
+        for key in keys:
+            if key not in moved:  # in flight: retried when its attempt fails
+                self.in_flight_events.record_for_pod(key, tag, [ev.EVENT_FORCE_ACTIVATE], None, key)
         return sum(1 for r in results if r == Location.ACTIVE)
 
     @translate_redis_errors("move pods on a cluster event")
@@ -147,56 +150,65 @@ class SchedulingQueue(CycleQueue):
         self,
         event: ClusterEvent,
         pre_check: Callable[[QueuedPodInfo], bool] | None = None,
+        *,
+        old: Any = None,
+        new: Any = None,
+        changes: Sequence[tuple[Any, Any]] | None = None,
     ) -> int:
         """Requeue unschedulable pods ``event`` may help (upstream
-        MoveAllToActiveOrBackoffQueue): those rejected by a plugin that registered a
-        matching event, and those no plugin rejected. ``pre_check`` narrows the
-        candidates. Records a move request (move_cycle := current cycle) when some
-        plugin cares about the event. Returns how many pods left the pool."""
+        MoveAllToActiveOrBackoffQueue): ``old`` / ``new`` are the changed object before
+        and after, for the rejecting plugins' QueueingHintFns (``changes``: several
+        objects changed the same way, e.g. a burst of node adds: one scan of the pool, a
+        pod moves if a hint says Queue for any of them). ``pre_check`` narrows the
+        candidates. The event is recorded for pods in flight. Returns how many pods left
+        the pool."""
         if not rq.is_event_of_interest(event, self._plugin_events):
             return 0
-        candidates = self._unschedulable_for_event()
+        change = tuple(changes) if changes is not None else ((old, new),)
+        candidates = self._unschedulable()
         if pre_check is not None:
             candidates = [q for q in candidates if pre_check(q.info)]
-        return self._move_pods(candidates, event, move_request=False)
+        return self._move_pods(((q, change) for q in candidates), event, change)
 
     def _cross_topology_candidates(
-        self, pod: Pod, matches: Callable[[QueuedPodInfo], bool]
-    ) -> list[Queued]:
-        """Upstream getUnschedulablePodsWithCrossTopologyTerm: pods whose required
-        affinity terms match ``pod`` (``matches`` decides: the caller holds the pod
-        objects), and pods PodTopologySpread rejected in ``pod``'s namespace."""
+        self, pods: Sequence[Pod], matches: Callable[[QueuedPodInfo, Pod], bool]
+    ) -> list[tuple[Queued, list[Pod]]]:
+        """Upstream getUnschedulablePodsWithCrossTopologyTerm, for several pods at once:
+        each waiting pod with the ``pods`` it may care about: those its required affinity
+        terms match (``matches`` decides: the caller holds the pod objects), and, if
+        PodTopologySpread rejected it, those of its namespace. One scan of the pool."""
         found = []
         for q in self._unschedulable():
             namespace = q.info.pod_key.split("/", 1)[0]
             spread = _POD_TOPOLOGY_SPREAD in q.info.unschedulable_plugins
-            if (spread and namespace == pod.namespace) or matches(q.info):
-                found.append(q)
+            concerning = [
+                p for p in pods if (spread and namespace == p.namespace) or matches(q.info, p)
+            ]
+            if concerning:
+                found.append((q, concerning))
         return found
 
     @translate_redis_errors("move pods on an assigned pod")
     def assigned_pod_added(self, pod: Pod, matches: Callable[[QueuedPodInfo], bool]) -> int:
         """A bound pod appeared: requeue pods it may help (affinity / spread)."""
-        return self._move_pods(
-            self._cross_topology_candidates(pod, matches), ev.EVENT_ASSIGNED_POD_ADD
-        )
+        return self.assigned_pods_added([pod], lambda info, _pod: matches(info))
 
     @translate_redis_errors("move pods on assigned pods")
     def assigned_pods_added(
         self, pods: Sequence[Pod], matches: Callable[[QueuedPodInfo, Pod], bool]
     ) -> int:
         """:meth:`assigned_pod_added` for a batch of bound pods: one scan of the
-        unschedulable pool instead of one per pod."""
-        if not pods or not rq.is_event_of_interest(ev.EVENT_ASSIGNED_POD_ADD, self._plugin_events):
+        unschedulable pool instead of one per pod; each pod is its own AssignedPodAdd
+        (new object) for the hints and for pods in flight."""
+        event = ev.EVENT_ASSIGNED_POD_ADD
+        if not pods or not rq.is_event_of_interest(event, self._plugin_events):
             return 0
-        namespaces = {p.namespace for p in pods}
-        found = []
-        for q in self._unschedulable_for_event():
-            namespace = q.info.pod_key.split("/", 1)[0]
-            spread = _POD_TOPOLOGY_SPREAD in q.info.unschedulable_plugins
-            if (spread and namespace in namespaces) or any(matches(q.info, p) for p in pods):
-                found.append(q)
-        return self._move_pods(found, ev.EVENT_ASSIGNED_POD_ADD, move_request=False)
+        found = self._cross_topology_candidates(pods, matches)
+        return self._move_pods(
+            ((q, [(None, p) for p in concerning]) for q, concerning in found),
+            event,
+            [(None, p) for p in pods],
+        )
 
     @translate_redis_errors("move pods on an assigned pod")
     def assigned_pod_updated(
@@ -204,12 +216,18 @@ class SchedulingQueue(CycleQueue):
         pod: Pod,
         matches: Callable[[QueuedPodInfo], bool],
         event: ClusterEvent = ev.EVENT_ASSIGNED_POD_UPDATE,
+        old: Pod | None = None,
     ) -> int:
-        """A bound pod changed. A scale-down may free resources for any pod, so it
-        requeues like any event; other changes only help affinity / spread pods."""
+        """A bound pod changed (``old`` -> ``pod``). A scale-down may free resources for
+        any pod, so it is offered to every waiting pod; other changes only to affinity /
+        spread pods (upstream AssignedPodUpdated)."""
         if _SCALE_DOWN.matches(event):
-            return self.move_all_to_active_or_backoff_queue(event)
-        return self._move_pods(self._cross_topology_candidates(pod, matches), event)
+            return self.move_all_to_active_or_backoff_queue(event, old=old, new=pod)
+        if not rq.is_event_of_interest(event, self._plugin_events):
+            return 0
+        change = ((old, pod),)
+        found = self._cross_topology_candidates([pod], lambda info, _p: matches(info))
+        return self._move_pods(((q, change) for q, _ in found), event, change)
 
     # --- update and delete ---------------------------------------------------------
 
@@ -227,40 +245,63 @@ class SchedulingQueue(CycleQueue):
         new_info: QueuedPodInfo,
         *,
         pod_updated: bool = True,
+        events: Sequence[ClusterEvent] | None = None,
+        old_pod: Any = None,
+        new_pod: Any = None,
     ) -> Location:
         """The pod object changed (upstream Update); returns where it is now.
 
-        In activeQ / backoffQ it is updated in place (re-sorted). In the pool it moves
-        to backoffQ / activeQ if ``pod_updated`` (the caller's isPodUpdated: something
-        besides status changed, which may make it schedulable), else stays. Not queued:
-        it is added to activeQ. In flight: its record is updated and, if
-        ``pod_updated``, a move request is recorded so a failed attempt retries soon.
+        ``events`` are the pod's scheduling-property changes (upstream
+        PodSchedulingPropertiesChange), ``old_pod`` / ``new_pod`` the objects. In activeQ /
+        backoffQ it is updated in place (re-sorted). In the pool, each event is offered
+        to its rejecting plugins' hints: the first that says Queue moves it to backoffQ /
+        activeQ, else it stays. (Without ``events`` the caller's ``pod_updated``, its
+        isPodUpdated, decides alone.) Not queued: it is added to activeQ. In flight: its
+        record is updated and the events are recorded for it, so a failed attempt is
+        judged with them.
         """
         key = new_info.pod_key
         for _ in range(16):
             now = self._clock.now()
             q = self._read([key]).get(key)
-            move_request = False
             if q is None:
                 info = self._admit(new_info)
                 dest = Location.UNSCHEDULABLE if info.gated else Location.ACTIVE
                 placement, source = self._placement(info, dest, now), None
             else:
                 info, source = self._merge(q.info, new_info), q.where
-                if q.where is Location.UNSCHEDULABLE and pod_updated:
-                    strategy = rq.Strategy.AFTER_BACKOFF
+                strategy = rq.Strategy.SKIP
+                if q.where is Location.UNSCHEDULABLE and events is None:
+                    strategy = rq.Strategy.AFTER_BACKOFF if pod_updated else strategy
+                elif q.where is Location.UNSCHEDULABLE and events is not None:
+                    strategy = self._update_strategy(info, events, old_pod, new_pod)
+                if strategy is not rq.Strategy.SKIP:
                     placement = self._requeue_placement(q, info, strategy, now)
                 else:
-                    move_request = q.where is Location.IN_FLIGHT and pod_updated
                     placement = self._placement(info, q.where, now, q.rev)
+                if q.where is Location.IN_FLIGHT:
+                    changes = events if events is not None else [ev.EVENT_UNSCHEDULED_POD_UPDATE]
+                    self.in_flight_events.record_for_pod(
+                        key, self.event_tag(), changes if pod_updated else [], old_pod, new_pod
+                    )
             label = ev.EVENT_UNSCHEDULED_POD_UPDATE.label
-            (result,) = self._apply(
-                [placement], [source], event_label=label, move_request=move_request
-            )
+            (result,) = self._apply([placement], [source], event_label=label)
             if result:
                 self._update_nomination(old_info, new_info, queued=q is not None)
                 return Location(result)
         raise StoreError(f"pod {key} kept changing under concurrent writers; update not applied")
+
+    def _update_strategy(
+        self, info: QueuedPodInfo, events: Sequence[ClusterEvent], old: Any, new: Any
+    ) -> rq.Strategy:
+        """The first of the pod's own update events that a hint answers Queue."""
+        for event in events:
+            if not rq.gate_admits(info, event, self._plugin_events):
+                continue
+            strategy = rq.strategy_for(info, event, self._plugin_events, new, old, new)
+            if strategy is not rq.Strategy.SKIP:
+                return strategy
+        return rq.Strategy.SKIP
 
     def _update_nomination(
         self, old: QueuedPodInfo | None, new: QueuedPodInfo, *, queued: bool
@@ -288,6 +329,7 @@ class SchedulingQueue(CycleQueue):
         """Remove the pod from whichever sub-queue holds it (in flight included) and
         from the nominator; returns where it was."""
         self.nominator.delete_nominated_pod_if_exists(pod_key)
+        self.in_flight_events.finished([pod_key])
         where = self._scripts.delete(self._keys, pod_key)
         return Location(where) if where else None
 
@@ -313,7 +355,10 @@ class SchedulingQueue(CycleQueue):
         now = self._clock.now()
         limit = self._max_in_unschedulable
         stale = [q for q in self._unschedulable(now - limit) if now - q.info.timestamp > limit]
-        return self._move_pods(stale, ev.EVENT_UNSCHEDULABLE_TIMEOUT) if stale else 0
+        if not stale:
+            return 0
+        none = ((None, None),)
+        return self._move_pods(((q, none) for q in stale), ev.EVENT_UNSCHEDULABLE_TIMEOUT, none)
 
     def run(self) -> None:
         """Start the background thread: flush backoffQ every backoff_flush_interval
@@ -390,6 +435,7 @@ class SchedulingQueue(CycleQueue):
             )
             for q in stale
         ]
+        self.in_flight_events.finished(q.info.pod_key for q in stale)
         sources = [Location.IN_FLIGHT] * len(placements)
         results = self._apply(placements, sources, event_label=ev.SCHEDULE_ATTEMPT_FAILURE)
         return sum(1 for r in results if r == Location.BACKOFF)

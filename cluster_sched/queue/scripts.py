@@ -23,7 +23,6 @@ from cluster_sched.queue.keys import NominatorKeys, QueueKeys
 from cluster_sched.store.fence import Fence, fence_prelude
 
 __all__ = [
-    "FailedAttempt",
     "Placement",
     "PopReply",
     "QueueScripts",
@@ -67,14 +66,6 @@ def as_text(value: Any) -> str:
 _ADD_CODES = {"a": "active", "u": "unschedulable", "-": ""}
 
 
-def move_request_arg(move_request: bool, at_cycle: int | None) -> str:
-    """requeue.lua's ARGV[1]: no move request, one at the current cycle, or one at
-    ``at_cycle``."""
-    if not move_request:
-        return "0"
-    return "1" if at_cycle is None else f"={at_cycle}"
-
-
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where one pod goes and what is recorded about it (one ARGV group)."""
@@ -100,19 +91,8 @@ class PopReply:
     info: bytes
     attempts: int
     cycle: int
-
-
-@dataclass(frozen=True, slots=True)
-class FailedAttempt:
-    """One pod coming back from a failed scheduling cycle (an add_unschedulable group)."""
-
-    placement: Placement
-    #: the scheduling cycle the pod was popped in (compared with move_cycle)
-    pod_cycle: int
-    backoff_expiry: float
-    #: some plugin rejected the pod (else it failed with an error)
-    has_rejectors: bool
-    gated: bool
+    #: popped from backoffQ (SchedulerPopFromBackoffQ) rather than activeQ
+    from_backoff: bool = False
 
 
 class QueueScripts:
@@ -143,12 +123,22 @@ class QueueScripts:
         codes = as_text(self._run("add", keys.core, args))
         return [_ADD_CODES[c] for c in codes]
 
-    def pop_many(self, keys: QueueKeys, now: float, max_pods: int) -> list[PopReply]:
-        """Up to ``max_pods`` pods, in pop order, each with its own cycle."""
-        reply = self._run("pop_many", keys.core, [_num(float(now)), str(max_pods)])
+    def pop_many(
+        self, keys: QueueKeys, now: float, max_pods: int, *, from_backoff: bool = False
+    ) -> list[PopReply]:
+        """Up to ``max_pods`` pods, in pop order, each with its own cycle; with
+        ``from_backoff``, one backoffQ pod when activeQ is empty."""
+        args = [_num(float(now)), str(max_pods), "1" if from_backoff else "0"]
+        reply = self._run("pop_many", keys.core, args)
         return [
-            PopReply(as_text(reply[i]), bytes(reply[i + 1]), int(reply[i + 2]), int(reply[i + 3]))
-            for i in range(0, len(reply), 4)
+            PopReply(
+                as_text(reply[i]),
+                bytes(reply[i + 1]),
+                int(reply[i + 2]),
+                int(reply[i + 3]),
+                as_text(reply[i + 4]) == "backoff",
+            )
+            for i in range(0, len(reply), 5)
         ]
 
     def done(self, keys: QueueKeys, pod_key: str) -> bool:
@@ -159,15 +149,13 @@ class QueueScripts:
         return int(self._run("done", keys.core, list(pod_keys)))
 
     def add_unschedulable(
-        self, keys: QueueKeys, attempts: Sequence[FailedAttempt]
+        self, keys: QueueKeys, placements: Sequence[Placement], *, wake_on_backoff: bool = False
     ) -> list[tuple[str, str]]:
-        """Per pod, ``('present', location)`` or ``('added', 'backoff' | 'unschedulable')``."""
-        args: list[str | bytes] = []
-        for a in attempts:
-            p = a.placement
-            args += [p.pod_key, str(a.pod_cycle), _num(float(a.backoff_expiry)), _num(p.score)]
+        """Per pod, ``('present', location)`` or ``('added', destination)``."""
+        args: list[str | bytes] = ["1" if wake_on_backoff else "0"]
+        for p in placements:
+            args += [p.pod_key, p.dest, _num(p.score)]
             args += [_num(p.sort_score), p.sort_member, p.info or b"", _num(p.attempts or 0)]
-            args += ["1" if a.has_rejectors else "0", "1" if a.gated else "0"]
         reply = self._run("add_unschedulable", keys.core, args)
         return [(as_text(reply[i]), as_text(reply[i + 1])) for i in range(0, len(reply), 2)]
 
@@ -176,12 +164,10 @@ class QueueScripts:
         keys: QueueKeys,
         placements: Sequence[Placement],
         *,
-        move_request: bool,
-        at_cycle: int | None = None,
+        wake_on_backoff: bool = False,
     ) -> list[str]:
-        """Per placement, the location the pod is in now, or "" if its revision moved on.
-        A move request is recorded at the current cycle, or at ``at_cycle`` if given."""
-        args: list[str | bytes] = [move_request_arg(move_request, at_cycle)]
+        """Per placement, the location the pod is in now, or "" if its revision moved on."""
+        args: list[str | bytes] = ["1" if wake_on_backoff else "0"]
         for p in placements:
             args += [p.pod_key, p.expected_rev, p.dest, _num(p.score)]
             args += [_num(p.sort_score), p.sort_member if p.sort_score is not None else ""]

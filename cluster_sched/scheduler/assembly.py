@@ -19,8 +19,8 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.config.types import Profile, SchedulerConfiguration
-from cluster_sched.features import FeatureGates
-from cluster_sched.framework.events import ClusterEvent
+from cluster_sched.features import POP_FROM_BACKOFF_Q, FeatureGates
+from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.kernels import warm_up
@@ -175,6 +175,8 @@ def new_scheduler(
         clock=clock,
         sort_key=_sort_key(frameworks),
         plugin_events=_plugin_events(frameworks),
+        pod_lookup=pods.get,
+        pop_from_backoff_q=features.enabled(POP_FROM_BACKOFF_Q),
         pre_enqueue=_pre_enqueue(frameworks, pods),
         pod_initial_backoff=float(config.pod_initial_backoff_seconds),
         pod_max_backoff=float(config.pod_max_backoff_seconds),
@@ -254,9 +256,12 @@ def _sort_key(frameworks: Mapping[str, Framework]) -> SortKey:
     return lambda info: sort_plugin.sort_key(info.priority, info.timestamp)  # type: ignore[no-any-return]
 
 
-def _plugin_events(frameworks: Mapping[str, Framework]) -> dict[str, tuple[ClusterEvent, ...]]:
-    """plugin -> cluster events that may make a pod it rejected schedulable."""
-    events: dict[str, tuple[ClusterEvent, ...]] = {}
+def _plugin_events(
+    frameworks: Mapping[str, Framework],
+) -> dict[str, tuple[ClusterEvent | ClusterEventWithHint, ...]]:
+    """plugin -> cluster events (with QueueingHintFns) that may make a pod it rejected
+    schedulable."""
+    events: dict[str, tuple[ClusterEvent | ClusterEventWithHint, ...]] = {}
     for fwk in frameworks.values():
         events.update(fwk.events_to_register())
     return events

@@ -74,6 +74,26 @@ def node_change_event(old: Node, new: Node) -> ClusterEvent | None:
     return ClusterEvent(EventResource.NODE, action)
 
 
+def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
+    """upstream PodSchedulingPropertiesChange: which scheduling-relevant parts of a pod
+    changed, as events on AssignedPod (bound) or UnschedulablePod. Nothing specific:
+    one plain update event, for plugins registering pod updates in general (their hints
+    then judge it)."""
+    resource = EventResource.ASSIGNED_POD if new.node_name else EventResource.UNSCHEDULABLE_POD
+    actions = []
+    if old.labels != new.labels:
+        actions.append(ActionType.UPDATE_POD_LABEL)
+    if any(new.requests.get(name, -1) < amount for name, amount in old.requests.items()):
+        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if old.scheduling_gates and not new.scheduling_gates:
+        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    if old.tolerations != new.tolerations:
+        actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if not actions:
+        actions.append(ActionType.UPDATE)
+    return [ClusterEvent(resource, action) for action in actions]
+
+
 def pod_spec_updated(old: Pod, new: Pod) -> bool:
     """upstream isPodUpdated: anything but status/resourceVersion changed (so the
     scheduler's own status writes, e.g. PodScheduled=False, never requeue a pod)."""
@@ -136,16 +156,17 @@ class EventHandlers:
         # or update cancels or replaces the pending add.
         self._pending_adds: dict[str, Pod] = {}
         self._pending_assigned: list[Pod] = []
-        #: cluster events from node changes, applied once per batch (order kept)
-        self._pending_moves: dict[ClusterEvent, None] = {}
+        #: cluster events from node / storage changes with their (old, new) objects,
+        #: applied once per event kind per batch (order kept)
+        self._pending_moves: dict[ClusterEvent, list[tuple[Any, Any]]] = {}
 
     def flush(self) -> None:
         """Apply the queue writes deferred during the last informer batch."""
         if self._pending_moves:
-            events = list(self._pending_moves)
+            moves = list(self._pending_moves.items())
             self._pending_moves.clear()
-            for event in events:
-                self.queue.move_all_to_active_or_backoff_queue(event)
+            for event, changes in moves:
+                self.queue.move_all_to_active_or_backoff_queue(event, changes=changes)
         if self._pending_adds:
             pods = list(self._pending_adds.values())
             self._pending_adds.clear()
@@ -227,13 +248,22 @@ class EventHandlers:
         if not changed and old.nominated_node_name == new.nominated_node_name:
             return
         now = self.clock.now()
-        self.queue.update(None, queued_info_for(new, now), pod_updated=changed)
+        self.queue.update(
+            None,
+            queued_info_for(new, now),
+            pod_updated=changed,
+            events=pod_scheduling_properties_change(old, new) if changed else [],
+            old_pod=old,
+            new_pod=new,
+        )
 
     def delete_pod_from_scheduling_queue(self, pod: Pod, *, bound: bool) -> None:
         if self._pending_adds.pop(pod.key, None) is not None:
             return
         if bound and self.cache.is_assumed(pod.key):
-            # Our own binding arriving: the cycle already took it out of the queue.
+            # Our own binding arriving: the cycle already took it out of the queue; its
+            # binding cycle is over (upstream Done).
+            self.queue.binding_done(pod.key)
             return
         self.queue.delete(pod.key)
         fwk = self.frameworks.get(pod.scheduler_name)
@@ -254,12 +284,15 @@ class EventHandlers:
     def update_pod_in_cache(self, old: Pod, new: Pod) -> None:
         self.cache.update_pod(old, new)
         ns = self.namespace_labels
-        self.queue.assigned_pod_updated(new, lambda info: self._affinity_match(info, new, ns))
+        for event in pod_scheduling_properties_change(old, new):
+            self.queue.assigned_pod_updated(
+                new, lambda info: self._affinity_match(info, new, ns), event, old=old
+            )
 
     def delete_pod_from_cache(self, pod: Pod) -> None:
         self.cache.remove_pod(pod)
         self.stats.on_unbound(pod.key, self.clock.now())
-        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE)
+        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, old=pod)
 
     def _affinity_match(
         self, info: QueuedPodInfo, assigned: Pod, ns: Callable[[str], Mapping[str, str]]
@@ -277,8 +310,9 @@ class EventHandlers:
         self.cache.add_node(new)
         event = EVENT_NODE_ADD if old is None else node_change_event(old, new)
         if event is not None:
-            # One move per distinct event per batch: a burst of node adds is one move.
-            self._pending_moves[event] = None
+            # One move per distinct event per batch: a burst of node adds is one scan
+            # of the pool, each node offered to the hints.
+            self._pending_moves.setdefault(event, []).append((old, new))
 
     # ------------------------------------------------------------------ other kinds
 
@@ -295,7 +329,7 @@ class EventHandlers:
             else:
                 cache.set_storage(new)
                 action = ActionType.ADD if old is None else ActionType.UPDATE
-            self._pending_moves[ClusterEvent(resource, action)] = None
+            self._pending_moves.setdefault(ClusterEvent(resource, action), []).append((old, new))
         elif kind == "Namespace":
             if new is None:
                 cache.remove_namespace(old.name)

@@ -8,7 +8,7 @@ import pytest
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import Location, SchedulingQueue
-from tests.queue.queue_helpers import FIT, NODE_ADD, fail, info, park
+from tests.queue.queue_helpers import FIT, NODE_ADD, SPREAD, fail, info, park
 
 
 def backing_off(queue: SchedulingQueue, key: str) -> None:
@@ -45,7 +45,7 @@ def test_activate_ignores_active_and_unknown_pods(queue: SchedulingQueue) -> Non
     assert queue.location("default/ghost") is None
 
 
-def test_activating_an_in_flight_pod_records_a_move_request(queue: SchedulingQueue) -> None:
+def test_activating_an_in_flight_pod_records_force_activate(queue: SchedulingQueue) -> None:
     queue.add(info("a", ts=queue.clock.now()))
     popped = queue.pop(timeout=0)
     assert queue.activate(["default/a"]) == 0
@@ -110,7 +110,17 @@ def test_update_of_an_in_flight_pod_keeps_one_copy(queue: SchedulingQueue) -> No
     popped = queue.pop(timeout=0)
     assert queue.update(popped, replace(popped, priority=4)) is Location.IN_FLIGHT
     assert queue.pop(timeout=0) is None  # not queued twice
-    assert fail(queue, popped, FIT) is Location.BACKOFF  # the update may help: retry soon
+    # The update is recorded for the pod: a rejector registered for pod updates
+    # (PodTopologySpread here) retries it soon.
+    assert fail(queue, popped, SPREAD) is Location.BACKOFF
+
+
+def test_update_of_an_in_flight_pod_ignored_by_its_rejector(queue: SchedulingQueue) -> None:
+    """NodeResourcesFit registered no pod update here: the update cannot help."""
+    queue.add(info("a", ts=queue.clock.now()))
+    popped = queue.pop(timeout=0)
+    queue.update(popped, replace(popped, priority=4))
+    assert fail(queue, popped, FIT) is Location.UNSCHEDULABLE
 
 
 # --- delete -----------------------------------------------------------------------------

@@ -32,12 +32,21 @@ def test_rejected_pod_without_move_request_waits_in_the_pool(queue: SchedulingQu
     assert queue.in_flight_pods() == []
 
 
-def test_move_request_during_the_cycle_sends_the_pod_to_backoff(queue: SchedulingQueue) -> None:
+def test_event_during_the_cycle_sends_the_pod_to_backoff(queue: SchedulingQueue) -> None:
     queue.add(info("a", ts=queue.clock.now()))
     popped = queue.pop(timeout=0)
-    # An event some plugin cares about arrives while the pod is being scheduled.
+    # An event its rejecting plugin registered arrives while the pod is being scheduled.
     assert queue.move_all_to_active_or_backoff_queue(NODE_ADD) == 0
-    assert fail(queue, popped, VOLUME) is Location.BACKOFF
+    assert fail(queue, popped, FIT) is Location.BACKOFF
+
+
+def test_event_during_the_cycle_for_other_plugins_does_not_count(queue: SchedulingQueue) -> None:
+    """QueueingHints: only events the rejecting plugins registered (and their hints
+    accept) count; VolumeBinding did not register NodeAdd here."""
+    queue.add(info("a", ts=queue.clock.now()))
+    popped = queue.pop(timeout=0)
+    queue.move_all_to_active_or_backoff_queue(NODE_ADD)
+    assert fail(queue, popped, VOLUME) is Location.UNSCHEDULABLE
 
 
 def test_move_request_before_the_cycle_does_not_count(queue: SchedulingQueue) -> None:

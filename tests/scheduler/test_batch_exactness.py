@@ -3,10 +3,14 @@
 Every pod is queued before scheduling starts. Two drivers make event processing
 deterministic and the same for every mode:
 
-- ``rounds``: watch events and binding outcomes are read only when activeQ is drained;
+- ``rounds``: watch events are read only when activeQ is drained; between two pods
+  every binding finishes and its outcome is handled (SchedulerPopFromBackoffQ pops
+  backoffQ pods mid-round, so an outcome must not land at a timing-dependent pod);
 - ``each pod``: between any two pods (the loop's housekeeping), every binding finishes
   and every watch event is read, so bindings and preemption victims' deletions move
-  queued pods mid-batch (this is where the moveRequestCycle rule is exercised).
+  queued pods mid-batch (this is where the in-flight events rule is exercised: only
+  events of a pod's own cycle or later count for it, never those that arrived while it
+  waited in the popped batch).
 
 After a round the fake clock jumps past every backoff. Batch size 1 is the serial loop;
 larger batches pop many pods per round trip and commit them one by one. Equal outcomes
@@ -112,6 +116,13 @@ def _settle_everything(coord: Coordinator) -> None:
     coord.flush_done()
 
 
+def _settle_bindings(coord: Coordinator) -> None:
+    """Housekeeping of the ``rounds`` driver: every binding done, watch events unread."""
+    assert coord.binder.wait_idle(30.0), "bindings did not finish"
+    coord.process_binding_outcomes()
+    coord.flush_done()
+
+
 @pytest.fixture(params=["rounds", "each pod"])
 def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(coordinator_module, "INFORMER_POLL_INTERVAL", math.inf)
@@ -124,6 +135,8 @@ def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     monkeypatch.setattr(Coordinator, "poll_informer", settled_poll)
     if request.param == "each pod":
         monkeypatch.setattr(Coordinator, "housekeeping", _settle_everything)
+    else:
+        monkeypatch.setattr(Coordinator, "housekeeping", _settle_bindings)
     return str(request.param)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from cluster_sched.config.load import load_config
+from cluster_sched.features import POP_FROM_BACKOFF_Q, FeatureGates
 from cluster_sched.plugins import names
 from cluster_sched.queue.types import Location, QueuedPodInfo
 from cluster_sched.scheduler.event_handlers import queued_info_for
@@ -170,8 +171,9 @@ def test_fit_error_records_event_condition_and_parks_pod(h: Harness) -> None:
 
 
 def test_fit_error_after_a_move_request_goes_to_backoff(h: Harness) -> None:
-    """moveRequestCycle: an event during the pod's cycle may have helped it, so it
-    waits out its backoff instead of the unschedulable pool."""
+    """The in-flight events rule: an event during the pod's cycle that a rejecting
+    plugin's hint accepts (TaintToleration: a node without taints) may have helped it,
+    so it waits out its backoff instead of the unschedulable pool."""
     _unfit_cluster(h)
     h.start()
     info = h.queue.pop(timeout=2.0)
@@ -180,6 +182,32 @@ def test_fit_error_after_a_move_request_goes_to_backoff(h: Harness) -> None:
     h.apply(node("another-small", cpu="1"))  # NodeAdd while the pod is in flight
     h.coord.schedule_one(info, cycle)
     assert h.queue.location("default/p") is Location.BACKOFF
+
+
+@pytest.mark.parametrize("gate", [True, False], ids=["PopFromBackoffQ", "gate-off"])
+def test_pop_from_backoff_q_schedules_a_backing_off_pod_when_active_q_is_empty(
+    make_harness: Any, gate: bool
+) -> None:
+    """SchedulerPopFromBackoffQ: the pod sent to backoffQ (an event during its cycle)
+    is retried at once when nothing else waits, and fits the node that arrived
+    meanwhile; with the gate off it waits for its backoff to expire."""
+    h = make_harness(features=FeatureGates({POP_FROM_BACKOFF_Q: gate}))
+    _unfit_cluster(h)
+    h.start()
+    info = h.queue.pop(timeout=2.0)
+    assert info is not None
+    cycle = h.queue.last_pop_cycle
+    h.apply(node("another-small", cpu="1"))  # NodeAdd while the pod is in flight
+    h.coord.schedule_one(info, cycle)
+    assert h.queue.location("default/p") is Location.BACKOFF
+    h.apply(node("big", cpu="4"))  # moves nothing: the pod is not in the pool
+    assert h.coord.step(pop_timeout=0) is gate
+    if not gate:
+        h.clock.step(1.0)  # the first backoff is over
+        h.queue.flush_backoff_q_completed()
+        assert h.coord.step(pop_timeout=0)
+    h.settle()
+    assert h.node_of("default/p") == "big"
 
 
 def test_default_profile_fit_error_names_preemption(make_harness: Any) -> None:

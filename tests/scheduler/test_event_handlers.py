@@ -144,10 +144,11 @@ def test_status_only_update_leaves_an_unschedulable_pod_alone(h: Harness) -> Non
     h.coord.poll_informer()
     assert h.queue.location("default/big") is Location.UNSCHEDULABLE
     big = h.coord.informer.pods["default/big"]
-    # A spec change (a new label) may make it schedulable: it is moved.
+    # A spec change (a new label) is offered to the hints of the plugin that rejected
+    # it: NodeResourcesFit's cannot be helped by a label, so it stays (QueueingHints).
     relabeled = replace(big, meta=replace(big.meta, labels={"new": "label"}, resource_version="99"))
     on_pod(h, big, relabeled)
-    assert h.queue.location("default/big") is Location.BACKOFF
+    assert h.queue.location("default/big") is Location.UNSCHEDULABLE
 
 
 def test_binding_of_an_assumed_pod_confirms_it(h: Harness) -> None:
@@ -241,9 +242,14 @@ def test_node_events_go_to_the_cache_and_move_pods(h: Harness) -> None:
 def test_node_add_moves_pods(h: Harness) -> None:
     h.apply(pod("big", cpu="3"))
     h.cycle()
+    # NodeResourcesFit's hint: a node that could not hold the pod even empty (no
+    # memory here) leaves it waiting.
     h.coord.handlers.on_node(None, make_node("n2").capacity(cpu="8", pods=110).obj())
     h.coord.handlers.flush()  # the informer flushes after each batch of events
     assert "n2" in h.cache.nodes
+    assert h.queue.location("default/big") is Location.UNSCHEDULABLE
+    h.coord.handlers.on_node(None, node("n3", cpu="8").obj())
+    h.coord.handlers.flush()
     assert h.queue.location("default/big") is Location.BACKOFF
 
 

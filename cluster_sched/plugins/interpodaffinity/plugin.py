@@ -15,11 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import Pod
+from cluster_sched.api.objects import Node, Pod
 from cluster_sched.config.plugin_args import InterPodAffinityArgs
 from cluster_sched.errors import PluginError
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.snapshot import Snapshot
@@ -35,6 +41,7 @@ from cluster_sched.plugins.interpodaffinity.terms import (
     incoming_terms,
     matches_all,
     needs_namespace_list,
+    pod_terms,
 )
 from cluster_sched.plugins.names import INTER_POD_AFFINITY
 
@@ -216,18 +223,72 @@ class InterPodAffinity:
 
     # ------------------------------------------------------------------ queueing
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
         """Pod add/label-update/delete (a matching pod appears or an anti-affine one
-        leaves) and node add/label/taint changes (a topology domain appears)."""
+        leaves) and node add/label changes (a topology domain appears; hints on: no
+        taint updates)."""
         return (
-            ClusterEvent(
-                EventResource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD,
+                    ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+                ),
+                self.is_schedulable_after_pod_change,
             ),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT,
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
             ),
         )
+
+    def _hint_terms(self, pod: Pod) -> PodTerms:
+        return self.incoming(pod, self._snapshot()).terms
+
+    def is_schedulable_after_pod_change(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """Bound pods only: one added (or relabelled into) matching all the pod's
+        affinity terms, or one deleted (or relabelled out of) matching its anti-affinity
+        terms; also a deleted pod whose own anti-affinity rejected this pod."""
+        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+            return QueueingHint.QUEUE_SKIP
+        terms = self._hint_terms(pod)
+        affinity, anti = terms.required_affinity, terms.required_anti_affinity
+        if old is not None and new is not None:
+            ns = new.meta.namespace
+            if not matches_all(affinity, ns, old.labels) and matches_all(affinity, ns, new.labels):
+                return QueueingHint.QUEUE
+            if matches_all(anti, ns, old.labels) and not matches_all(anti, ns, new.labels):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new is not None:
+            added = matches_all(affinity, new.meta.namespace, new.labels)
+            return QueueingHint.QUEUE if added else QueueingHint.QUEUE_SKIP
+        if old is None or matches_all(anti, old.meta.namespace, old.labels):
+            return QueueingHint.QUEUE
+        ns_labels = namespace_labels(self._snapshot(), pod.meta.namespace)
+        for term in pod_terms(old).required_anti_affinity:
+            if term.matches(pod.meta.namespace, pod.labels, ns_labels):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        """A node that brings an affinity term's topology key (new, gained, or a new
+        value), or a new node / one losing or changing an anti-affinity topology key."""
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        terms = self._hint_terms(pod)
+        for term in terms.required_affinity:
+            key = term.topology_key
+            if key in new.labels and (old is None or old.labels.get(key) != new.labels[key]):
+                return QueueingHint.QUEUE
+        for term in terms.required_anti_affinity:
+            key = term.topology_key
+            if old is None or (key in old.labels and old.labels.get(key) != new.labels.get(key)):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def new(args: InterPodAffinityArgs | None, handle: Handle) -> InterPodAffinity:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod
 from cluster_sched.config.plugin_args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -20,7 +20,13 @@ from cluster_sched.config.plugin_args import (
 )
 from cluster_sched.errors import PluginError
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Code, Status
@@ -104,17 +110,57 @@ class Fit:
         )
         return resource_scores(nodes, self.resources, self._scorer, pod_requests)
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Pod deletes and scale-downs (InPlacePodVerticalScaling, GA) free resources;
+        a node added or given more allocatable may fit the pod (upstream, hints on)."""
         return (
-            ClusterEvent(EventResource.POD, ActionType.DELETE),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD
-                | ActionType.UPDATE_NODE_ALLOCATABLE
-                | ActionType.UPDATE_NODE_TAINT
-                | ActionType.UPDATE_NODE_LABEL,
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+                ),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                ),
+                self.is_schedulable_after_node_change,
             ),
         )
+
+    def is_schedulable_after_pod_event(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """A deleted pod frees resources if it was bound (or nominated); a bound pod's
+        scale-down helps if it lowered a resource this pod requests."""
+        if new is None:
+            if old is not None and not old.node_name and not old.nominated_node_name:
+                return QueueingHint.QUEUE_SKIP  # an unscheduled pod held nothing
+            return QueueingHint.QUEUE
+        if not new.node_name or old is None:
+            return QueueingHint.QUEUE_SKIP if not new.node_name else QueueingHint.QUEUE
+        for name, amount in self._checked_requests(pod):
+            if amount > 0 and old.requests.get(name, 0) > new.requests.get(name, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        """Skip a node that could not hold the pod even empty, and an update that raised
+        no allocatable the pod requests."""
+        if new is None:
+            return QueueingHint.QUEUE
+        if new.allocatable.get(PODS, 0) < 1 or any(
+            amount > new.allocatable.get(name, 0) for name, amount in self._checked_requests(pod)
+        ):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        for name, amount in self._checked_requests(pod):
+            if amount > 0 and new.allocatable.get(name, 0) > old.allocatable.get(name, 0):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
 
 
 def fit_verdicts(nodes: NodeSlice, requests: tuple[tuple[str, int], ...]) -> NodeVerdicts:

@@ -14,10 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from cluster_sched.api.objects import Pod, WorkloadController
+from cluster_sched.api.objects import Node, Pod, WorkloadController
 from cluster_sched.config.plugin_args import SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.status import SUCCESS, Status, error, skip
@@ -31,6 +37,7 @@ from cluster_sched.plugins.podtopologyspread.constraints import (
     SCHEDULE_ANYWAY,
     Constraint,
     pod_constraints,
+    selector_matches,
 )
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.scoring import PreScoreState
@@ -181,24 +188,98 @@ class PodTopologySpread:
 
     # ------------------------------------------------------------------ queueing
 
-    def events_to_register(self) -> tuple[ClusterEvent, ...]:
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
         """Pods added/relabelled/deleted (counts change), the pod gaining a toleration
         (nodeTaintsPolicy: Honor), and nodes added/deleted/relabelled/retainted."""
         return (
-            ClusterEvent(
-                EventResource.POD,
-                ActionType.ADD
-                | ActionType.UPDATE_POD_LABEL
-                | ActionType.UPDATE_POD_TOLERATION
-                | ActionType.DELETE,
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD,
+                    ActionType.ADD
+                    | ActionType.UPDATE_POD_LABEL
+                    | ActionType.UPDATE_POD_TOLERATION
+                    | ActionType.DELETE,
+                ),
+                self.is_schedulable_after_pod_change,
             ),
-            ClusterEvent(
-                EventResource.NODE,
-                ActionType.ADD
-                | ActionType.DELETE
-                | ActionType.UPDATE_NODE_LABEL
-                | ActionType.UPDATE_NODE_TAINT,
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE,
+                    ActionType.ADD
+                    | ActionType.DELETE
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_TAINT,
+                ),
+                self.is_schedulable_after_node_change,
             ),
+        )
+
+    def _hint_constraints(self, pod: Pod) -> tuple[Constraint, ...]:
+        return self.constraints(pod, DO_NOT_SCHEDULE, self._handle.snapshot)
+
+    def is_schedulable_after_pod_change(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        """Only bound pods of the pod's namespace (or the pod itself) count. Queue when
+        an added / deleted pod matches a constraint's selector, a relabel flips a match,
+        or the pod got a toleration while a constraint honours taints."""
+        for other in (old, new):
+            if (
+                other is not None
+                and other.key != pod.key
+                and (not other.node_name or other.meta.namespace != pod.meta.namespace)
+            ):
+                return QueueingHint.QUEUE_SKIP
+        constraints = self._hint_constraints(pod)
+        if old is not None and new is not None:
+            if (
+                new.key == pod.key
+                and old.tolerations != new.tolerations
+                and any(c.honor_taints for c in constraints)
+            ):
+                return QueueingHint.QUEUE
+            if old.labels == new.labels:
+                return QueueingHint.QUEUE_SKIP
+            for c in constraints:
+                if selector_matches(c.selector, old.labels) != selector_matches(
+                    c.selector, new.labels
+                ):
+                    return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        changed = new if new is not None else old
+        if changed is None:
+            return QueueingHint.QUEUE
+        if any(selector_matches(c.selector, changed.labels) for c in constraints):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        """Nodes carrying every constraint's topology key matter: one added or deleted,
+        one gaining / losing the keys, or a matching one whose key values or taints
+        changed."""
+        constraints = self._hint_constraints(pod)
+
+        def matching(node: Node | None) -> bool:
+            return node is not None and all(c.topology_key in node.labels for c in constraints)
+
+        if old is not None and new is not None:
+            if matching(old) != matching(new):
+                return QueueingHint.QUEUE
+            if matching(new) and (
+                any(
+                    old.labels.get(c.topology_key) != new.labels.get(c.topology_key)
+                    for c in constraints
+                )
+                or old.taints != new.taints
+            ):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        return (
+            QueueingHint.QUEUE
+            if matching(new if new is not None else old)
+            else QueueingHint.QUEUE_SKIP
         )
 
 

@@ -12,7 +12,7 @@
 --   KEYS[8]  where          HASH  pod key -> active | backoff | unschedulable | inflight
 --   KEYS[9]  rev            HASH  pod key -> revision (changes on every write)
 --   KEYS[10] cycle          STRING scheduling cycle (pops so far)
---   KEYS[11] move_cycle     STRING cycle of the last move request (absent = -1)
+--   KEYS[11] move_cycle     STRING unused since QueueingHints (kept: key positions stay put)
 --   KEYS[12] wake           LIST  wake-up tokens for blocked pops
 --   KEYS[13] seq            STRING revision source (never reset)
 -- Invariant kept by every script: a pod is in at most one of the four ZSETs, and

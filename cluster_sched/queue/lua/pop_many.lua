@@ -1,11 +1,19 @@
 -- pop_many.lua: take up to N pods from the head of activeQ into flight (upstream Pop,
 -- N times in a row; a single pop is N = 1).
 -- KEYS: QueueKeys.core (see _lib.lua)
--- ARGV[1]: now (s), recorded as the pop time; ARGV[2]: N, the most pods to take (>= 1)
--- Returns: 4 per pod, in pop order (empty when activeQ is empty):
---   pod key, msgpack info, attempts, cycle
+-- ARGV[1]: now (s), recorded as the pop time; ARGV[2]: N, the most pods to take (>= 1);
+-- ARGV[3]: '1' if SchedulerPopFromBackoffQ is on
+-- Returns: 5 per pod, in pop order (empty when nothing can be popped):
+--   pod key, msgpack info, attempts, cycle, source ('active' | 'backoff')
 --   where attempts already counts this pop and cycle is the scheduling cycle the pod
 --   starts: consecutive within one reply, each pod its own.
+-- SchedulerPopFromBackoffQ (upstream activeQueue.unlockedPop -> backoffQ.popBackoff):
+-- when activeQ is empty, the head of backoffQ is popped before its backoff expires,
+-- counted and cycled like any pop. Only pods some plugin rejected qualify (upstream keeps
+-- pods that failed with an error in a separate podErrorBackoffQ that is never popped
+-- early). Such a pop takes ONE pod, never mixed with activeQ pods: a pod failing inside
+-- a batch could re-enter backoffQ ahead of older backoff pods, so one at a time keeps
+-- the order exactly serial.
 -- ZPOPMIN removes the members in the same step that reads them, so no two callers can
 -- ever receive the same pod. The state left is exactly that of N single pops in a row
 -- (pod i: attempts + 1, cycle c + i, revision s + i); the writes are made per key for
@@ -25,6 +33,30 @@ while #pods < want do
     if pod and pod ~= '' then
       pods[#pods + 1] = pod
     end
+  end
+end
+local source = 'active'
+if #pods == 0 and ARGV[3] == '1' then
+  -- The head of backoffQ whose record names rejecting plugins (fields 7 and 8 of the
+  -- msgpack QueuedPodInfo); error pods are skipped, they wait for their expiry.
+  local offset, CHUNK = 0, 32
+  while #pods == 0 do
+    local heads = redis.call('ZRANGE', K_BACKOFF, offset, offset + CHUNK - 1)
+    if #heads == 0 then
+      break
+    end
+    local blobs = redis.call('HMGET', K_INFO, unpack(heads))
+    for j, pod in ipairs(heads) do
+      local ok, rec = pcall(cmsgpack.unpack, blobs[j] or '')
+      if ok and type(rec) == 'table' and
+          ((type(rec[7]) == 'table' and #rec[7] > 0) or (type(rec[8]) == 'table' and #rec[8] > 0)) then
+        redis.call('ZREM', K_BACKOFF, pod)
+        pods[1] = pod
+        source = 'backoff'
+        break
+      end
+    end
+    offset = offset + CHUNK
   end
 end
 local n = #pods
@@ -54,6 +86,7 @@ for first = 1, n, SLICE do
     reply[#reply + 1] = infos[j] or ''
     reply[#reply + 1] = tried
     reply[#reply + 1] = cycle0 + i
+    reply[#reply + 1] = source
   end
   redis.call('HSET', K_WHERE, unpack(where))
   redis.call('ZADD', K_INFLIGHT, unpack(inflight))

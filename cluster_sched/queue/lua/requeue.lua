@@ -1,8 +1,8 @@
 -- requeue.lua: apply moves the caller decided on a read of each pod (upstream
 -- movePodsToActiveOrBackoffQueue, Activate, Update), guarded by revision.
 -- KEYS: QueueKeys.core (see _lib.lua)
--- ARGV[1]: '1' to record a move request (move_cycle := cycle), '=N' to record it at
---   cycle N (a batch's pod in progress: the cycle the serial scheduler would be at), else '0'
+-- ARGV[1]: '1' when a pod moved to backoffQ should wake blocked pops (SchedulerPopFromBackoffQ:
+--   a backoffQ pod is poppable when activeQ is empty), else '0'
 -- ARGV[2..]: 8 per pod:
 --   pod key,
 --   expected revision ('' = the pod must be absent from the queue),
@@ -35,13 +35,8 @@ for i = 2, #ARGV, 8 do
     end
     touch(pod)
     results[#results + 1] = dest
-    woke = woke or dest == 'active'
+    woke = woke or dest == 'active' or (dest == 'backoff' and ARGV[1] == '1')
   end
-end
-if ARGV[1] == '1' then
-  redis.call('SET', K_MOVE_CYCLE, redis.call('GET', K_CYCLE) or '0')
-elseif string.sub(ARGV[1], 1, 1) == '=' then
-  redis.call('SET', K_MOVE_CYCLE, string.sub(ARGV[1], 2))
 end
 if woke then
   wake()

@@ -207,9 +207,8 @@ def test_events_to_register_are_upstreams() -> None:
         events[EventResource.POD]
         == ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
     )
-    assert events[EventResource.NODE] == (
-        ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
-    )
+    # QueueingHints on: preCheck is gone upstream, so no node taint updates.
+    assert events[EventResource.NODE] == ActionType.ADD | ActionType.UPDATE_NODE_LABEL
 
 
 @pytest.mark.parametrize("weight", [-1, 101])
