@@ -172,6 +172,8 @@ def test_shard_actor_killed_mid_run(
 
     monkeypatch.setattr(assembly, "new_ray_shard_clients", with_a_kill)
     workload(tmp_path / "w.yaml", {})
-    run(tmp_path, redis_url, "--batch-size", "8")
+    # --no-compiled: every attempt fans out to the shards (the compiled path would answer
+    # these pods on the coordinator's replica and send the shards only deltas)
+    run(tmp_path, redis_url, "--batch-size", "8", "--no-compiled")
     assert wrapped and wrapped[0].killed, "the shard died mid-run"
     assert_sound(redis_client)
