@@ -8,6 +8,7 @@
     ├── ConfigError             KubeSchedulerConfiguration is invalid (names the field)
     ├── PluginError             a plugin is unknown, cannot be imported or rejects its args
     ├── StoreError              Redis unreachable or a stored object is unreadable
+    │   └── StoreLostError      Redis came back empty or holding another run's data
     ├── UsageError              an option cannot be honoured (busy port, file for a dir)
     └── SchedulerError          an internal invariant broke inside the coordinator
 
@@ -76,6 +77,11 @@ class PluginError(ClusterSchedError):
 
 class StoreError(ClusterSchedError):
     """The Redis store cannot be reached or holds something unreadable."""
+
+
+class StoreLostError(StoreError):
+    """Redis answered again after an outage but lost its data or holds another run's:
+    the coordinator refuses to schedule from it (the CLI exits 3)."""
 
 
 class UsageError(ClusterSchedError):

@@ -203,6 +203,11 @@ class Metrics:
             buckets=POD_ATTEMPTS_BUCKETS,
             registry=r,
         )
+        self._store_unavailable = Gauge(
+            "cluster_sched_store_unavailable",
+            "1 while the coordinator waits for an unreachable Redis store, else 0.",
+            registry=r,
+        )
         # Upstream shows every queue from the start, zero included.
         for queue in PENDING_QUEUES:
             self._pending.labels(queue=queue).set(0)
@@ -262,6 +267,10 @@ class Metrics:
         """``count`` pods entered ``queue`` because of ``event`` (PodAdd, BackoffComplete, ...)."""
         self._incoming.labels(queue=queue, event=event).inc(count)
 
+    def set_store_unavailable(self, down: bool) -> None:
+        """Redis went away (True) or answers again (False)."""
+        self._store_unavailable.set(1 if down else 0)
+
     # --- exposition --------------------------------------------------------------------
 
     def exposition(self) -> bytes:
@@ -311,6 +320,9 @@ class _DisabledMetrics(Metrics):
         return None
 
     def inc_incoming(self, queue: str, event: str, count: int = 1) -> None:
+        return None
+
+    def set_store_unavailable(self, down: bool) -> None:
         return None
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from cluster_sched.errors import InvalidObjectError, UsageError
 from cluster_sched.features import parse_feature_gates
+from cluster_sched.scheduler.outage import add_outage_option
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.cli_args import (
@@ -174,6 +175,7 @@ def _register_serve(sub: Any) -> None:
     add_executor_options(p)
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
+    add_outage_option(p)
     p.set_defaults(func=_cmd_serve)
 
 
@@ -181,6 +183,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
     from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
+    from cluster_sched.scheduler.coordinator import Coordinator
+    from cluster_sched.scheduler.outage import (
+        StoreGuard,
+        ensure_run_id,
+        env_outage_timeout,
+        outage_timeout,
+        serve_until,
+    )
     from cluster_sched.store.store import Store
 
     url = resolve_url(args.redis)
@@ -198,41 +208,65 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except OSError as err:
             reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror
             raise UsageError(f"--metrics-port {args.metrics_port}: {reason or err}") from None
-    coord = new_scheduler(
-        Store(client),
-        client,
-        config,
-        options=ExecutorOptions(
-            executor=args.executor,
-            shards=args.shards,
-            ray_address=args.ray_address,
-            config_path=args.config,
-            redis_url=url,
-            compiled=args.compiled,
-        ),
-        seed=args.seed,
-        tracing=tracing,
-        metrics=metrics,
-        batch_size=args.batch_size,
-        features=parse_feature_gates(args.feature_gates),
+    store = Store(client)
+    timeout = (
+        outage_timeout(args.store_outage_timeout)
+        if args.store_outage_timeout is not None
+        else env_outage_timeout()
     )
+    guard = StoreGuard(
+        client,
+        prefix=store.keys.prefix,
+        run_id=ensure_run_id(client, store.keys.prefix),
+        timeout=timeout,
+        metrics=metrics,
+    )
+
+    def start() -> Coordinator:
+        # A fresh coordinator, also after an outage: it requeues pods left in flight,
+        # reloads nominations and relists, as a restarted coordinator does.
+        coord = new_scheduler(
+            store,
+            client,
+            config,
+            options=ExecutorOptions(
+                executor=args.executor,
+                shards=args.shards,
+                ray_address=args.ray_address,
+                config_path=args.config,
+                redis_url=url,
+                compiled=args.compiled,
+            ),
+            seed=args.seed,
+            tracing=tracing,
+            metrics=metrics,
+            batch_size=args.batch_size,
+            features=parse_feature_gates(args.feature_gates),
+        )
+        try:
+            coord.start()
+            coord.queue.run()
+        except BaseException:
+            coord.close()
+            raise
+        return coord
+
     stopped_by: int | None = None
 
     def stop(signum: int, frame: Any) -> None:
         nonlocal stopped_by
         stopped_by = signum
 
+    def announce(coord: Any) -> None:
+        if guard.outages == 0:
+            shown = redact_url(url)  # the password stays out of logs
+            print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    coord.start()
-    coord.queue.run()
-    shown = redact_url(url)  # the password stays out of logs
-    print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
     try:
-        while stopped_by is None:
-            coord.step(pop_timeout=0.2)
+        serve_until(start, guard, lambda: stopped_by is not None, on_started=announce)
     finally:
-        coord.close()
         tracing.shutdown()
     if stopped_by == signal.SIGINT:
         # Ctrl-C: a clean stop all the same, reported as an interruption (exit 130).
