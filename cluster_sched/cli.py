@@ -1,4 +1,4 @@
-"""``cluster-sched``: explain, run, perf, apply, serve.
+"""``cluster-sched``: explain, run, perf, apply, serve, get, describe.
 
 Every expected failure is one line on stderr and never a traceback. Exit codes:
 
@@ -139,11 +139,12 @@ def _version() -> str:
 
 
 def _extra_commands() -> list[Any]:
-    """Commands living in their own modules (run, apply, serve; perf)."""
+    """Commands living in their own modules (run, apply, serve; perf; get, describe)."""
     from cluster_sched.workload.commands import register_commands
+    from cluster_sched.workload.inspect_cmds import register_inspect_commands
     from cluster_sched.workload.perf.command import register_perf
 
-    return [*register_commands(), register_perf]
+    return [*register_commands(), register_perf, *register_inspect_commands()]
 
 
 def _os_error_line(err: OSError) -> str:

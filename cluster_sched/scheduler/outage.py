@@ -41,6 +41,7 @@ from tenacity import (
     stop_never,
     wait_exponential,
 )
+from tenacity.stop import stop_base
 
 from cluster_sched.errors import StoreError, StoreLostError
 from cluster_sched.telemetry.metrics import Metrics
@@ -184,7 +185,7 @@ class StoreGuard:
 
         stop = stop_after_delay(self.timeout) if self.timeout else stop_never
         retrying = Retrying(
-            stop=stop | _stop_when(stopped),
+            stop=stop | _StopWhen(stopped),
             wait=wait_exponential(multiplier=0.05, max=self.max_backoff),
             retry=retry_if_exception(is_outage),
             before_sleep=before_sleep,
@@ -203,18 +204,23 @@ class StoreGuard:
         finally:
             self.metrics.set_store_unavailable(False)
         check_run_id(self.client, self.prefix, self.run_id)
-        log.warning("Redis is back after %.1f s; relisting and resuming", time.monotonic() - started)
+        log.warning(
+            "Redis is back after %.1f s; relisting and resuming", time.monotonic() - started
+        )
         return True
 
     def _ping(self) -> None:
         self.client.ping()
 
 
-def _stop_when(stopped: Callable[[], bool]) -> Callable[[RetryCallState], bool]:
-    def check(state: RetryCallState) -> bool:
-        return stopped()
+class _StopWhen(stop_base):
+    """Stop retrying once the command was asked to stop (SIGTERM during an outage)."""
 
-    return check
+    def __init__(self, stopped: Callable[[], bool]) -> None:
+        self.stopped = stopped
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.stopped()
 
 
 def _first_line(exc: BaseException) -> str:
