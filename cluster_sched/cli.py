@@ -34,6 +34,7 @@ from cluster_sched.errors import (
     InvalidObjectError,
     PluginError,
     StoreLostError,
+    one_line,
 )
 from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
@@ -209,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             line = _redis_error_line(err)
         else:
             line = str(err)
-        print(f"error: {line}", file=sys.stderr)
+        print(f"error: {one_line(line)}", file=sys.stderr)
         return EXIT_STORE_LOST if isinstance(err, StoreLostError) else EXIT_USAGE
 
 

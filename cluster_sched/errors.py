@@ -91,3 +91,14 @@ class UsageError(ClusterSchedError):
 
 class SchedulerError(ClusterSchedError):
     """An internal invariant of the coordinator broke."""
+
+
+# Input can smuggle line breaks and control characters into names and keys (a YAML key
+# "\n", a stray \x1f); escaped, every message stays on one line.
+_ONE_LINE = {code: repr(chr(code))[1:-1] for code in (*range(32), 127, 0x85, 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and control characters escaped (``\\n``, ``\\x1f``)."""
+    return text.translate(_ONE_LINE)
+
