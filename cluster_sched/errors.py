@@ -101,4 +101,3 @@ _ONE_LINE = {code: repr(chr(code))[1:-1] for code in (*range(32), 127, 0x85, 0x2
 def one_line(text: str) -> str:
     """``text`` with line breaks and control characters escaped (``\\n``, ``\\x1f``)."""
     return text.translate(_ONE_LINE)
-
