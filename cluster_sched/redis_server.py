@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 import redis
 from tenacity import (
@@ -92,19 +92,20 @@ def find_redis_server() -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***``, fit for error messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
+    """The URL with any password replaced by ``***``, fit for error messages and logs.
+
+    Purely textual (everything between the user name and the last ``@`` of the
+    authority), so a URL too malformed to parse (a password with an unquoted ``/``)
+    does not leak its password either.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    if not colon:
+        return url  # a user name, no password
+    return f"{scheme}://{user}:***@{host}"
 
 
 def _free_port() -> int:

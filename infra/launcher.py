@@ -64,6 +64,11 @@ __all__ = [
 DEFAULT_STATE_DIR: Final = Path("out") / "launcher"
 """Where ``launcher.json`` and the logs go, relative to the working directory."""
 STATE_FILE: Final = "launcher.json"
+REDIS_DATA_DIR: Final = "redis-data"
+"""redis-server's append-only file lives here, in the state dir; ``down`` keeps it (as
+``docker compose down`` keeps volumes), so the next ``up`` comes back with the cluster."""
+APPENDFSYNC_ENV: Final = "CLUSTER_SCHED_REDIS_APPENDFSYNC"
+"""redis-server's ``appendfsync`` policy for ``up`` (default everysec)."""
 REDIS_CONFIG_FILE: Final = "redis.conf"
 """redis-server's config in the state dir: its password, readable by the owner only."""
 START_TIMEOUT_S: Final = 120.0
@@ -297,6 +302,8 @@ def up(
     redis_password = secrets.token_hex(32)
     redis_config = state_path / REDIS_CONFIG_FILE
     _write_private(redis_config, f"requirepass {redis_password}\n")
+    redis_dir = state_path / REDIS_DATA_DIR
+    redis_dir.mkdir(mode=0o700, exist_ok=True)
     topology = Topology.local(
         redis_port=_port(redis_port),
         ray_port=_port(ray_port),
@@ -308,6 +315,8 @@ def up(
         ray_auth_token=secrets.token_hex(32),
         redis_config_file=str(redis_config),
         otlp_endpoint=otlp_endpoint,
+        redis_dir=str(redis_dir),
+        redis_appendfsync=os.environ.get(APPENDFSYNC_ENV) or "everysec",
     )
     started: list[LaunchedProcess] = []
     popens: dict[int, subprocess.Popen[bytes]] = {}

@@ -26,6 +26,9 @@ because binding tasks and shard actors run there and write to Redis and export s
 
 Locked down by default, in both:
 
+- Redis keeps an append-only file (``appendonly yes``, ``appendfsync everysec`` unless
+  ``$REDIS_APPENDFSYNC`` / ``$CLUSTER_SCHED_REDIS_APPENDFSYNC`` says otherwise) on the
+  ``redis-data`` volume, or in ``<state-dir>/redis-data`` for the launcher.
 - Redis requires a password (``requirepass``; clients use ``redis://:PASSWORD@host``),
   runs in protected mode, and listens on the compose network (a container's own
   interfaces) or on 127.0.0.1. Compose takes the password from ``$REDIS_PASSWORD`` (an
@@ -49,6 +52,7 @@ from typing import Any, Final
 __all__ = [
     "COMPOSE",
     "COMPOSE_RAY_AUTH_TOKEN",
+    "COMPOSE_REDIS_APPENDFSYNC",
     "COMPOSE_REDIS_PASSWORD",
     "DEFAULT_HEAD_CPUS",
     "DEFAULT_SHARDS",
@@ -81,6 +85,9 @@ REDIS_CLI_AUTH_ENV: Final = "REDISCLI_AUTH"
 COMPOSE_REDIS_PASSWORD: Final = "${REDIS_PASSWORD:?set REDIS_PASSWORD, see docker-compose.yml}"
 """Compose interpolates the Redis password from the environment or ``.env``; unset, it
 refuses to start. URL-safe characters only: it is written into ``redis://`` URLs."""
+COMPOSE_REDIS_APPENDFSYNC: Final = "${REDIS_APPENDFSYNC:-everysec}"
+"""Redis's fsync policy for the append-only file: at most a second of writes lost on a
+crash by default; ``always`` loses none, ``no`` leaves it to the kernel."""
 COMPOSE_RAY_AUTH_TOKEN: Final = "${RAY_AUTH_TOKEN:?set RAY_AUTH_TOKEN, see docker-compose.yml}"
 """Compose interpolates Ray's authentication token the same way."""
 
@@ -115,6 +122,12 @@ class Topology:
     """Redis's ``requirepass``: a compose ``${...}`` reference, or the launcher's secret."""
     ray_auth_token: str
     """Ray's token (RAY_AUTH_TOKEN): a compose reference, or the launcher's secret."""
+    redis_dir: str = "/data"
+    """Where redis-server keeps its append-only file: the compose volume ``redis-data``,
+    or ``<state-dir>/redis-data`` locally (kept by ``down``, as compose keeps volumes)."""
+    redis_appendfsync: str = COMPOSE_REDIS_APPENDFSYNC
+    """``appendfsync``: compose interpolates ``$REDIS_APPENDFSYNC`` (default everysec); the
+    launcher reads ``$CLUSTER_SCHED_REDIS_APPENDFSYNC`` (default everysec)."""
     redis_config_file: str | None = None
     """A 0600 file holding ``requirepass`` that redis-server reads, so the password is
     on no command line (local only: compose passes the reference)."""
@@ -135,6 +148,8 @@ class Topology:
         ray_auth_token: str,
         redis_config_file: str | None = None,
         otlp_endpoint: str | None = None,
+        redis_dir: str = ".",
+        redis_appendfsync: str = "everysec",
     ) -> Topology:
         """Every host is 127.0.0.1; the launcher picks the ports, the temp dir and the
         secrets."""
@@ -151,6 +166,8 @@ class Topology:
             ray_temp_dir=ray_temp_dir,
             redis_password=redis_password,
             ray_auth_token=ray_auth_token,
+            redis_dir=redis_dir,
+            redis_appendfsync=redis_appendfsync,
             redis_config_file=redis_config_file,
         )
 
@@ -209,8 +226,11 @@ def _tracing_env(topology: Topology) -> dict[str, str]:
 
 
 def redis_service(topology: Topology) -> ServiceSpec:
-    """redis-server holding the queue, the objects and the event stream; nothing on disk.
+    """redis-server holding the queue, the objects and the event stream.
 
+    Durable: every write goes to an append-only file in ``redis_dir`` (fsync policy
+    ``redis_appendfsync``), so a Redis that crashes or is restarted comes back with the
+    cluster; the coordinator waits for it meanwhile. No RDB snapshots (``--save ''``).
     Password required, protected mode on, bound to ``bind_host`` only. The password comes
     from ``redis_config_file`` when there is one (kept off the command line), else
     ``--requirepass`` (compose: a reference the compose file interpolates).
@@ -226,7 +246,9 @@ def redis_service(topology: Topology) -> ServiceSpec:
             "--protected-mode", "yes",
             *password,
             "--save", "",
-            "--appendonly", "no",
+            "--appendonly", "yes",
+            "--appendfsync", topology.redis_appendfsync,
+            "--dir", topology.redis_dir,
         ),
         environment={REDIS_CLI_AUTH_ENV: topology.redis_password},
     )  # fmt: skip

@@ -158,3 +158,31 @@ def test_metrics_listen_on_loopback_unless_told_otherwise() -> None:
     argv = services.coordinator_service(services.COMPOSE).argv
     # In the container: its own interfaces, published on the host's loopback only.
     assert argv[argv.index("--metrics-address") + 1] == "0.0.0.0"
+
+
+# --------------------------------------------------------------------- durable
+
+
+def test_redis_keeps_an_append_only_file_on_a_volume(compose: dict[str, Any]) -> None:
+    redis = compose["services"]["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert command[command.index("--appendfsync") + 1] == "${REDIS_APPENDFSYNC:-everysec}"
+    assert command[command.index("--save") + 1] == ""  # no RDB snapshots besides the AOF
+    data_dir = command[command.index("--dir") + 1]
+    assert f"redis-data:{data_dir}" in redis["volumes"]
+    assert "redis-data" in compose["volumes"]
+
+
+def test_launcher_runs_redis_with_the_same_durability() -> None:
+    local = services.Topology.local(
+        redis_port=1, ray_port=2, metrics_port=3, dashboard_port=4, dashboard_agent_port=5,
+        ray_temp_dir="/tmp/x", redis_password="pw", ray_auth_token="tok",
+        redis_config_file="/state/redis.conf", redis_dir="/state/redis-data",
+    )  # fmt: skip
+    argv = services.redis_service(local).argv
+    compose_argv = services.redis_service(services.COMPOSE).argv
+    for flag in ("--appendonly", "--save", "--protected-mode"):
+        assert argv[argv.index(flag) + 1] == compose_argv[compose_argv.index(flag) + 1], flag
+    assert argv[argv.index("--appendfsync") + 1] == "everysec"
+    assert argv[argv.index("--dir") + 1] == "/state/redis-data"
