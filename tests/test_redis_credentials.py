@@ -84,7 +84,7 @@ def test_run_apply_and_get_with_an_acl_user_and_password(
 @pytest.mark.parametrize("command", [["get", "nodes"], ["apply", "-f", "x.yaml"], ["serve"]])
 def test_wrong_password_is_one_redacted_line(secured: RedisServer, command: list[str]) -> None:
     url = f"redis://sched:wrong-secret@127.0.0.1:{secured.port}/0"
-    code, out, err = _cli(*command, "--redis", url)
+    code, _, err = _cli(*command, "--redis", url)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error: ")
     assert "wrong-secret" not in err and "sched:***@" in err
