@@ -48,7 +48,7 @@ from typing import Final
 
 from cluster_sched.redis_server import redact_url
 from infra import services
-from infra.services import ServiceSpec, Topology
+from infra.services import REDIS_USER, ServiceSpec, Topology, redis_acl_lines
 
 __all__ = [
     "DEFAULT_STATE_DIR",
@@ -221,7 +221,9 @@ def _redis_answers(port: int, password: str) -> Callable[[], bool]:
     import redis
 
     def ready() -> bool:
-        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1)
+        client = redis.Redis(
+            host="127.0.0.1", port=port, username=REDIS_USER, password=password, socket_timeout=1
+        )
         try:
             return bool(client.ping())
         except redis.RedisError:
@@ -301,7 +303,7 @@ def up(
     # Hex: URL-safe, so the password goes into redis:// URLs as it is.
     redis_password = secrets.token_hex(32)
     redis_config = state_path / REDIS_CONFIG_FILE
-    _write_private(redis_config, f"requirepass {redis_password}\n")
+    _write_private(redis_config, "".join(f"{line}\n" for line in redis_acl_lines(redis_password)))
     redis_dir = state_path / REDIS_DATA_DIR
     redis_dir.mkdir(mode=0o700, exist_ok=True)
     topology = Topology.local(
