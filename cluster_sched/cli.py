@@ -1,4 +1,4 @@
-"""``cluster-sched``: explain, run, perf, apply, serve.
+"""``cluster-sched``: explain, run, perf, apply, serve, get, describe.
 
 Every expected failure is one line on stderr and never a traceback. Exit codes:
 
@@ -8,6 +8,8 @@ Every expected failure is one line on stderr and never a traceback. Exit codes:
     pods were never scheduled)
 2   usage or input error: bad option, manifest, config, path; Redis unreachable;
     a port already in use
+3   ``serve``: Redis came back from an outage empty or holding another run's data;
+    the coordinator refuses to schedule from it (restart it to start a new run)
 130 interrupted (Ctrl-C): one line, ``interrupted``
 141 the reader closed the output pipe (``... | head``): output stops quietly,
     as for any tool that SIGPIPE ends
@@ -26,7 +28,13 @@ from typing import Any
 
 import redis
 
-from cluster_sched.errors import ClusterSchedError, ConfigError, PluginError
+from cluster_sched.errors import (
+    ClusterSchedError,
+    ConfigError,
+    PluginError,
+    StoreLostError,
+    one_line,
+)
 from cluster_sched.workload.cli_args import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -41,11 +49,14 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_STORE_LOST",
     "EXIT_USAGE",
     "build_parser",
     "main",
 ]
 
+EXIT_STORE_LOST = 3
+"""Redis came back from an outage without its data (or with another run's): refused."""
 EXIT_BROKEN_PIPE = 141
 """The reader closed stdout (``| head``), as a shell reports a process SIGPIPE ended."""
 
@@ -128,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="kube-scheduler's exact behaviour, as a distributed Python system",
         epilog=(
             "exit codes: 0 ok, 1 an evaluation ran but something failed, "
-            "2 usage or input error, 130 interrupted"
+            "2 usage or input error, 3 store lost after an outage, 130 interrupted"
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -149,11 +160,12 @@ def _version() -> str:
 
 
 def _extra_commands() -> list[Any]:
-    """Commands living in their own modules (run, apply, serve; perf)."""
+    """Commands living in their own modules (run, apply, serve; perf; get, describe)."""
     from cluster_sched.workload.commands import register_commands
+    from cluster_sched.workload.inspect_cmds import register_inspect_commands
     from cluster_sched.workload.perf.command import register_perf
 
-    return [*register_commands(), register_perf]
+    return [*register_commands(), register_perf, *register_inspect_commands()]
 
 
 def _os_error_line(err: OSError) -> str:
@@ -218,8 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             line = _redis_error_line(err)
         else:
             line = str(err)
-        print(f"error: {line}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"error: {one_line(line)}", file=sys.stderr)
+        return EXIT_STORE_LOST if isinstance(err, StoreLostError) else EXIT_USAGE
 
 
 if __name__ == "__main__":

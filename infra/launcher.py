@@ -48,7 +48,7 @@ from typing import Final
 
 from cluster_sched.redis_server import redact_url
 from infra import services
-from infra.services import ServiceSpec, Topology
+from infra.services import REDIS_USER, ServiceSpec, Topology, redis_acl_lines
 
 __all__ = [
     "DEFAULT_STATE_DIR",
@@ -64,6 +64,11 @@ __all__ = [
 DEFAULT_STATE_DIR: Final = Path("out") / "launcher"
 """Where ``launcher.json`` and the logs go, relative to the working directory."""
 STATE_FILE: Final = "launcher.json"
+REDIS_DATA_DIR: Final = "redis-data"
+"""redis-server's append-only file lives here, in the state dir; ``down`` keeps it (as
+``docker compose down`` keeps volumes), so the next ``up`` comes back with the cluster."""
+APPENDFSYNC_ENV: Final = "CLUSTER_SCHED_REDIS_APPENDFSYNC"
+"""redis-server's ``appendfsync`` policy for ``up`` (default everysec)."""
 REDIS_CONFIG_FILE: Final = "redis.conf"
 """redis-server's config in the state dir: its password, readable by the owner only."""
 START_TIMEOUT_S: Final = 120.0
@@ -216,7 +221,9 @@ def _redis_answers(port: int, password: str) -> Callable[[], bool]:
     import redis
 
     def ready() -> bool:
-        client = redis.Redis(host="127.0.0.1", port=port, password=password, socket_timeout=1)
+        client = redis.Redis(
+            host="127.0.0.1", port=port, username=REDIS_USER, password=password, socket_timeout=1
+        )
         try:
             return bool(client.ping())
         except redis.RedisError:
@@ -296,7 +303,9 @@ def up(
     # Hex: URL-safe, so the password goes into redis:// URLs as it is.
     redis_password = secrets.token_hex(32)
     redis_config = state_path / REDIS_CONFIG_FILE
-    _write_private(redis_config, f"requirepass {redis_password}\n")
+    _write_private(redis_config, "".join(f"{line}\n" for line in redis_acl_lines(redis_password)))
+    redis_dir = state_path / REDIS_DATA_DIR
+    redis_dir.mkdir(mode=0o700, exist_ok=True)
     topology = Topology.local(
         redis_port=_port(redis_port),
         ray_port=_port(ray_port),
@@ -308,6 +317,8 @@ def up(
         ray_auth_token=secrets.token_hex(32),
         redis_config_file=str(redis_config),
         otlp_endpoint=otlp_endpoint,
+        redis_dir=str(redis_dir),
+        redis_appendfsync=os.environ.get(APPENDFSYNC_ENV) or "everysec",
     )
     started: list[LaunchedProcess] = []
     popens: dict[int, subprocess.Popen[bytes]] = {}

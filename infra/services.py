@@ -26,7 +26,11 @@ because binding tasks and shard actors run there and write to Redis and export s
 
 Locked down by default, in both:
 
-- Redis requires a password (``requirepass``; clients use ``redis://:PASSWORD@host``),
+- Redis keeps an append-only file (``appendonly yes``, ``appendfsync everysec`` unless
+  ``$REDIS_APPENDFSYNC`` / ``$CLUSTER_SCHED_REDIS_APPENDFSYNC`` says otherwise) on the
+  ``redis-data`` volume, or in ``<state-dir>/redis-data`` for the launcher.
+- Redis requires the ACL user ``cluster-sched`` and its password (the ``default`` user is
+  off; clients use ``redis://cluster-sched:PASSWORD@host``),
   runs in protected mode, and listens on the compose network (a container's own
   interfaces) or on 127.0.0.1. Compose takes the password from ``$REDIS_PASSWORD`` (an
   ``.env`` file beside docker-compose.yml; compose refuses to start without it); the
@@ -49,10 +53,12 @@ from typing import Any, Final
 __all__ = [
     "COMPOSE",
     "COMPOSE_RAY_AUTH_TOKEN",
+    "COMPOSE_REDIS_APPENDFSYNC",
     "COMPOSE_REDIS_PASSWORD",
     "DEFAULT_HEAD_CPUS",
     "DEFAULT_SHARDS",
     "DEFAULT_WORKER_CPUS",
+    "REDIS_USER",
     "ServiceSpec",
     "Topology",
     "coordinator_service",
@@ -60,6 +66,7 @@ __all__ = [
     "ray_auth_env",
     "ray_head_service",
     "ray_worker_service",
+    "redis_acl_lines",
     "redis_service",
     "render_compose",
 ]
@@ -75,12 +82,17 @@ REDIS_URL_ENV: Final = "CLUSTER_SCHED_REDIS_URL"
 OTLP_ENV: Final = "OTEL_EXPORTER_OTLP_ENDPOINT"
 RAY_ADDRESS_ENV: Final = "RAY_ADDRESS"
 
+REDIS_USER: Final = "cluster-sched"
+"""The one Redis ACL user every client authenticates as; the ``default`` user is off."""
 REDIS_CLI_AUTH_ENV: Final = "REDISCLI_AUTH"
 """The password redis-cli (the compose health check) authenticates with."""
 
 COMPOSE_REDIS_PASSWORD: Final = "${REDIS_PASSWORD:?set REDIS_PASSWORD, see docker-compose.yml}"
 """Compose interpolates the Redis password from the environment or ``.env``; unset, it
 refuses to start. URL-safe characters only: it is written into ``redis://`` URLs."""
+COMPOSE_REDIS_APPENDFSYNC: Final = "${REDIS_APPENDFSYNC:-everysec}"
+"""Redis's fsync policy for the append-only file: at most a second of writes lost on a
+crash by default; ``always`` loses none, ``no`` leaves it to the kernel."""
 COMPOSE_RAY_AUTH_TOKEN: Final = "${RAY_AUTH_TOKEN:?set RAY_AUTH_TOKEN, see docker-compose.yml}"
 """Compose interpolates Ray's authentication token the same way."""
 
@@ -112,11 +124,18 @@ class Topology:
     """Per-node dashboard agent port; fixed in containers, must differ per local node."""
     ray_temp_dir: str
     redis_password: str
-    """Redis's ``requirepass``: a compose ``${...}`` reference, or the launcher's secret."""
+    """The password of Redis's ACL user: a compose ``${...}`` reference, or the launcher's
+    secret."""
     ray_auth_token: str
     """Ray's token (RAY_AUTH_TOKEN): a compose reference, or the launcher's secret."""
+    redis_dir: str = "/data"
+    """Where redis-server keeps its append-only file: the compose volume ``redis-data``,
+    or ``<state-dir>/redis-data`` locally (kept by ``down``, as compose keeps volumes)."""
+    redis_appendfsync: str = COMPOSE_REDIS_APPENDFSYNC
+    """``appendfsync``: compose interpolates ``$REDIS_APPENDFSYNC`` (default everysec); the
+    launcher reads ``$CLUSTER_SCHED_REDIS_APPENDFSYNC`` (default everysec)."""
     redis_config_file: str | None = None
-    """A 0600 file holding ``requirepass`` that redis-server reads, so the password is
+    """A 0600 file holding the ACL (user and password) that redis-server reads, so the password is
     on no command line (local only: compose passes the reference)."""
     dashboard_host: str = "127.0.0.1"
     """Where Ray's dashboard and Jobs API listen: never beyond the head's loopback."""
@@ -135,6 +154,8 @@ class Topology:
         ray_auth_token: str,
         redis_config_file: str | None = None,
         otlp_endpoint: str | None = None,
+        redis_dir: str = ".",
+        redis_appendfsync: str = "everysec",
     ) -> Topology:
         """Every host is 127.0.0.1; the launcher picks the ports, the temp dir and the
         secrets."""
@@ -151,14 +172,16 @@ class Topology:
             ray_temp_dir=ray_temp_dir,
             redis_password=redis_password,
             ray_auth_token=ray_auth_token,
+            redis_dir=redis_dir,
+            redis_appendfsync=redis_appendfsync,
             redis_config_file=redis_config_file,
         )
 
     @property
     def redis_url(self) -> str:
-        """``redis://:PASSWORD@host:port/0``: what every client (coordinator, apply, Ray
-        binding workers) is given."""
-        return f"redis://:{self.redis_password}@{self.redis_host}:{self.redis_port}/0"
+        """``redis://cluster-sched:PASSWORD@host:port/0``: what every client (coordinator,
+        apply, Ray binding workers) is given."""
+        return f"redis://{REDIS_USER}:{self.redis_password}@{self.redis_host}:{self.redis_port}/0"
 
     @property
     def ray_address(self) -> str:
@@ -209,14 +232,22 @@ def _tracing_env(topology: Topology) -> dict[str, str]:
 
 
 def redis_service(topology: Topology) -> ServiceSpec:
-    """redis-server holding the queue, the objects and the event stream; nothing on disk.
+    """redis-server holding the queue, the objects and the event stream.
 
-    Password required, protected mode on, bound to ``bind_host`` only. The password comes
-    from ``redis_config_file`` when there is one (kept off the command line), else
-    ``--requirepass`` (compose: a reference the compose file interpolates).
+    Durable: every write goes to an append-only file in ``redis_dir`` (fsync policy
+    ``redis_appendfsync``), so a Redis that crashes or is restarted comes back with the
+    cluster; the coordinator waits for it meanwhile. No RDB snapshots (``--save ''``).
+    An ACL user and its password required (the default user is off), protected mode on,
+    bound to ``bind_host`` only. The ACL comes from ``redis_config_file`` when there is one
+    (the password kept off the command line), else ``--user`` arguments (compose: the
+    password is a reference the compose file interpolates).
     """
     config = (topology.redis_config_file,) if topology.redis_config_file else ()
-    password = () if config else ("--requirepass", topology.redis_password)
+    acl = (
+        ()
+        if config
+        else tuple(a for user in _acl_users(topology.redis_password) for a in ("--user", *user))
+    )
     return ServiceSpec(
         name="redis",
         argv=(
@@ -224,12 +255,24 @@ def redis_service(topology: Topology) -> ServiceSpec:
             "--port", str(topology.redis_port),
             "--bind", topology.bind_host,
             "--protected-mode", "yes",
-            *password,
+            *acl,
             "--save", "",
-            "--appendonly", "no",
+            "--appendonly", "yes",
+            "--appendfsync", topology.redis_appendfsync,
+            "--dir", topology.redis_dir,
         ),
         environment={REDIS_CLI_AUTH_ENV: topology.redis_password},
     )  # fmt: skip
+
+
+def _acl_users(password: str) -> tuple[tuple[str, ...], ...]:
+    return (("default", "off"), (REDIS_USER, "on", f">{password}", "~*", "&*", "+@all"))
+
+
+def redis_acl_lines(password: str) -> tuple[str, ...]:
+    """redis.conf lines: the ``default`` user off, :data:`REDIS_USER` on with
+    ``password`` and every permission (the scheduler needs scripts, streams, keys)."""
+    return tuple("user " + " ".join(user) for user in _acl_users(password))
 
 
 def ray_auth_env(topology: Topology) -> dict[str, str]:

@@ -33,9 +33,10 @@ def test_private_server_starts_answers_and_cleans_up() -> None:
         assert server.running
         client = connect(server.url)
         assert client.ping()
-        # No persistence: nothing may land on disk.
+        # No snapshots; writes go to the append-only file, fsynced every second.
         assert client.config_get("save")["save"] == ""
-        assert client.config_get("appendonly")["appendonly"] == "no"
+        assert client.config_get("appendonly")["appendonly"] == "yes"
+        assert client.config_get("appendfsync")["appendfsync"] == "everysec"
         workdir = Path(client.config_get("dir")["dir"])
         assert workdir.is_dir()
         client.close()

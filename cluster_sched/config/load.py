@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from cluster_sched.errors import ConfigError
+from cluster_sched.errors import ConfigError, one_line
 from cluster_sched.plugins import names
 
 from ._fields import (
@@ -126,8 +126,8 @@ def parse_config(doc: Mapping[str, Any], source: str = "") -> SchedulerConfigura
         return _parse(doc)
     except ConfigError as err:
         if source:
-            raise ConfigError(f"{source}: {err}") from None
-        raise
+            raise ConfigError(one_line(f"{source}: {err}")) from None
+        raise ConfigError(one_line(str(err))) from None
 
 
 # --- YAML -------------------------------------------------------------------------------
@@ -165,9 +165,10 @@ def _load_yaml(text: str, source: str) -> Any:
         mark = err.problem_mark or err.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         reason = err.problem or err.context or "syntax error"
-        raise ConfigError(f"{source}: invalid YAML{where}: {reason}") from err
+        raise ConfigError(one_line(f"{source}: invalid YAML{where}: {reason}")) from err
     except yaml.YAMLError as err:
-        raise ConfigError(f"{source}: invalid YAML: {err}") from err
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else "syntax error"
+        raise ConfigError(one_line(f"{source}: invalid YAML: {reason}")) from err
 
 
 # --- document ---------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from cluster_sched.store.store import Store
 __all__ = ["LOST_TOKEN", "LeaderElector", "default_identity", "share_fence", "standby"]
 
 if TYPE_CHECKING:
-    from cluster_sched.scheduler.coordinator import Coordinator
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -200,20 +200,21 @@ class LeaderElector:
 
 
 def standby(
-    coord: Coordinator,
+    store: Store,
     client: redis.Redis,
     config: SchedulerConfiguration,
     should_stop: Callable[[], bool],
 ) -> LeaderElector | None:
     """``serve``'s election: None when ``leaderElection.leaderElect`` is off (writes stay
     unfenced); else block as a standby until this process leads (or ``should_stop``),
-    every write of ``coord`` fenced by the lease's token. Standing by and leading are
+    every write through ``store`` and ``client``'s queue scripts fenced by the lease's
+    token (coordinators built on them later, e.g. after a Redis outage, share it). Standing by and leading are
     logged (INFO); who holds the lease is in Redis (``LeaderElector.lease``)."""
     le = config.leader_election
     if not le.leader_elect:
         return None
-    share_fence(coord.store, client)
-    elector = LeaderElector(client, coord.store, le)
+    share_fence(store, client)
+    elector = LeaderElector(client, store, le)
     log.info("standing by for lease %s as %s", le.lease_name, elector.identity)
     if elector.acquire(should_stop):
         log.info("leading as %s (fencing token %d)", elector.identity, elector.token)

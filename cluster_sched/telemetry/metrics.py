@@ -44,20 +44,18 @@ serve no metrics: the hot path calls the same methods either way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     disable_created_metrics,
     generate_latest,
 )
 from prometheus_client import start_http_server as _prom_start_http_server
-from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.registry import Collector
 
 from cluster_sched.telemetry.metric_names import (
     CACHE_ASSUMED_PODS,
@@ -92,6 +90,7 @@ from cluster_sched.telemetry.metric_names import (
     VICTIM_BUCKETS,
     exponential_buckets,
 )
+from cluster_sched.telemetry.state_collector import SchedulerState, StateCollector
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -139,85 +138,6 @@ disable_created_metrics()
 def attempts_label(attempts: int) -> str:
     """The SLI's ``attempts`` label: the count, capped at ``15+`` (upstream getAttemptsLabel)."""
     return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerState:
-    """What the state gauges show, read at scrape time from the running scheduler."""
-
-    #: queue -> pods: active (in flight included), backoff, unschedulable (gated ones
-    #: excluded, as upstream), gated
-    pending: Mapping[str, int]
-    #: nodes / pods / assumed_pods -> count
-    cache_size: Mapping[str, int] = field(default_factory=dict)
-    #: (plugin, profile) -> queued pods that plugin rejected in their last attempt
-    unschedulable: Mapping[tuple[str, str], int] = field(default_factory=dict)
-    #: event -> in-flight events (``PodPopped``: pods being scheduled)
-    inflight_events: Mapping[str, int] = field(default_factory=dict)
-
-
-class _StateCollector(Collector):
-    """The state gauges, read from a provider at scrape time (or the last pushed values)."""
-
-    def __init__(self) -> None:
-        self.pending: dict[str, int] = dict.fromkeys(PENDING_QUEUES, 0)
-        self.provider: Callable[[], SchedulerState] | None = None
-        self.frozen: SchedulerState | None = None
-
-    def read(self) -> SchedulerState:
-        if self.frozen is not None:
-            return self.frozen
-        if self.provider is not None:
-            try:
-                return self.provider()
-            except Exception:  # a scrape must answer even if the store is gone
-                log.warning("reading the scheduler state for /metrics failed", exc_info=True)
-        return SchedulerState(pending=dict(self.pending))
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        state = self.read()
-        name = f"{SUBSYSTEM}_"
-        pending = GaugeMetricFamily(name + "pending_pods", _HELP_PENDING, labels=["queue"])
-        for queue in PENDING_QUEUES:
-            pending.add_metric([queue], state.pending.get(queue, 0))
-        yield pending
-        reasons = GaugeMetricFamily(
-            name + "unschedulable_pods", _HELP_UNSCHEDULABLE, labels=["plugin", "profile"]
-        )
-        for (plugin, profile), count in sorted(state.unschedulable.items()):
-            reasons.add_metric([plugin, profile], count)
-        yield reasons
-        cache = GaugeMetricFamily(
-            name + "scheduler_cache_size",
-            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
-            labels=["type"],
-        )
-        for kind in (CACHE_NODES, CACHE_PODS, CACHE_ASSUMED_PODS):
-            cache.add_metric([kind], state.cache_size.get(kind, 0))
-        yield cache
-        inflight = GaugeMetricFamily(
-            name + "inflight_events",
-            "Number of events currently tracked in the scheduling queue.",
-            labels=["event"],
-        )
-        events = {EVENT_POD_POPPED: 0, **state.inflight_events}
-        for event, count in sorted(events.items()):
-            inflight.add_metric([event], count)
-        yield inflight
-
-
-_HELP_PENDING: Final = (
-    "Number of pending pods, by the queue type. 'active' means number of pods in "
-    "activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means number "
-    "of pods in unschedulablePods that the scheduler attempted to schedule and failed; "
-    "'gated' is the number of unschedulable pods that the scheduler never attempted to "
-    "schedule because they are gated."
-)
-_HELP_UNSCHEDULABLE: Final = (
-    "The number of unschedulable pods broken down by plugin name. A pod will increment "
-    "the gauge for all plugins that caused it to not schedule and so this metric have "
-    "meaning only when broken down by plugin."
-)
 
 
 class Metrics:
@@ -308,7 +228,7 @@ class Metrics:
             PERMIT_WAIT_BUCKETS,
         )
         self._ep_children: dict[tuple[str, str, str], Any] = {}
-        self._state = _StateCollector()
+        self._state = StateCollector()
         r.register(self._state)
         self._batch_attempts = counter(
             "batch_attempts",
@@ -317,6 +237,11 @@ class Metrics:
         )
         self._batch_flushed = counter(
             "batch_cache_flushed", "Counts of cache flushes by reason.", ["profile", "reason"]
+        )
+        self._store_unavailable = Gauge(
+            "cluster_sched_store_unavailable",
+            "1 while the coordinator waits for an unreachable Redis store, else 0.",
+            registry=r,
         )
 
     @classmethod
@@ -429,6 +354,10 @@ class Metrics:
         else:
             self._batch_flushed.labels(profile=profile, reason=label).inc()
 
+    def set_store_unavailable(self, down: bool) -> None:
+        """Redis went away (True) or answers again (False)."""
+        self._store_unavailable.set(1 if down else 0)
+
     # --- exposition --------------------------------------------------------------------
 
     def exposition(self) -> bytes:
@@ -465,6 +394,9 @@ class _DisabledMetrics(Metrics):
         return _NO_CHILD
 
     def inc_batch(self, kind: str, profile: str, label: str) -> None:
+        return None
+
+    def set_store_unavailable(self, down: bool) -> None:
         return None
 
 

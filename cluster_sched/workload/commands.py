@@ -14,6 +14,7 @@ from typing import Any
 
 from cluster_sched.errors import InvalidObjectError, UsageError
 from cluster_sched.features import parse_feature_gates
+from cluster_sched.scheduler.outage import add_outage_option
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.cli_args import (
@@ -236,6 +237,7 @@ def _register_serve(sub: Any) -> None:
     add_executor_options(p)
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
+    add_outage_option(p)
     p.set_defaults(func=_cmd_serve)
 
 
@@ -244,8 +246,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.errors import StoreError
     from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
+    from cluster_sched.scheduler.coordinator import Coordinator
     from cluster_sched.scheduler.leader import standby
     from cluster_sched.scheduler.metrics_state import attach_metrics
+    from cluster_sched.scheduler.outage import (
+        StoreGuard,
+        ensure_run_id,
+        env_outage_timeout,
+        outage_timeout,
+        serve_until,
+    )
     from cluster_sched.store.fence import is_fenced_error
     from cluster_sched.store.store import Store
 
@@ -258,50 +268,78 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     tracing = setup_tracing(args.otlp_endpoint)
     metrics = start_metrics(args)
-    coord = new_scheduler(
-        Store(client),
-        client,
-        config,
-        options=ExecutorOptions(
-            executor=args.executor,
-            shards=args.shards,
-            ray_address=args.ray_address,
-            config_path=args.config,
-            redis_url=url,
-            compiled=args.compiled,
-        ),
-        seed=args.seed,
-        tracing=tracing,
-        metrics=metrics,
-        batch_size=args.batch_size,
-        features=parse_feature_gates(args.feature_gates),
+    store = Store(client)
+    timeout = (
+        outage_timeout(args.store_outage_timeout)
+        if args.store_outage_timeout is not None
+        else env_outage_timeout()
     )
+    guard = StoreGuard(
+        client,
+        prefix=store.keys.prefix,
+        run_id=ensure_run_id(client, store.keys.prefix),
+        timeout=timeout,
+        metrics=metrics,
+    )
+
+    def start() -> Coordinator:
+        # A fresh coordinator, also after an outage: it requeues pods left in flight,
+        # reloads nominations and relists, as a restarted coordinator does.
+        coord = new_scheduler(
+            store,
+            client,
+            config,
+            options=ExecutorOptions(
+                executor=args.executor,
+                shards=args.shards,
+                ray_address=args.ray_address,
+                config_path=args.config,
+                redis_url=url,
+                compiled=args.compiled,
+            ),
+            seed=args.seed,
+            tracing=tracing,
+            metrics=metrics,
+            batch_size=args.batch_size,
+            features=parse_feature_gates(args.feature_gates),
+        )
+        attach_metrics(coord, metrics)
+        try:
+            coord.start()
+            coord.queue.run()
+        except BaseException:
+            coord.close()
+            raise
+        return coord
+
     stopped_by: int | None = None
 
     def stop(signum: int, frame: Any) -> None:
         nonlocal stopped_by
         stopped_by = signum
 
-    attach_metrics(coord, metrics)
+    def announce(coord: Any) -> None:
+        if guard.outages == 0:
+            shown = redact_url(url)  # the password stays out of logs
+            print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
+
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    shown = redact_url(url)  # the password stays out of logs
-    elector = standby(coord, client, config, lambda: stopped_by is not None)
+    elector = standby(store, client, config, lambda: stopped_by is not None)
     if elector is not None and not elector.is_leader:
-        coord.close()  # stopped while standing by: nothing was written
-        tracing.shutdown()
+        tracing.shutdown()  # stopped while standing by: nothing was written
         return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
     try:
-        coord.start()
-        coord.queue.run()
-        print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
-        while stopped_by is None and (elector is None or not elector.lost):
-            coord.step(pop_timeout=0.2)
+        serve_until(
+            start,
+            guard,
+            lambda: stopped_by is not None or (elector is not None and elector.lost),
+            on_started=announce,
+        )
     except StoreError as exc:
         if elector is None or not is_fenced_error(exc):
             raise
     finally:
-        coord.close()
         tracing.shutdown()
         if elector is not None:
             elector.close()

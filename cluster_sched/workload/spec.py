@@ -201,15 +201,59 @@ class GeneratedDocs(Sequence[dict[str, Any]]):
                 yield _instance(template, f"{prefix}{i}", labels, i)
 
 
+def _shape_error(field_: str, expected: str, value: Any, source: str) -> InvalidObjectError:
+    return InvalidObjectError(
+        f"must be {expected}, got {type(value).__name__}",
+        obj=f"Workload {Path(source).stem}",
+        field=field_,
+        source=source,
+    )
+
+
+def _mapping_or_none(value: Any, field_: str, source: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _shape_error(field_, "a mapping", value, source)
+    return value
+
+
+def _list_or_none(value: Any, field_: str, source: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _shape_error(field_, "a list", value, source)
+    return value
+
+
+def _check_group(group: Any, path: str, source: str) -> Mapping[str, Any]:
+    """The shapes ``_instance`` relies on, checked before any template is expanded."""
+    if not isinstance(group, Mapping):
+        raise _shape_error(path, "a mapping", group, source)
+    template = _mapping_or_none(group.get("template"), f"{path}.template", source)
+    meta = _mapping_or_none(template.get("metadata"), f"{path}.template.metadata", source)
+    _mapping_or_none(meta.get("labels"), f"{path}.template.metadata.labels", source)
+    labels = _mapping_or_none(group.get("labels"), f"{path}.labels", source)
+    for key, values in labels.items():
+        where = f"{path}.labels[{key!r}]"
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise _shape_error(where, "a list of strings", values, source)
+    return group
+
+
 def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) -> Workload:
-    spec = doc.get("spec") or {}
-    name = (doc.get("metadata") or {}).get("name") or Path(source).stem
+    spec = _mapping_or_none(doc.get("spec"), "spec", source)
+    meta = _mapping_or_none(doc.get("metadata"), "metadata", source)
+    name = meta.get("name") or Path(source).stem
+    if not isinstance(name, str):
+        raise _shape_error("metadata.name", "a string", name, source)
     w = Workload(name=name)
-    for i, obj in enumerate(spec.get("objects") or []):
+    for i, obj in enumerate(_list_or_none(spec.get("objects"), "spec.objects", source)):
         _check(obj, source, w, lenient, f"spec.objects[{i}]")
         w.objects.append(dict(obj))
-    for gi, group in enumerate(spec.get("nodeGroups") or []):
+    for gi, group in enumerate(_list_or_none(spec.get("nodeGroups"), "spec.nodeGroups", source)):
         path = f"spec.nodeGroups[{gi}]"
+        group = _check_group(group, path, source)
         count = _int(group.get("count"), f"{path}.count", source)
         template = group.get("template") or {}
         labels = group.get("labels") or {}
@@ -218,8 +262,9 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
         if not isinstance(w.node_docs, GeneratedDocs):
             w.node_docs = GeneratedDocs(list(w.node_docs))
         w.node_docs.add_group(template, _name_prefix(template), labels, count)
-    for gi, group in enumerate(spec.get("podGroups") or []):
+    for gi, group in enumerate(_list_or_none(spec.get("podGroups"), "spec.podGroups", source)):
         path = f"spec.podGroups[{gi}]"
+        group = _check_group(group, path, source)
         count = _int(group.get("count"), f"{path}.count", source)
         template = group.get("template") or {}
         labels = group.get("labels") or {}

@@ -91,7 +91,7 @@ def test_local_topology_maps_hosts_to_loopback() -> None:
     )  # fmt: skip
     coordinator = services.coordinator_service(local, join_ray=False)
     assert coordinator.environment == {
-        "CLUSTER_SCHED_REDIS_URL": "redis://:pw@127.0.0.1:1/0",
+        "CLUSTER_SCHED_REDIS_URL": "redis://cluster-sched:pw@127.0.0.1:1/0",
         "RAY_ADDRESS": "127.0.0.1:2",
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": "tok",
@@ -103,7 +103,7 @@ def test_local_topology_maps_hosts_to_loopback() -> None:
     assert coordinator.prelude == ()
     redis = services.redis_service(local).argv
     assert redis[:2] == ("redis-server", "/state/redis.conf")  # the password file
-    assert "pw" not in redis and "--requirepass" not in redis
+    assert "pw" not in " ".join(redis) and "--user" not in redis
     assert redis[redis.index("--bind") + 1] == "127.0.0.1"
 
 
@@ -123,20 +123,37 @@ def test_no_port_is_published_beyond_the_hosts_loopback(compose: dict[str, Any])
     assert "ports" not in compose["services"]["ray-head"]  # dashboard, Jobs API, GCS
 
 
-def test_redis_requires_a_password_from_the_environment(compose: dict[str, Any]) -> None:
+def test_redis_requires_an_acl_user_and_password_from_the_environment(
+    compose: dict[str, Any],
+) -> None:
     reference = services.COMPOSE_REDIS_PASSWORD
     assert reference.startswith("${REDIS_PASSWORD:?")  # compose refuses to start unset
     command = compose["services"]["redis"]["command"]
-    assert command[command.index("--requirepass") + 1] == reference
+    users = [command[i + 1 : i + 7] for i, arg in enumerate(command) if arg == "--user"]
+    assert users == [
+        ["default", "off", "--user", "cluster-sched", "on", f">{reference}"],
+        ["cluster-sched", "on", f">{reference}", "~*", "&*", "+@all"],
+    ]
+    assert "--requirepass" not in command  # the default user is off, not password-protected
     assert command[command.index("--protected-mode") + 1] == "yes"
-    assert compose["services"]["redis"]["environment"]["REDISCLI_AUTH"] == reference
+    redis = compose["services"]["redis"]
+    assert redis["environment"]["REDISCLI_AUTH"] == reference
+    health = redis["healthcheck"]["test"]
+    assert health[health.index("--user") + 1] == "cluster-sched"
     urls = [
         svc["environment"]["CLUSTER_SCHED_REDIS_URL"]
         for svc in compose["services"].values()
         if "CLUSTER_SCHED_REDIS_URL" in svc.get("environment", {})
     ]
     assert len(urls) == 3
-    assert set(urls) == {f"redis://:{reference}@redis:6379/0"}
+    assert set(urls) == {f"redis://cluster-sched:{reference}@redis:6379/0"}
+
+
+def test_launcher_gives_redis_the_same_acl_in_a_file() -> None:
+    assert services.redis_acl_lines("pw") == (
+        "user default off",
+        "user cluster-sched on >pw ~* &* +@all",
+    )
 
 
 def test_ray_authenticates_with_a_token_everywhere(compose: dict[str, Any]) -> None:
@@ -158,3 +175,31 @@ def test_metrics_listen_on_loopback_unless_told_otherwise() -> None:
     argv = services.coordinator_service(services.COMPOSE).argv
     # In the container: its own interfaces, published on the host's loopback only.
     assert argv[argv.index("--metrics-address") + 1] == "0.0.0.0"
+
+
+# --------------------------------------------------------------------- durable
+
+
+def test_redis_keeps_an_append_only_file_on_a_volume(compose: dict[str, Any]) -> None:
+    redis = compose["services"]["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert command[command.index("--appendfsync") + 1] == "${REDIS_APPENDFSYNC:-everysec}"
+    assert command[command.index("--save") + 1] == ""  # no RDB snapshots besides the AOF
+    data_dir = command[command.index("--dir") + 1]
+    assert f"redis-data:{data_dir}" in redis["volumes"]
+    assert "redis-data" in compose["volumes"]
+
+
+def test_launcher_runs_redis_with_the_same_durability() -> None:
+    local = services.Topology.local(
+        redis_port=1, ray_port=2, metrics_port=3, dashboard_port=4, dashboard_agent_port=5,
+        ray_temp_dir="/tmp/x", redis_password="pw", ray_auth_token="tok",
+        redis_config_file="/state/redis.conf", redis_dir="/state/redis-data",
+    )  # fmt: skip
+    argv = services.redis_service(local).argv
+    compose_argv = services.redis_service(services.COMPOSE).argv
+    for flag in ("--appendonly", "--save", "--protected-mode"):
+        assert argv[argv.index(flag) + 1] == compose_argv[compose_argv.index(flag) + 1], flag
+    assert argv[argv.index("--appendfsync") + 1] == "everysec"
+    assert argv[argv.index("--dir") + 1] == "/state/redis-data"

@@ -47,7 +47,12 @@ def test_up_starts_redis_ray_head_and_a_second_ray_node_then_down_stops_them(
     try:
         assert [p.name for p in state.processes] == ["redis", "ray-head", "ray-worker-1"]
         assert launcher.status(tmp_path) == {"redis": True, "ray-head": True, "ray-worker-1": True}
-        assert redis.Redis.from_url(state.redis_url).ping()
+        client = redis.Redis.from_url(state.redis_url, decode_responses=True)
+        assert client.ping()
+        # Durable as in compose: the append-only file in the state dir.
+        assert client.config_get("appendonly")["appendonly"] == "yes"
+        assert client.config_get("dir")["dir"] == str((tmp_path / "redis-data").resolve())
+        client.close()
         assert len(alive_ray_nodes(state.topology)) == 2
 
         # Locked down: no password, no Redis; secrets on no command line, files 0600.
