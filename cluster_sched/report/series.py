@@ -13,7 +13,7 @@ import numpy as np
 from cluster_sched.api.objects import CPU, MEMORY, PODS
 from cluster_sched.report.record import RunRecord
 
-__all__ = ["RunSeries", "run_series"]
+__all__ = ["RunSeries", "run_series", "time_weighted"]
 
 #: Bins of the throughput chart (fewer when the run has fewer distinct bind times).
 THROUGHPUT_BINS = 60
@@ -124,3 +124,18 @@ def run_series(record: RunRecord) -> RunSeries:
         utilisation_t=util_t,
         utilisation=util,
     )
+
+
+def time_weighted(t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Time-weighted mean and maximum of a step function (``values[i]`` holds from
+    ``t[i]`` to ``t[i + 1]``) over ``[t[0], t[-1]]``: what a long virtual-time run's
+    utilisation and backlog were on average. ``values`` is float64[n] or [n, k]."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(t) == 0:
+        return np.zeros(v.shape[1:]), np.zeros(v.shape[1:])
+    peak = v.max(axis=0)
+    if len(t) < 2 or float(t[-1] - t[0]) <= 0:
+        return v[-1], peak
+    dt = np.diff(t)
+    weights = dt.reshape((-1,) + (1,) * (v.ndim - 1))
+    return (v[:-1] * weights).sum(axis=0) / float(t[-1] - t[0]), peak

@@ -23,6 +23,7 @@ from cluster_sched.features import FeatureGates
 from cluster_sched.framework.events import ClusterEvent
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.waiting_pods import WaitingPods
 from cluster_sched.queue.nominator import Nominator
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo, SortKey, priority_sort_key
@@ -157,6 +158,7 @@ def new_scheduler(
     def make_handle(profile: Profile) -> Handle:
         return Handle(
             profile_name=profile.scheduler_name,
+            waiting_pods=WaitingPods(clock),  # Permit timeouts run on the scheduler's clock
             rng=random.Random(rng.random()),
             binder=store_binder(store),
             snapshot=cache.snapshot,

@@ -15,6 +15,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "add_clock_options",
     "add_executor_options",
     "add_feature_gates_option",
     "add_redis_option",
@@ -83,4 +84,23 @@ def add_feature_gates_option(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="Name=bool,...",
         help="switch kube-scheduler feature gates (v1.35 defaults; see the README's list)",
+    )
+
+
+def add_clock_options(p: argparse.ArgumentParser) -> None:
+    """``--clock real|virtual`` and ``--horizon``: whether the run waits for real time or
+    jumps through simulated time (pod lifetimes, arrival processes, traces)."""
+    p.add_argument(
+        "--clock",
+        choices=("real", "virtual"),
+        default="real",
+        help="virtual: simulated time that jumps to the next event (arrival, completion, "
+        "backoff/flush, timeout); results repeat exactly for a seed",
+    )
+    p.add_argument(
+        "--horizon",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="--clock virtual: stop after this many simulated seconds",
     )

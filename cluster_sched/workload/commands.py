@@ -17,6 +17,7 @@ from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.cli_args import (
     EXIT_INTERRUPTED,
+    add_clock_options,
     add_executor_options,
     add_feature_gates_option,
     add_redis_option,
@@ -54,6 +55,7 @@ def _register_run(sub: Any) -> None:
     )
     add_executor_options(p)
     add_feature_gates_option(p)
+    add_clock_options(p)
     add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
 
@@ -80,6 +82,12 @@ def print_summary(summary: dict[str, Any]) -> None:
         )
     for reason, pods in list((summary.get("unschedulable_reasons") or {}).items())[:5]:
         lines.append(f"unschedulable: {pods} pods: {reason}")
+    vt = summary.get("virtual_time")
+    if vt:
+        lines.append(
+            f"virtual time   {vt['simulated_seconds']} s simulated in {vt['wall_seconds']} s "
+            f"({vt['arrivals']} arrivals, {vt['completions']} completions)"
+        )
     for line in summary.get("invalid") or []:
         lines.append(f"skipped invalid object: {line}")
     print("\n".join(lines))
@@ -105,6 +113,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             compiled=args.compiled,
             feature_gates=args.feature_gates,
+            clock=args.clock,
+            horizon=args.horizon,
         )
     )
     print_summary(result.summary)

@@ -18,16 +18,25 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cluster_sched.clock import VirtualClock
 from cluster_sched.config.load import load_config
+from cluster_sched.errors import UsageError
 from cluster_sched.features import parse_feature_gates
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
+from cluster_sched.report.record import RunRecord
+from cluster_sched.report.series import run_series, time_weighted
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
+from cluster_sched.workload.virtual import VirtualRun, VirtualStats, virtual_figures
+from cluster_sched.workload.virtual_binding import InlineBindingExecutor
+
+#: ``--clock`` choices.
+CLOCKS = ("real", "virtual")
 
 APPLY_BATCH = 2000
 #: A group that makes no progress for this long (seconds of wall time) is declared settled
@@ -60,6 +69,10 @@ class RunOptions:
     group_timeout: float = 600.0
     #: with ``output``: also write report.html and plots/*.png (matplotlib, after the run)
     report: bool = True
+    #: "real" (the wall clock) or "virtual" (simulated time, ``workload.virtual``)
+    clock: str = "real"
+    #: virtual clock only: stop after this many simulated seconds (None: run it out)
+    horizon: float | None = None
 
 
 @dataclass(slots=True)
@@ -224,6 +237,21 @@ def run_workload(
         show(len(coord.stats.bound_node))
 
 
+def over_time_figures(record: RunRecord) -> dict[str, Any]:
+    """Time-weighted cluster utilisation (requested / allocatable) and pending pods over
+    the run: the figures of a long run with completions (final placement is a moment)."""
+    series = run_series(record)
+    util_mean, util_max = time_weighted(series.utilisation_t, series.utilisation)
+    pend_mean, pend_max = time_weighted(series.pending_t, series.pending)
+    names = ("cpu", "memory", "pods")
+    return {
+        "utilisation_mean": {n: round(float(v), 6) for n, v in zip(names, util_mean, strict=True)},
+        "utilisation_max": {n: round(float(v), 6) for n, v in zip(names, util_max, strict=True)},
+        "pending_mean": round(float(pend_mean), 3),
+        "pending_max": round(float(pend_max), 3),
+    }
+
+
 def placements_from_store(store: Store) -> dict[str, str]:
     return placements_from_docs(store.list("Pod"))
 
@@ -239,11 +267,23 @@ def placements_from_docs(pod_docs: Iterable[Mapping[str, Any]]) -> dict[str, str
     return dict(sorted(out.items()))
 
 
+def _check_clock(opts: RunOptions) -> None:
+    if opts.clock not in CLOCKS:
+        raise UsageError(f"--clock must be one of {', '.join(CLOCKS)}, got {opts.clock!r}")
+    if opts.clock == "virtual" and opts.executor == "ray":
+        raise UsageError(
+            "--clock virtual runs the scheduler in this process: use --executor local or shards"
+        )
+
+
 def run_evaluation(opts: RunOptions) -> RunResult:
+    _check_clock(opts)
     workload = load_workload(opts.workload)
     config = load_config(opts.config)
     features = parse_feature_gates(opts.feature_gates)
     tracing = setup_tracing(opts.otlp_endpoint)
+    virtual = VirtualClock() if opts.clock == "virtual" else None
+    vstats: VirtualStats | None = None
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -263,9 +303,18 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             tracing=tracing,
             batch_size=opts.batch_size,
             features=features,
+            clock=virtual,
+            binding_executor=InlineBindingExecutor if virtual is not None else None,
         )
         try:
-            run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
+            if virtual is not None:
+                vstats = VirtualRun(
+                    coord, store, virtual, workload, seed=opts.seed, horizon=opts.horizon
+                ).run()
+            else:
+                run_workload(
+                    workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout
+                )
             unschedulable = (
                 coord.queue.counts()[Location.UNSCHEDULABLE]
                 + coord.queue.counts()[Location.BACKOFF]
@@ -283,11 +332,14 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["pods"] = workload.total_pods
     summary["nodes"] = len(workload.node_docs)
     summary["feature_gates"] = features.as_dict()
+    if vstats is not None:
+        summary.update(virtual_figures(coord.stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
     record = build_record(
         node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
     )
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
+    summary["over_time"] = over_time_figures(record)
     result = RunResult(summary, placements, list(invalid))
     if opts.output:
         out = Path(opts.output)

@@ -20,6 +20,15 @@ names node groups and pod groups, like scheduler_perf's workload templates::
         rate: 0                 # pods per second; 0 creates them all at once
         wait: true              # let the group settle before the next one starts
         labels: {color: [green]}  # optional round-robin labels, as for nodes
+        lifetime: {exponential: {mean: 600s}}  # optional: bound pods complete (workload.arrivals)
+        arrival: {poisson: {rate: 2}}          # optional: arrival process (virtual time)
+      - name: replay
+        trace: pods.jsonl       # pods from a trace file (workload.trace), relative path
+        template: {Pod manifest: namespace, image, ...}
+      nodes: [...]              # optional: individual Node manifests (trace imports)
+
+Lifetimes, arrival processes and traces drive ``--clock virtual`` runs
+(``workload.virtual``); the real-time runner paces pods by ``rate`` and ignores them.
 
 Each template is validated once, as a real object, before anything is created; a
 malformed pod in plain YAML is reported (object and field) and skipped.
@@ -33,9 +42,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.workload.arrivals import Arrival, Lifetime, parse_arrival, parse_lifetime
+from cluster_sched.workload.trace import TraceRecord, read_trace, trace_manifests
 
 API_VERSION = "cluster-sched.io/v1alpha1"
 KIND = "Workload"
@@ -51,8 +64,17 @@ class PodGroup:
     rate: float = 0.0
     wait: bool = True
     labels: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: how long bound pods run (None: until the end of the run)
+    lifetime: Lifetime | None = None
+    #: arrival process over virtual time (None: ``rate``, or all at once)
+    arrival: Arrival | None = None
+    #: trace records, one pod each, sorted by arrival (None: a template group)
+    trace: list[TraceRecord] | None = None
 
     def manifests(self) -> Iterator[dict[str, Any]]:
+        if self.trace is not None:
+            yield from trace_manifests(self.trace, _name_prefix(self.template or {}), self.template)
+            return
         if self.template is None:
             yield from self.docs
             return
@@ -63,11 +85,33 @@ class PodGroup:
     def pod_keys(self) -> list[str]:
         """``namespace/name`` of every pod the group creates, without building them
         (the report's per-group figures need membership only)."""
+        if self.trace is not None:
+            return [_key(doc) for doc in self.manifests()]
         if self.template is None:
             return [_key(doc) for doc in self.docs]
         prefix = _name_prefix(self.template)
         namespace = (self.template.get("metadata") or {}).get("namespace") or "default"
         return [f"{namespace}/{prefix}{i}" for i in range(self.count)]
+
+    def timeline(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """float64[count] arrival times (seconds from the group's start) and lifetimes
+        (seconds; inf: never completes) of the group's pods, in manifest order."""
+        n = self.count
+        if self.trace is not None:
+            arrivals = np.asarray([r.arrival for r in self.trace], dtype=np.float64)
+            lifetimes = np.asarray(
+                [np.inf if r.lifetime is None else r.lifetime for r in self.trace],
+                dtype=np.float64,
+            )
+            return arrivals, lifetimes
+        if self.arrival is not None:
+            arrivals = self.arrival.times(rng, n)
+        elif self.rate > 0:
+            arrivals = np.arange(n, dtype=np.float64) / self.rate
+        else:
+            arrivals = np.zeros(n)
+        lifetimes = self.lifetime.draw(rng, n) if self.lifetime is not None else np.full(n, np.inf)
+        return arrivals, lifetimes
 
 
 @dataclass(slots=True)
@@ -148,13 +192,32 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
             raise err.located(field_prefix=f"{path}.template") from None
         prefix = _name_prefix(template)
         w.node_docs.extend(_instance(template, f"{prefix}{i}", labels, i) for i in range(count))
+    for ni, node in enumerate(spec.get("nodes") or []):
+        try:
+            _check(node, source)
+        except InvalidObjectError as err:
+            raise err.located(field_prefix=f"spec.nodes[{ni}]") from None
+        w.node_docs.append(dict(node))
     for gi, group in enumerate(spec.get("podGroups") or []):
         path = f"spec.podGroups[{gi}]"
-        count = _int(group.get("count"), f"{path}.count", source)
+        trace = None
+        if group.get("trace") is not None:
+            trace = read_trace(Path(source).parent / str(group["trace"]))
+            count = len(trace)
+        else:
+            count = _int(group.get("count"), f"{path}.count", source)
         template = group.get("template") or {}
+        gname = str(group.get("name") or f"group-{gi}")
+        meta = template.get("metadata") or {}
+        if trace is not None and not (meta.get("name") or meta.get("generateName")):
+            template = {**template, "metadata": {**meta, "name": gname}}
         labels = group.get("labels") or {}
         try:
-            _check(_instance(template, f"{_name_prefix(template)}0", labels, 0), source)
+            if trace is not None:
+                for doc in trace_manifests(trace, _name_prefix(template), template):
+                    _check(doc, source)  # each record differs: check them all
+            else:
+                _check(_instance(template, f"{_name_prefix(template)}0", labels, 0), source)
         except InvalidObjectError as err:
             raise err.located(field_prefix=f"{path}.template") from None
         rate = group.get("rate", 0) or 0
@@ -167,12 +230,15 @@ def _parse_workload(doc: Mapping[str, Any], source: str) -> Workload:
             )
         w.pod_groups.append(
             PodGroup(
-                name=str(group.get("name") or f"group-{gi}"),
+                name=gname,
                 count=count,
                 template=template,
                 rate=float(rate),
                 wait=bool(group.get("wait", True)),
                 labels=labels,
+                lifetime=parse_lifetime(group.get("lifetime"), f"{path}.lifetime", source),
+                arrival=parse_arrival(group.get("arrival"), count, f"{path}.arrival", source),
+                trace=trace,
             )
         )
     return w
