@@ -252,4 +252,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register_commands() -> list[Register]:
-    return [_register_run, _register_apply, _register_serve]
+    from cluster_sched.workload.more_commands import register_more
+
+    return [_register_run, _register_apply, _register_serve, *register_more()]

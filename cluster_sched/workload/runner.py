@@ -80,6 +80,8 @@ class RunResult:
     summary: dict[str, Any]
     placements: dict[str, str]
     invalid: list[str] = field(default_factory=list)
+    #: what the report is drawn from (compare overlays the runs' series)
+    record: RunRecord | None = None
 
 
 def _settled(coord: Coordinator) -> bool:
@@ -340,7 +342,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     )
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
     summary["over_time"] = over_time_figures(record)
-    result = RunResult(summary, placements, list(invalid))
+    result = RunResult(summary, placements, list(invalid), record)
     if opts.output:
         out = Path(opts.output)
         out.mkdir(parents=True, exist_ok=True)
