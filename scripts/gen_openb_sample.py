@@ -58,7 +58,7 @@ def main() -> None:
         )
         created = 0
         for i in range(args.pods):
-            created += int(rng.exponential(10))
+            created += int(rng.exponential(4))
             num_gpu = int(rng.choice([0, 1, 2, 4, 8], p=[0.4, 0.45, 0.1, 0.05, 0.0]))
             gpu_milli = (
                 int(rng.choice([100, 250, 500, 1000])) if num_gpu == 1 else (1000 if num_gpu else 0)

@@ -95,7 +95,7 @@ def run_series(record: RunRecord) -> RunSeries:
     if stats.placement_log:
         starts.append(min(e[0] for e in stats.placement_log))
     t0 = min(starts) if starts else 0.0
-    placed = [k for k in stats.bound_node if k in stats.attempts]
+    placed = [k for k in stats.bound_at if k in stats.attempts]
     bind_times = np.sort(np.asarray([stats.bound_at[k] - t0 for k in placed], dtype=np.float64))
     latency = np.sort(
         np.asarray(
