@@ -53,6 +53,7 @@ FIGURES: tuple[Figure, ...] = (
     ),
     Figure("cpu utilisation (time mean)", ("over_time", "utilisation_mean", "cpu"), "higher"),
     Figure("memory utilisation (time mean)", ("over_time", "utilisation_mean", "memory"), "higher"),
+    Figure("nodes in use (time mean)", ("over_time", "nodes_in_use_mean"), "lower"),
     Figure("pending pods (time mean)", ("over_time", "pending_mean"), "lower"),
     Figure("pending pods (max)", ("over_time", "pending_max"), "lower"),
 )

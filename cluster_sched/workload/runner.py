@@ -26,7 +26,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
 from cluster_sched.report.record import RunRecord
-from cluster_sched.report.series import run_series, time_weighted
+from cluster_sched.report.series import nodes_in_use, run_series, time_weighted
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.store.store import Store
@@ -240,17 +240,21 @@ def run_workload(
 
 
 def over_time_figures(record: RunRecord) -> dict[str, Any]:
-    """Time-weighted cluster utilisation (requested / allocatable) and pending pods over
-    the run: the figures of a long run with completions (final placement is a moment)."""
+    """Time-weighted mean and peak of cluster utilisation (requested / allocatable),
+    pending pods and nodes in use over the run: the figures of a long run with
+    completions, whose final placement is only a moment."""
     series = run_series(record)
     util_mean, util_max = time_weighted(series.utilisation_t, series.utilisation)
     pend_mean, pend_max = time_weighted(series.pending_t, series.pending)
+    used_mean, used_max = time_weighted(*nodes_in_use(record))
     names = ("cpu", "memory", "pods")
     return {
         "utilisation_mean": {n: round(float(v), 6) for n, v in zip(names, util_mean, strict=True)},
         "utilisation_max": {n: round(float(v), 6) for n, v in zip(names, util_max, strict=True)},
         "pending_mean": round(float(pend_mean), 3),
         "pending_max": round(float(pend_max), 3),
+        "nodes_in_use_mean": round(float(used_mean), 3),
+        "nodes_in_use_max": round(float(used_max), 3),
     }
 
 
