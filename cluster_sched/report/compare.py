@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from cluster_sched.report.record import RunRecord
-from cluster_sched.report.series import run_series
+from cluster_sched.report.series import nodes_in_use, run_series
 
 __all__ = ["FIGURES", "Figure", "aggregate", "figure_value", "run_digest"]
 
@@ -96,6 +96,7 @@ def run_digest(
         cpu = s.utilisation[:, 0] if len(s.utilisation) else np.zeros(0)
         util_t, util = _thin(s.utilisation_t, cpu)
         pend_t, pend = _thin(s.pending_t, s.pending)
+        used_t, used = _thin(*nodes_in_use(record))
         out["series"] = {
             "latency_q": [float(x) for x in q[: len(latency)]],
             "latency_ms": [float(x) for x in latency],
@@ -103,6 +104,8 @@ def run_digest(
             "utilisation_cpu": util,
             "pending_t": pend_t,
             "pending": pend,
+            "nodes_t": used_t,
+            "nodes": used,
         }
     return out
 

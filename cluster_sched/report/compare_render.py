@@ -115,6 +115,13 @@ def _pending(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> N
     ax.set_ylabel("pending pods")
 
 
+def _nodes(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+    if s.get("nodes_t"):
+        ax.step(s["nodes_t"], s["nodes"], where="post", color=color, label=label, alpha=0.8)
+    ax.set_xlabel("time since the first pod was queued (s)")
+    ax.set_ylabel("nodes holding a pod")
+
+
 def write_compare_report(
     data: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], out_dir: Path
 ) -> Path:
@@ -154,6 +161,14 @@ def write_compare_report(
                 mine,
                 configs,
                 _utilisation,
+            ),
+            _overlay(
+                f"w{wi}_nodes_in_use",
+                f"{workload}: nodes in use over time",
+                plots,
+                mine,
+                configs,
+                _nodes,
             ),
             _overlay(
                 f"w{wi}_pending",

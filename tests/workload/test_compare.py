@@ -90,7 +90,7 @@ def test_ray_sweep_reports_what_the_sequential_runs_report(tmp_path: Path) -> No
     assert scheduled["default"]["values"] == [50.0, 50.0, 50.0]
     page = (tmp_path / "ray" / "compare.html").read_text()
     assert "http://" not in page and "https://" not in page
-    assert page.count("data:image/png;base64,") == 3
+    assert page.count("data:image/png;base64,") == 4
     assert json.loads((tmp_path / "ray" / "compare.json").read_text())["baseline"] == "default"
 
 
