@@ -161,12 +161,15 @@ def _placement(p: Mapping[str, Any]) -> str:
 
 
 def _groups(groups: Mapping[str, Mapping[str, Any]]) -> str:
+    # Virtual-time runs count the pods whose lifetime ended apart from other deletions.
+    completed = any("completed" in g for g in groups.values())
     rows = [
         (
             name,
             g["pods"],
             g["scheduled"],
             g["unschedulable"],
+            *((g.get("completed", 0),) if completed else ()),
             g["deleted"],
             g["latency_ms"]["p50"],
             g["latency_ms"]["p99"],
@@ -174,7 +177,9 @@ def _groups(groups: Mapping[str, Mapping[str, Any]]) -> str:
         )
         for name, g in groups.items()
     ]
-    header = ("group", "pods", "scheduled", "unschedulable", "deleted", "p50 ms", "p99 ms")
+    header: tuple[str, ...] = ("group", "pods", "scheduled", "unschedulable")
+    header += ("completed",) if completed else ()
+    header += ("deleted", "p50 ms", "p99 ms")
     return _table((*header, "attempts/pod"), rows)
 
 

@@ -239,6 +239,17 @@ def run_workload(
         show(len(coord.stats.bound_node))
 
 
+def _count_completed(groups: dict[str, Any], workload: Workload, completed: set[str]) -> None:
+    """Virtual runs: per group, the pods deleted because their lifetime ended are
+    ``completed``, not ``deleted`` (which keeps preemption victims and the like)."""
+    for group in workload.pod_groups:
+        figures = groups.get(group.name)
+        if figures is not None:
+            done = sum(1 for k in group.pod_keys() if k in completed)
+            figures["completed"] = done
+            figures["deleted"] -= done
+
+
 def over_time_figures(record: RunRecord) -> dict[str, Any]:
     """Time-weighted mean and peak of cluster utilisation (requested / allocatable),
     pending pods and nodes in use over the run: the figures of a long run with
@@ -290,6 +301,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     tracing = setup_tracing(opts.otlp_endpoint)
     virtual = VirtualClock() if opts.clock == "virtual" else None
     vstats: VirtualStats | None = None
+    completed: set[str] = set()
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -314,9 +326,11 @@ def run_evaluation(opts: RunOptions) -> RunResult:
         )
         try:
             if virtual is not None:
-                vstats = VirtualRun(
+                vrun = VirtualRun(
                     coord, store, virtual, workload, seed=opts.seed, horizon=opts.horizon
-                ).run()
+                )
+                vstats = vrun.run()
+                completed = vrun.completed
             else:
                 run_workload(
                     workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout
@@ -346,6 +360,10 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     )
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
     summary["over_time"] = over_time_figures(record)
+    if vstats is not None:
+        groups = summary["groups"]
+        assert isinstance(groups, dict)
+        _count_completed(groups, workload, completed)
     result = RunResult(summary, placements, list(invalid), record)
     if opts.output:
         out = Path(opts.output)

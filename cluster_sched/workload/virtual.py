@@ -139,6 +139,8 @@ class VirtualRun:
         self._ever_bound: set[str] = set()
         coord.informer_poll_interval = math.inf
         self._completing: dict[str, float] = {}
+        #: pods deleted because their lifetime ended
+        self.completed: set[str] = set()
         self._inner_on_pod = coord.informer.handlers.on_pod
         coord.informer.handlers.on_pod = self._on_pod
 
@@ -255,6 +257,7 @@ class VirtualRun:
         if keys:
             deleted = self.store.delete_many([("Pod", k) for k in keys])
             self.stats.completions += sum(deleted)
+            self.completed.update(k for k, gone in zip(keys, deleted, strict=True) if gone)
         if batched:
             self._drain()
             self._completing.clear()

@@ -134,7 +134,10 @@ def test_the_shipped_openb_sample_replays_end_to_end(
     assert vt["arrivals"] == len(records) == s["pods"]
     assert s["scheduled"] + s["unschedulable"] == len(records)
     assert vt["completions"] == sum(1 for r in records if r.lifetime is not None)
+    (group,) = s["groups"].values()
+    assert group["completed"] == vt["completions"] and group["deleted"] == 0
     assert s["over_time"]["utilisation_max"]["cpu"] > 0
     assert json.loads((tmp_path / "report" / "summary.json").read_text())["clock"] == "virtual"
     page = (tmp_path / "report" / "report.html").read_text()
     assert 'id="utilisation_over_time"' in page and 'id="pending_over_time"' in page
+    assert "<th>completed</th>" in page
