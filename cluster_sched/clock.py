@@ -3,7 +3,9 @@
 Timestamps are wall-clock seconds since the epoch (not ``time.monotonic``) because they
 are stored in Redis and compared by other processes; a monotonic reading means nothing
 outside the process that took it. Tests inject :class:`FakeClock` and ``step`` it, so no
-test ever waits for real time to pass.
+test ever waits for real time to pass. ``--clock virtual`` runs inject a
+:class:`VirtualClock`, which the virtual-time driver (``workload.virtual``) moves straight
+to the next event when nothing is runnable.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ import threading
 import time
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
+__all__ = ["Clock", "FakeClock", "SystemClock", "VirtualClock"]
+
+#: Where a virtual clock starts (2025-01-01T00:00:00Z): a fixed epoch, so runs repeat
+#: exactly, and a plausible one, so timestamps stored in Redis read as dates.
+VIRTUAL_EPOCH = 1_735_689_600.0
 
 
 @runtime_checkable
@@ -75,3 +81,31 @@ class FakeClock:
 
     def __repr__(self) -> str:
         return f"FakeClock({self.now()!r})"
+
+
+class VirtualClock(FakeClock):
+    """Simulated time for a whole scheduler: only the virtual-time driver moves it.
+
+    Unlike FakeClock's, ``sleep`` never advances it: a thread sleeping on simulated time
+    would move every other thread's "now" with it. The driver jumps ahead with
+    ``advance_to`` when nothing is runnable, so hours of cluster life take seconds.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, start: float = VIRTUAL_EPOCH) -> None:
+        super().__init__(start)
+
+    def advance_to(self, when: float) -> float:
+        """Move to ``when`` (a time in the past is a no-op) and return the new time."""
+        with self._lock:
+            if when > self._now:
+                self._now = float(when)
+            return self._now
+
+    def sleep(self, seconds: float) -> None:
+        """Yield the thread briefly: simulated time moves only by ``advance_to``."""
+        time.sleep(0)
+
+    def __repr__(self) -> str:
+        return f"VirtualClock({self.now()!r})"

@@ -34,3 +34,15 @@ def test_system_clock_is_epoch_seconds() -> None:
 @pytest.mark.parametrize("clock", [SystemClock(), FakeClock()], ids=["system", "fake"])
 def test_both_satisfy_the_protocol(clock: Clock) -> None:
     assert isinstance(clock, Clock)
+
+
+def test_virtual_clock_moves_only_forward_and_only_when_told() -> None:
+    from cluster_sched.clock import VIRTUAL_EPOCH, VirtualClock
+
+    clock = VirtualClock()
+    assert clock.now() == VIRTUAL_EPOCH
+    assert clock.advance_to(VIRTUAL_EPOCH + 10) == VIRTUAL_EPOCH + 10
+    assert clock.advance_to(VIRTUAL_EPOCH) == VIRTUAL_EPOCH + 10  # never backwards
+    clock.sleep(100)  # a thread sleeping does not move simulated time for everyone
+    assert clock.now() == VIRTUAL_EPOCH + 10
+    assert isinstance(clock, Clock)

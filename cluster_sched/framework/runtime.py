@@ -422,7 +422,8 @@ class Framework:
                 Code.ERROR, (f'running Permit plugin "{pl.name}": {s.message()}',), pl.name
             )
         if timeouts:
-            self.handle.waiting_pods.add(new_waiting_pod(pod.key, node_name, timeouts))
+            waiting = self.handle.waiting_pods
+            waiting.add(new_waiting_pod(pod.key, node_name, timeouts, waiting.clock))
             return Status(
                 Code.WAIT,
                 (f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"',),

@@ -2,15 +2,17 @@
 
 The binding cycle's WaitOnPermit blocks on the entry until every waiting plugin allowed
 it, any plugin rejected it, or the shortest plugin timeout passed (then it is rejected
-with the timing-out plugin named, as upstream).
+with the timing-out plugin named, as upstream). Deadlines are read on the scheduler's
+clock: on a virtual clock the driver calls ``expire`` when it jumps to a deadline
+(``next_deadline``), which wakes the waiting thread.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 
+from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.framework.status import Code, Status
 
 
@@ -18,10 +20,11 @@ from cluster_sched.framework.status import Code, Status
 class WaitingPod:
     pod_key: str
     node_name: str
-    #: plugin name -> absolute deadline (monotonic seconds)
+    #: plugin name -> absolute deadline (seconds on ``clock``)
     pending: dict[str, float]
     #: plugin name -> the timeout it asked for, in seconds (named in the rejection)
     timeouts: dict[str, float] = field(default_factory=dict)
+    clock: Clock = field(default_factory=SystemClock)
     _done: threading.Event = field(default_factory=threading.Event)
     _result: Status | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -47,23 +50,43 @@ class WaitingPod:
                     return self._result
                 deadline_plugin = min(self.pending, key=self.pending.__getitem__)
                 deadline = self.pending[deadline_plugin]
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.clock.now()
             if remaining <= 0:
-                waited = go_duration(self.timeouts.get(deadline_plugin, 0.0))
-                self.reject(
-                    deadline_plugin,
-                    f"rejected due to timeout after waiting {waited} at plugin {deadline_plugin}",
-                )
+                self._time_out(deadline_plugin)
                 continue
             self._done.wait(remaining)
 
+    def _time_out(self, plugin: str) -> None:
+        waited = go_duration(self.timeouts.get(plugin, 0.0))
+        self.reject(plugin, f"rejected due to timeout after waiting {waited} at plugin {plugin}")
+
+    def next_deadline(self) -> float | None:
+        """The earliest plugin deadline still pending (None once decided)."""
+        with self._lock:
+            if self._result is not None or not self.pending:
+                return None
+            return min(self.pending.values())
+
+    def expire(self, now: float) -> bool:
+        """Reject with the timeout message if a deadline passed by ``now``; True if so."""
+        with self._lock:
+            if self._result is not None or not self.pending:
+                return False
+            plugin = min(self.pending, key=self.pending.__getitem__)
+            if self.pending[plugin] > now:
+                return False
+        self._time_out(plugin)
+        return True
+
 
 class WaitingPods:
-    """Thread-safe map pod key -> WaitingPod (upstream waitingPodsMap)."""
+    """Thread-safe map pod key -> WaitingPod (upstream waitingPodsMap). ``clock`` is the
+    scheduler's: Permit timeouts are measured on it."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
         self._pods: dict[str, WaitingPod] = {}
         self._lock = threading.Lock()
+        self.clock: Clock = clock or SystemClock()
 
     def add(self, pod: WaitingPod) -> None:
         with self._lock:
@@ -89,13 +112,27 @@ class WaitingPods:
         wp.reject(plugin, message)
         return True
 
+    def next_deadline(self) -> float | None:
+        """The earliest Permit deadline of any waiting pod (a virtual clock's next timer)."""
+        deadlines = [d for wp in self.iterate() if (d := wp.next_deadline()) is not None]
+        return min(deadlines) if deadlines else None
+
+    def expire(self, now: float) -> int:
+        """Time out every waiting pod whose deadline passed by ``now``; how many."""
+        return sum(1 for wp in self.iterate() if wp.expire(now))
+
     def __len__(self) -> int:
         return len(self._pods)
 
 
-def new_waiting_pod(pod_key: str, node_name: str, timeouts: dict[str, float]) -> WaitingPod:
-    now = time.monotonic()
-    return WaitingPod(pod_key, node_name, {p: now + t for p, t in timeouts.items()}, dict(timeouts))
+def new_waiting_pod(
+    pod_key: str, node_name: str, timeouts: dict[str, float], clock: Clock | None = None
+) -> WaitingPod:
+    """A waiting pod whose plugin deadlines start now on ``clock`` (the wall clock if None)."""
+    clock = clock or SystemClock()
+    now = clock.now()
+    deadlines = {p: now + t for p, t in timeouts.items()}
+    return WaitingPod(pod_key, node_name, deadlines, dict(timeouts), clock)
 
 
 def go_duration(seconds: float) -> str:

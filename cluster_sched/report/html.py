@@ -15,7 +15,7 @@ from typing import Any
 
 from cluster_sched.report.plots import Chart
 
-__all__ = ["render_html"]
+__all__ = ["figure_html", "page_style", "render_html", "table_html"]
 
 #: Unschedulable pods listed in the page (all of them are in summary.json).
 MAX_LISTED_PODS = 50
@@ -47,6 +47,37 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
     return f"<table>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
+
+
+def table_html(
+    header: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    classes: Sequence[Sequence[str]] | None = None,
+) -> str:
+    """A table (escaped); ``classes[i][j]`` adds CSS classes to cell (i, j)."""
+    if classes is None:
+        return _table(header, rows)
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="{_e(c)}">{_e(v)}</td>' if c else _cell(v)
+            for v, c in zip(row, cls, strict=True)
+        )
+        + "</tr>"
+        for row, cls in zip(rows, classes, strict=True)
+    )
+    return f"<table>{f'<tr>{head}</tr>' if head else ''}{body}</table>"
+
+
+def page_style() -> str:
+    """The report's stylesheet (inlined: the pages reference nothing outside)."""
+    return _STYLE
+
+
+def figure_html(chart: Chart) -> str:
+    """A chart embedded as a base64 PNG."""
+    return _figure(chart)
 
 
 def _overview(s: Mapping[str, Any]) -> str:
@@ -130,12 +161,15 @@ def _placement(p: Mapping[str, Any]) -> str:
 
 
 def _groups(groups: Mapping[str, Mapping[str, Any]]) -> str:
+    # Virtual-time runs count the pods whose lifetime ended apart from other deletions.
+    completed = any("completed" in g for g in groups.values())
     rows = [
         (
             name,
             g["pods"],
             g["scheduled"],
             g["unschedulable"],
+            *((g.get("completed", 0),) if completed else ()),
             g["deleted"],
             g["latency_ms"]["p50"],
             g["latency_ms"]["p99"],
@@ -143,7 +177,9 @@ def _groups(groups: Mapping[str, Mapping[str, Any]]) -> str:
         )
         for name, g in groups.items()
     ]
-    header = ("group", "pods", "scheduled", "unschedulable", "deleted", "p50 ms", "p99 ms")
+    header: tuple[str, ...] = ("group", "pods", "scheduled", "unschedulable")
+    header += ("completed",) if completed else ()
+    header += ("deleted", "p50 ms", "p99 ms")
     return _table((*header, "attempts/pod"), rows)
 
 

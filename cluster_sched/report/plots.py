@@ -21,7 +21,7 @@ from matplotlib.ticker import MaxNLocator
 from cluster_sched.report.quality import RESOURCES, NodeUsage
 from cluster_sched.report.series import RunSeries
 
-__all__ = ["Chart", "write_plots"]
+__all__ = ["Chart", "new_figure", "save_png", "write_plots"]
 
 #: Size (inches) and resolution of every chart.
 FIGSIZE = (8.0, 4.5)
@@ -184,6 +184,15 @@ def _pending_over_time(fig: Figure, axes: list[Axes], series: RunSeries) -> None
 def _save(fig: Figure, path: Path) -> None:
     # no Software metadata: it carries a URL, and the report names none
     fig.savefig(path, format="png", metadata={"Software": None})
+
+
+def new_figure(rows: int = 1, height: float = FIGSIZE[1]) -> tuple[Figure, list[Axes]]:
+    """A blank chart of the report's size on its own Agg canvas (compare's overlays)."""
+    return _figure(rows, height)
+
+
+def save_png(fig: Figure, path: Path) -> None:
+    _save(fig, path)
 
 
 def write_plots(

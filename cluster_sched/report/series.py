@@ -13,7 +13,7 @@ import numpy as np
 from cluster_sched.api.objects import CPU, MEMORY, PODS
 from cluster_sched.report.record import RunRecord
 
-__all__ = ["RunSeries", "run_series"]
+__all__ = ["RunSeries", "nodes_in_use", "run_series", "time_weighted"]
 
 #: Bins of the throughput chart (fewer when the run has fewer distinct bind times).
 THROUGHPUT_BINS = 60
@@ -87,15 +87,21 @@ def _utilisation(record: RunRecord, t0: float) -> tuple[np.ndarray, np.ndarray]:
     return times, np.where(total > 0, used / safe, 0.0)
 
 
-def run_series(record: RunRecord) -> RunSeries:
+def run_start(record: RunRecord) -> float:
+    """The run's first recorded moment (enqueue, pop or bind): time 0 of every series."""
     stats = record.stats
     starts = list(stats.enqueued_at.values())
     if stats.first_pop is not None:
         starts.append(stats.first_pop)
     if stats.placement_log:
         starts.append(min(e[0] for e in stats.placement_log))
-    t0 = min(starts) if starts else 0.0
-    placed = [k for k in stats.bound_node if k in stats.attempts]
+    return min(starts) if starts else 0.0
+
+
+def run_series(record: RunRecord) -> RunSeries:
+    stats = record.stats
+    t0 = run_start(record)
+    placed = [k for k in stats.bound_at if k in stats.attempts]
     bind_times = np.sort(np.asarray([stats.bound_at[k] - t0 for k in placed], dtype=np.float64))
     latency = np.sort(
         np.asarray(
@@ -124,3 +130,45 @@ def run_series(record: RunRecord) -> RunSeries:
         utilisation_t=util_t,
         utilisation=util,
     )
+
+
+def time_weighted(t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Time-weighted mean and maximum of a step function (``values[i]`` holds from
+    ``t[i]`` to ``t[i + 1]``) over ``[t[0], t[-1]]``: what a long virtual-time run's
+    utilisation and backlog were on average. ``values`` is float64[n] or [n, k]."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(t) == 0:
+        return np.zeros(v.shape[1:]), np.zeros(v.shape[1:])
+    peak = v.max(axis=0)
+    if len(t) < 2 or float(t[-1] - t[0]) <= 0:
+        return v[-1], peak
+    dt = np.diff(t)
+    weights = dt.reshape((-1,) + (1,) * (v.ndim - 1))
+    return (v[:-1] * weights).sum(axis=0) / float(t[-1] - t[0]), peak
+
+
+def nodes_in_use(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes holding at least one placed pod, as a step function over the run (times
+    relative to the run's start, as ``run_series``): how tightly a configuration packs
+    a cluster whose pods come and go."""
+    log = sorted(record.stats.placement_log, key=lambda e: e[0])
+    if not log:
+        return np.zeros(0), np.zeros(0)
+    t0 = run_start(record)
+    held: dict[str, str] = {}
+    per_node: dict[str, int] = {}
+    used = 0
+    times = np.empty(len(log), dtype=np.float64)
+    values = np.empty(len(log), dtype=np.float64)
+    for i, (now, key, node_name, _cpu, _mem) in enumerate(log):
+        previous = held.pop(key, None)
+        if previous is not None:
+            per_node[previous] -= 1
+            used -= per_node[previous] == 0
+        if node_name:
+            held[key] = node_name
+            per_node[node_name] = per_node.get(node_name, 0) + 1
+            used += per_node[node_name] == 1
+        times[i] = now - t0
+        values[i] = used
+    return times, values

@@ -23,6 +23,7 @@ from cluster_sched.features import POP_FROM_BACKOFF_Q, FeatureGates
 from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.waiting_pods import WaitingPods
 from cluster_sched.kernels import warm_up
 from cluster_sched.queue.nominator import Nominator
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
@@ -158,6 +159,7 @@ def new_scheduler(
     def make_handle(profile: Profile) -> Handle:
         return Handle(
             profile_name=profile.scheduler_name,
+            waiting_pods=WaitingPods(clock),  # Permit timeouts run on the scheduler's clock
             rng=random.Random(rng.random()),
             binder=store_binder(store),
             snapshot=cache.snapshot,

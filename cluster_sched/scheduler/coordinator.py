@@ -107,6 +107,10 @@ class Coordinator:
         self.tracing = parts.tracing
         self.metrics = parts.metrics
         self._last_poll = 0.0
+        #: Seconds between two informer reads inside a batch; the virtual-time driver sets
+        #: it to infinity and reads the watch itself between batches, so which events a
+        #: batch sees never depends on wall-clock timing (runs repeat exactly).
+        self.informer_poll_interval = INFORMER_POLL_INTERVAL
         self._last_cleanup = 0.0
         self._pending_done: list[str] = []
         self._last_gauges = 0.0
@@ -188,7 +192,7 @@ class Coordinator:
         (at most every INFORMER_POLL_INTERVAL), binding outcomes, gauges, expiry."""
         now = time.monotonic()
         self.flush_done(force=False)
-        if now - self._last_poll >= INFORMER_POLL_INTERVAL:
+        if now - self._last_poll >= self.informer_poll_interval:
             self.poll_informer()
         self.process_binding_outcomes()
         self.source.sync_if_behind()

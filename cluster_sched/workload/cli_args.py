@@ -15,6 +15,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_USAGE",
+    "add_clock_options",
     "add_executor_options",
     "add_feature_gates_option",
     "add_lenient_option",
@@ -93,4 +94,23 @@ def add_lenient_option(p: argparse.ArgumentParser) -> None:
         "--lenient",
         action="store_true",
         help="a field Kubernetes does not know (a typo) is a warning instead of an error",
+    )
+
+
+def add_clock_options(p: argparse.ArgumentParser) -> None:
+    """``--clock real|virtual`` and ``--horizon``: whether the run waits for real time or
+    jumps through simulated time (pod lifetimes, arrival processes, traces)."""
+    p.add_argument(
+        "--clock",
+        choices=("real", "virtual"),
+        default="real",
+        help="virtual: simulated time that jumps to the next event (arrival, completion, "
+        "backoff/flush, timeout); results repeat exactly for a seed",
+    )
+    p.add_argument(
+        "--horizon",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="--clock virtual: stop after this many simulated seconds",
     )

@@ -19,6 +19,7 @@ from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.cli_args import (
     EXIT_INTERRUPTED,
+    add_clock_options,
     add_executor_options,
     add_feature_gates_option,
     add_lenient_option,
@@ -67,6 +68,7 @@ def _register_run(sub: Any) -> None:
     )
     add_executor_options(p)
     add_feature_gates_option(p)
+    add_clock_options(p)
     add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
 
@@ -128,6 +130,12 @@ def print_summary(summary: dict[str, Any]) -> None:
         lines.append(f"unschedulable: {pods} pods: {reason}")
     for key in (summary.get("gated_pods") or [])[:5]:
         lines.append(f"gated: {key}")
+    vt = summary.get("virtual_time")
+    if vt:
+        lines.append(
+            f"virtual time   {vt['simulated_seconds']} s simulated in {vt['wall_seconds']} s "
+            f"({vt['arrivals']} arrivals, {vt['completions']} completions)"
+        )
     for line in summary.get("invalid") or []:
         lines.append(f"skipped invalid object: {line}")
     created = summary.get("created_by_controllers") or {}
@@ -169,6 +177,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             feature_gates=args.feature_gates,
             lenient=args.lenient,
             metrics=metrics,
+            clock=args.clock,
+            horizon=args.horizon,
         )
     )
     for line in result.summary.get("warnings") or []:
@@ -354,4 +364,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register_commands() -> list[Register]:
-    return [_register_run, _register_apply, _register_serve]
+    from cluster_sched.workload.more_commands import register_more
+
+    return [_register_run, _register_apply, _register_serve, *register_more()]

@@ -18,11 +18,15 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from cluster_sched.clock import VirtualClock
 from cluster_sched.config.load import load_config
+from cluster_sched.errors import UsageError
 from cluster_sched.features import parse_feature_gates
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
+from cluster_sched.report.record import RunRecord
+from cluster_sched.report.series import nodes_in_use, run_series, time_weighted
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.scheduler.metrics_state import attach_metrics
@@ -31,6 +35,11 @@ from cluster_sched.telemetry.memory import peak_rss_bytes, redis_memory
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
+from cluster_sched.workload.virtual import VirtualRun, VirtualStats, virtual_figures
+from cluster_sched.workload.virtual_binding import InlineBindingExecutor
+
+#: ``--clock`` choices.
+CLOCKS = ("real", "virtual")
 
 APPLY_BATCH = 2000
 #: A group that makes no progress for this long (seconds of wall time) is declared settled
@@ -67,6 +76,10 @@ class RunOptions:
     lenient: bool = False
     #: the run's metrics (already serving, if the caller serves them); None: disabled
     metrics: Metrics | None = None
+    #: "real" (the wall clock) or "virtual" (simulated time, ``workload.virtual``)
+    clock: str = "real"
+    #: virtual clock only: stop after this many simulated seconds (None: run it out)
+    horizon: float | None = None
 
 
 @dataclass(slots=True)
@@ -74,6 +87,8 @@ class RunResult:
     summary: dict[str, Any]
     placements: dict[str, str]
     invalid: list[str] = field(default_factory=list)
+    #: what the report is drawn from (compare overlays the runs' series)
+    record: RunRecord | None = None
 
 
 def _settled(coord: Coordinator) -> bool:
@@ -231,6 +246,36 @@ def run_workload(
         show(len(coord.stats.bound_node))
 
 
+def _count_completed(groups: dict[str, Any], workload: Workload, completed: set[str]) -> None:
+    """Virtual runs: per group, the pods deleted because their lifetime ended are
+    ``completed``, not ``deleted`` (which keeps preemption victims and the like)."""
+    for group in workload.pod_groups:
+        figures = groups.get(group.name)
+        if figures is not None:
+            done = sum(1 for k in group.pod_keys() if k in completed)
+            figures["completed"] = done
+            figures["deleted"] -= done
+
+
+def over_time_figures(record: RunRecord) -> dict[str, Any]:
+    """Time-weighted mean and peak of cluster utilisation (requested / allocatable),
+    pending pods and nodes in use over the run: the figures of a long run with
+    completions, whose final placement is only a moment."""
+    series = run_series(record)
+    util_mean, util_max = time_weighted(series.utilisation_t, series.utilisation)
+    pend_mean, pend_max = time_weighted(series.pending_t, series.pending)
+    used_mean, used_max = time_weighted(*nodes_in_use(record))
+    names = ("cpu", "memory", "pods")
+    return {
+        "utilisation_mean": {n: round(float(v), 6) for n, v in zip(names, util_mean, strict=True)},
+        "utilisation_max": {n: round(float(v), 6) for n, v in zip(names, util_max, strict=True)},
+        "pending_mean": round(float(pend_mean), 3),
+        "pending_max": round(float(pend_max), 3),
+        "nodes_in_use_mean": round(float(used_mean), 3),
+        "nodes_in_use_max": round(float(used_max), 3),
+    }
+
+
 def placements_from_store(store: Store) -> dict[str, str]:
     return placements_from_docs(store.list("Pod"))
 
@@ -252,12 +297,25 @@ def gated_pods(coord: Coordinator) -> list[str]:
     return sorted(info.pod_key for info in infos if info.gated)
 
 
+def _check_clock(opts: RunOptions) -> None:
+    if opts.clock not in CLOCKS:
+        raise UsageError(f"--clock must be one of {', '.join(CLOCKS)}, got {opts.clock!r}")
+    if opts.clock == "virtual" and opts.executor == "ray":
+        raise UsageError(
+            "--clock virtual runs the scheduler in this process: use --executor local or shards"
+        )
+
+
 def run_evaluation(opts: RunOptions) -> RunResult:
+    _check_clock(opts)
     workload = load_workload(opts.workload, seed=opts.seed or 0, lenient=opts.lenient)
     config = load_config(opts.config)
     features = parse_feature_gates(opts.feature_gates)
     tracing = setup_tracing(opts.otlp_endpoint)
     metrics = opts.metrics or Metrics.disabled()
+    virtual = VirtualClock() if opts.clock == "virtual" else None
+    vstats: VirtualStats | None = None
+    completed: set[str] = set()
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -278,10 +336,21 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             metrics=metrics,
             batch_size=opts.batch_size,
             features=features,
+            clock=virtual,
+            binding_executor=InlineBindingExecutor if virtual is not None else None,
         )
         attach_metrics(coord, metrics)
         try:
-            run_workload(workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout)
+            if virtual is not None:
+                vrun = VirtualRun(
+                    coord, store, virtual, workload, seed=opts.seed, horizon=opts.horizon
+                )
+                vstats = vrun.run()
+                completed = vrun.completed
+            else:
+                run_workload(
+                    workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout
+                )
             counts = coord.queue.counts()
             gated = gated_pods(coord)
             # Gated pods wait in the unschedulable pool without ever being attempted:
@@ -313,12 +382,19 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["memory"] = memory
     if coord.algorithm.fast is not None:
         summary["compiled_path"] = coord.algorithm.fast.counters()
+    if vstats is not None:
+        summary.update(virtual_figures(coord.stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
     record = build_record(
         node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
     )
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
-    result = RunResult(summary, placements, list(invalid))
+    summary["over_time"] = over_time_figures(record)
+    if vstats is not None:
+        groups = summary["groups"]
+        assert isinstance(groups, dict)
+        _count_completed(groups, workload, completed)
+    result = RunResult(summary, placements, list(invalid), record)
     if opts.output:
         out = Path(opts.output)
         out.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,15 @@ names node groups and pod groups, like scheduler_perf's workload templates::
         rate: 0                 # pods per second; 0 creates them all at once
         wait: true              # let the group settle before the next one starts
         labels: {color: [green]}  # optional round-robin labels, as for nodes
+        lifetime: {exponential: {mean: 600s}}  # optional: bound pods complete (workload.arrivals)
+        arrival: {poisson: {rate: 2}}          # optional: arrival process (virtual time)
+      - name: replay
+        trace: pods.jsonl       # pods from a trace file (workload.trace), relative path
+        template: {Pod manifest: namespace, image, ...}
+      nodes: [...]              # optional: individual Node manifests (trace imports)
+
+Lifetimes, arrival processes and traces drive ``--clock virtual`` runs
+(``workload.virtual``); the real-time runner paces pods by ``rate`` and ignores them.
 
 Each template is validated once, as a real object, before anything is created; a
 malformed pod in plain YAML is reported (object and field) and skipped.
@@ -35,10 +44,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
+import numpy as np
+
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.workload.arrivals import Arrival, Lifetime, parse_arrival, parse_lifetime
 from cluster_sched.workload.snapshot import build_snapshot, unknown_field_errors
+from cluster_sched.workload.trace import TraceRecord, read_trace, trace_manifests
 
 API_VERSION = "cluster-sched.io/v1alpha1"
 KIND = "Workload"
@@ -54,8 +67,17 @@ class PodGroup:
     rate: float = 0.0
     wait: bool = True
     labels: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: how long bound pods run (None: until the end of the run)
+    lifetime: Lifetime | None = None
+    #: arrival process over virtual time (None: ``rate``, or all at once)
+    arrival: Arrival | None = None
+    #: trace records, one pod each, sorted by arrival (None: a template group)
+    trace: list[TraceRecord] | None = None
 
     def manifests(self) -> Iterator[dict[str, Any]]:
+        if self.trace is not None:
+            yield from trace_manifests(self.trace, _name_prefix(self.template or {}), self.template)
+            return
         if self.template is None:
             yield from self.docs
             return
@@ -66,11 +88,33 @@ class PodGroup:
     def pod_keys(self) -> list[str]:
         """``namespace/name`` of every pod the group creates, without building them
         (the report's per-group figures need membership only)."""
+        if self.trace is not None:
+            return [_key(doc) for doc in self.manifests()]
         if self.template is None:
             return [_key(doc) for doc in self.docs]
         prefix = _name_prefix(self.template)
         namespace = (self.template.get("metadata") or {}).get("namespace") or "default"
         return [f"{namespace}/{prefix}{i}" for i in range(self.count)]
+
+    def timeline(self, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """float64[count] arrival times (seconds from the group's start) and lifetimes
+        (seconds; inf: never completes) of the group's pods, in manifest order."""
+        n = self.count
+        if self.trace is not None:
+            arrivals = np.asarray([r.arrival for r in self.trace], dtype=np.float64)
+            lifetimes = np.asarray(
+                [np.inf if r.lifetime is None else r.lifetime for r in self.trace],
+                dtype=np.float64,
+            )
+            return arrivals, lifetimes
+        if self.arrival is not None:
+            arrivals = self.arrival.times(rng, n)
+        elif self.rate > 0:
+            arrivals = np.arange(n, dtype=np.float64) / self.rate
+        else:
+            arrivals = np.zeros(n)
+        lifetimes = self.lifetime.draw(rng, n) if self.lifetime is not None else np.full(n, np.inf)
+        return arrivals, lifetimes
 
 
 @dataclass(slots=True)
@@ -150,13 +194,13 @@ def _int(value: Any, field_: str, source: str) -> int:
 
 
 class GeneratedDocs(Sequence[dict[str, Any]]):
-    """Manifests of node groups, made from their templates on demand: ``len``,
-    slicing and iteration as a list would give them, without holding them."""
+    """Node manifests in file order: explicit ones, and node groups' made from their
+    templates on demand (``len``, slicing and iteration as a list would give them,
+    without holding a million dicts)."""
 
     def __init__(self, docs: list[dict[str, Any]] | None = None) -> None:
-        self._docs = docs or []
-        #: (template, name prefix, labels, count)
-        self._groups: list[tuple[Mapping[str, Any], str, Mapping[str, Sequence[str]], int]] = []
+        #: in order: a list of explicit manifests, or a group (template, prefix, labels, count)
+        self._segments: list[Any] = [list(docs)] if docs else []
 
     def add_group(
         self,
@@ -165,19 +209,29 @@ class GeneratedDocs(Sequence[dict[str, Any]]):
         labels: Mapping[str, Sequence[str]],
         count: int,
     ) -> None:
-        self._groups.append((template, prefix, labels, count))
+        self._segments.append((template, prefix, labels, count))
+
+    def append(self, doc: dict[str, Any]) -> None:
+        if not self._segments or not isinstance(self._segments[-1], list):
+            self._segments.append([])
+        self._segments[-1].append(doc)
+
+    @staticmethod
+    def _size(segment: Any) -> int:
+        return len(segment) if isinstance(segment, list) else int(segment[3])
 
     def __len__(self) -> int:
-        return len(self._docs) + sum(g[3] for g in self._groups)
+        return sum(map(self._size, self._segments))
 
     def _make(self, i: int) -> dict[str, Any]:
-        if i < len(self._docs):
-            return self._docs[i]
-        i -= len(self._docs)
-        for template, prefix, labels, count in self._groups:
-            if i < count:
+        for seg in self._segments:
+            n = self._size(seg)
+            if i < n:
+                if isinstance(seg, list):
+                    return seg[i]  # type: ignore[no-any-return]
+                template, prefix, labels, _ = seg
                 return _instance(template, f"{prefix}{i}", labels, i)
-            i -= count
+            i -= n
         raise IndexError("node manifest index out of range")
 
     @overload
@@ -195,10 +249,13 @@ class GeneratedDocs(Sequence[dict[str, Any]]):
         return self._make(i % n)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        yield from self._docs
-        for template, prefix, labels, count in self._groups:
-            for i in range(count):
-                yield _instance(template, f"{prefix}{i}", labels, i)
+        for seg in self._segments:
+            if isinstance(seg, list):
+                yield from seg
+            else:
+                template, prefix, labels, count = seg
+                for i in range(count):
+                    yield _instance(template, f"{prefix}{i}", labels, i)
 
 
 def _shape_error(field_: str, expected: str, value: Any, source: str) -> InvalidObjectError:
@@ -247,7 +304,8 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
     name = meta.get("name") or Path(source).stem
     if not isinstance(name, str):
         raise _shape_error("metadata.name", "a string", name, source)
-    w = Workload(name=name)
+    nodes = GeneratedDocs()
+    w = Workload(name=name, node_docs=nodes)
     for i, obj in enumerate(_list_or_none(spec.get("objects"), "spec.objects", source)):
         _check(obj, source, w, lenient, f"spec.objects[{i}]")
         w.objects.append(dict(obj))
@@ -259,17 +317,31 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
         labels = group.get("labels") or {}
         first = _instance(template, f"{_name_prefix(template)}0", labels, 0)
         _check(first, source, w, lenient, f"{path}.template")
-        if not isinstance(w.node_docs, GeneratedDocs):
-            w.node_docs = GeneratedDocs(list(w.node_docs))
-        w.node_docs.add_group(template, _name_prefix(template), labels, count)
+        nodes.add_group(template, _name_prefix(template), labels, count)
+    for ni, node in enumerate(_list_or_none(spec.get("nodes"), "spec.nodes", source)):
+        _check(node, source, w, lenient, f"spec.nodes[{ni}]")
+        nodes.append(dict(node))
     for gi, group in enumerate(_list_or_none(spec.get("podGroups"), "spec.podGroups", source)):
         path = f"spec.podGroups[{gi}]"
         group = _check_group(group, path, source)
-        count = _int(group.get("count"), f"{path}.count", source)
+        trace = None
+        if group.get("trace") is not None:
+            trace = read_trace(Path(source).parent / str(group["trace"]))
+            count = len(trace)
+        else:
+            count = _int(group.get("count"), f"{path}.count", source)
         template = group.get("template") or {}
+        gname = str(group.get("name") or f"group-{gi}")
+        meta = template.get("metadata") or {}
+        if trace is not None and not (meta.get("name") or meta.get("generateName")):
+            template = {**template, "metadata": {**meta, "name": gname}}
         labels = group.get("labels") or {}
-        first_pod = _instance(template, f"{_name_prefix(template)}0", labels, 0)
-        _check(first_pod, source, w, lenient, f"{path}.template")
+        if trace is not None:
+            for doc in trace_manifests(trace, _name_prefix(template), template):
+                _check(doc, source, w, lenient, f"{path}.template")  # each record differs
+        else:
+            first_pod = _instance(template, f"{_name_prefix(template)}0", labels, 0)
+            _check(first_pod, source, w, lenient, f"{path}.template")
         rate = group.get("rate", 0) or 0
         if not isinstance(rate, int | float) or rate < 0:
             raise InvalidObjectError(
@@ -280,12 +352,15 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
             )
         w.pod_groups.append(
             PodGroup(
-                name=str(group.get("name") or f"group-{gi}"),
+                name=gname,
                 count=count,
                 template=template,
                 rate=float(rate),
                 wait=bool(group.get("wait", True)),
                 labels=labels,
+                lifetime=parse_lifetime(group.get("lifetime"), f"{path}.lifetime", source),
+                arrival=parse_arrival(group.get("arrival"), count, f"{path}.arrival", source),
+                trace=trace,
             )
         )
     return w

@@ -49,3 +49,25 @@ def test_empty_run_has_no_time_span() -> None:
     assert not series.spans_time
     _starts, rate, width = series.throughput()
     assert len(rate) == 0 and width == 0.0
+
+
+def test_nodes_in_use_and_time_weighted_means() -> None:
+    from cluster_sched.report.series import nodes_in_use, time_weighted
+
+    stats = RunStats()
+    for key in ("ns/a", "ns/b", "ns/c"):
+        stats.on_enqueue(key, 100.0)
+    stats.on_bound("ns/a", "n1", 100.0)
+    stats.on_bound("ns/b", "n1", 102.0)  # same node: still one in use
+    stats.on_bound("ns/c", "n2", 104.0)
+    stats.on_unbound("ns/a", 106.0)
+    stats.on_unbound("ns/c", 108.0)
+    stats.on_unbound("ns/b", 110.0)
+    t, used = nodes_in_use(build_record(NODES, [], stats))
+    assert t.tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+    assert used.tolist() == [1, 1, 2, 2, 1, 0]
+    mean, peak = time_weighted(t, used)
+    assert float(mean) == (1 * 4 + 2 * 4 + 1 * 2) / 10 and float(peak) == 2
+    two = np.column_stack([used, used * 2])
+    mean2, _ = time_weighted(t, two)
+    assert mean2.tolist() == [1.4, 2.8]

@@ -1,0 +1,192 @@
+"""compare.html: the configs side by side, mean and spread over seeds, differences from
+the baseline marked, and each workload's charts with every config overlaid.
+
+The page is self-contained like report.html (charts embedded as base64 PNG, drawn with
+the report's Agg-canvas figures); the PNGs also stay under ``DIR/plots/``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from cluster_sched.report.html import figure_html, page_style, table_html
+from cluster_sched.report.plots import Chart, new_figure, save_png
+
+__all__ = ["write_compare_report"]
+
+_EXTRA_STYLE = """
+td.better { background: #e3f4e1; } td.worse { background: #fbe3e1; }
+td.marked { font-weight: bold; }
+"""
+
+
+def _fmt(stats: Mapping[str, Any]) -> str:
+    mean, std = stats["mean"], stats["std"]
+    spread = f" ± {std:.4g}" if std else ""
+    rng = f" [{stats['min']:.4g} to {stats['max']:.4g}]" if stats["min"] != stats["max"] else ""
+    return f"{mean:.4g}{spread}{rng}"
+
+
+def _figures_table(data: Mapping[str, Any], workload: str) -> str:
+    configs: list[str] = data["configs"]
+    header = ["figure", *configs]
+    rows = []
+    classes = []
+    for name, per_config in data["figures"][workload].items():
+        diffs = data["differences"][workload].get(name, {})
+        row: list[object] = [name]
+        cls: list[str] = [""]
+        for c in configs:
+            stats = per_config.get(c)
+            if stats is None:
+                row.append("")
+                cls.append("")
+                continue
+            text = _fmt(stats)
+            d = diffs.get(c)
+            if d is not None and d["marked"]:
+                pct = f" ({d['delta_pct']:+.1f}%)" if d["delta_pct"] is not None else ""
+                text += f" Δ {d['delta']:+.4g}{pct}"
+                cls.append(f"marked {d['verdict']}".strip())
+            else:
+                cls.append("")
+            row.append(text)
+        rows.append(row)
+        classes.append(cls)
+    return table_html(header, rows, classes)
+
+
+def _overlay(
+    name: str,
+    title: str,
+    out_dir: Path,
+    runs: Sequence[Mapping[str, Any]],
+    configs: Sequence[str],
+    draw: Any,
+) -> Chart:
+    fig, axes = new_figure()
+    fig.suptitle(title)
+    ax: Axes = axes[0]
+    colors = [f"C{i}" for i in range(10)]
+    for i, config in enumerate(configs):
+        mine = [r for r in runs if r["config"] == config and r["series"]]
+        for j, run in enumerate(mine):
+            draw(ax, run["series"], colors[i % 10], config if j == 0 else None)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
+    path = out_dir / f"{name}.png"
+    save_png(fig, path)
+    return Chart(name, title, path)
+
+
+def _latency(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+    if s["latency_ms"]:
+        ax.plot(
+            s["latency_ms"], np.asarray(s["latency_q"]) / 100, color=color, label=label, alpha=0.8
+        )
+    ax.set_xlabel("queued → bound latency (ms)")
+    ax.set_ylabel("fraction of pods")
+
+
+def _utilisation(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+    if s["utilisation_t"]:
+        ax.step(
+            s["utilisation_t"],
+            np.asarray(s["utilisation_cpu"]) * 100,
+            where="post",
+            color=color,
+            label=label,
+            alpha=0.8,
+        )
+    ax.set_xlabel("time since the first pod was queued (s)")
+    ax.set_ylabel("cluster cpu requested / allocatable (%)")
+
+
+def _pending(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+    if s["pending_t"]:
+        ax.step(s["pending_t"], s["pending"], where="post", color=color, label=label, alpha=0.8)
+    ax.set_xlabel("time since the first pod was queued (s)")
+    ax.set_ylabel("pending pods")
+
+
+def _nodes(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+    if s.get("nodes_t"):
+        ax.step(s["nodes_t"], s["nodes"], where="post", color=color, label=label, alpha=0.8)
+    ax.set_xlabel("time since the first pod was queued (s)")
+    ax.set_ylabel("nodes holding a pod")
+
+
+def write_compare_report(
+    data: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], out_dir: Path
+) -> Path:
+    """Draw the overlays into ``out_dir/plots`` and write ``out_dir/compare.html``."""
+    plots = out_dir / "plots"
+    plots.mkdir(parents=True, exist_ok=True)
+    configs: list[str] = data["configs"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>cluster-sched compare</title><style>{page_style()}{_EXTRA_STYLE}</style>",
+        "</head><body><h1>cluster-sched compare</h1>",
+        table_html(
+            [],
+            [
+                ("configs (first = baseline)", ", ".join(configs)),
+                ("seeds", ", ".join(str(s) for s in data["seeds"])),
+                ("workloads", ", ".join(data["workloads"])),
+            ],
+        ),
+        '<p class="muted">Each cell: mean ± standard deviation [min to max] over seeds. '
+        "Δ: difference of the means from the baseline, shown when it exceeds every "
+        "config's spread; green better, red worse. Wall-clock figures "
+        f"({', '.join(data['wall_clock_figures'])}) measure the machine, not the "
+        "scheduler's decisions.</p>",
+    ]
+    for wi, workload in enumerate(data["workloads"]):
+        mine = [r for r in runs if r["workload"] == workload]
+        charts = [
+            _overlay(
+                f"w{wi}_latency_cdf", f"{workload}: latency CDF", plots, mine, configs, _latency
+            ),
+            _overlay(
+                f"w{wi}_utilisation",
+                f"{workload}: cpu utilisation over time",
+                plots,
+                mine,
+                configs,
+                _utilisation,
+            ),
+            _overlay(
+                f"w{wi}_nodes_in_use",
+                f"{workload}: nodes in use over time",
+                plots,
+                mine,
+                configs,
+                _nodes,
+            ),
+            _overlay(
+                f"w{wi}_pending",
+                f"{workload}: pending pods over time",
+                plots,
+                mine,
+                configs,
+                _pending,
+            ),
+        ]
+        parts += [
+            f"<h2>{html.escape(workload)}</h2>",
+            _figures_table(data, workload),
+            '<div class="charts">',
+            *(figure_html(c) for c in charts),
+            "</div>",
+        ]
+    parts.append("</body></html>")
+    path = out_dir / "compare.html"
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return path
