@@ -162,6 +162,14 @@ class LeaderElector:
         while not self._closed.wait(period):
             try:
                 token, holder = self._call("renew")
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                # Redis unreachable: nobody can take the lease meanwhile (it lives
+                # there), so an outage is a wait, not a loss; once Redis answers, the
+                # renewal says whether the lease is still ours. A partitioned leader
+                # that others can reach loses it then, and fencing refused its writes
+                # all along. (Upstream gives up after renewDeadline.)
+                log.warning("renewing lease %s failed: %s", self.lease_key, exc)
+                continue
             except redis.RedisError as exc:
                 log.warning("renewing lease %s failed: %s", self.lease_key, exc)
                 token, holder = 0, ""

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from cluster_sched.errors import UsageError
-from cluster_sched.workload.cli_args import add_redis_option
+from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_OK, add_redis_option
 from cluster_sched.workload.inspect_render import (
     event_object,
     event_rows,
@@ -78,8 +78,38 @@ def _register_describe(sub: Any) -> None:
     p.set_defaults(func=_cmd_describe)
 
 
+def _register_check(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="check a store's invariants (each pod bound once or pending, one Scheduled "
+        "event per bound pod, no node over-committed): the chaos suite's check",
+    )
+    p.add_argument("--output", choices=("text", "json"), default="text")
+    add_redis_option(p, private_fallback=False)
+    p.set_defaults(func=_cmd_check)
+
+
 def register_inspect_commands() -> list[Register]:
-    return [_register_get, _register_describe]
+    return [_register_get, _register_describe, _register_check]
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Exit 0 when every invariant holds, 1 (one line per problem) when one does not."""
+    from cluster_sched.store.check import check_store
+
+    report = check_store(_open_store(args))
+    problems = report.problems()
+    if args.output == "json":
+        print(
+            json.dumps(
+                {"bound": len(report.bound), "pending": len(report.pending), "problems": problems}
+            )
+        )
+    else:
+        print(f"bound {len(report.bound)}, pending {len(report.pending)}, problems {len(problems)}")
+        for line in problems:
+            print(line)
+    return EXIT_FAILED if problems else EXIT_OK
 
 
 def _open_store(args: argparse.Namespace) -> Any:

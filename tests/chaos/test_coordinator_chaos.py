@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from cluster_sched.store.check import check_store
 from cluster_sched.store.store import Store
-from cluster_sched.testing.store_check import check_store
 from tests.chaos.chaos_procs import (
     LEASE,
     Procs,

@@ -21,8 +21,8 @@ import redis
 import yaml
 
 from cluster_sched.cli import main
+from cluster_sched.store.check import check_store
 from cluster_sched.store.store import Store
-from cluster_sched.testing.store_check import check_store
 from tests.testing_plugins.cs_chaos_plugins import KILL_AT_LABEL
 from workers.ray_shard import ACTOR_NAME_PREFIX
 

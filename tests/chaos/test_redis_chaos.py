@@ -5,7 +5,7 @@ directory the test keeps, ``cluster-sched serve`` against it. Mid-run, Redis is 
 (SIGTERM), killed (SIGKILL, so up to a second of writes is lost) or paused (SIGSTOP for
 15 s, then SIGCONT); a stopped one is restarted on the same port and directory. The
 coordinator waits and resumes; every pod then gets bound, and the independent check in
-``tests.chaos.checks`` finds the store consistent. A Redis that comes back empty is
+``cluster_sched.store.check`` finds the store consistent. A Redis that comes back empty is
 refused (exit 3).
 """
 
@@ -26,8 +26,8 @@ import pytest
 
 from cluster_sched.cli import EXIT_STORE_LOST
 from cluster_sched.redis_server import RedisServer, connect
+from cluster_sched.store.check import check_store
 from cluster_sched.store.store import Store
-from tests.chaos.checks import EVENT_VIOLATION, bound_pods, store_violations
 
 NODES = 12
 PODS = 360
@@ -119,7 +119,7 @@ class Deployment:
         deadline = time.monotonic() + DEADLINE
         n = 0
         while time.monotonic() < deadline:
-            n = len(bound_pods(store))
+            n = len(check_store(store).bound)
             if n >= at_least or (self.serve is not None and self.serve.poll() is not None):
                 break
             time.sleep(0.05)
@@ -195,16 +195,9 @@ def test_coordinator_survives_redis_going_away_mid_run(deployment: Deployment, c
     err = deployment.stop_serve()
     assert deployment.serve is not None and deployment.serve.returncode == 0, err
     assert "Redis unavailable" in err and "Redis is back" in err, err
-    store = deployment.store()
-    assert len(bound_pods(store)) == PODS
-    violations = store_violations(store)
-    lost_events = [v for v in violations if EVENT_VIOLATION in v]
-    assert [v for v in violations if v not in lost_events] == []
-    if lost_events:
-        # The binding and its Scheduled event are two Redis writes today; an outage
-        # between them loses the event. One atomic script (reliability helper) fixes it:
-        # then drop this branch.
-        pytest.xfail(f"{len(lost_events)} bound pods lost their Scheduled event: {lost_events[0]}")
+    report = check_store(deployment.store(), expected=[f"default/pod-{i}" for i in range(PODS)])
+    assert len(report.bound) == PODS
+    assert report.problems() == []
 
 
 def test_redis_that_comes_back_empty_is_refused(deployment: Deployment) -> None:

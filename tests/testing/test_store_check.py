@@ -5,8 +5,8 @@ from __future__ import annotations
 import redis
 
 from cluster_sched.store import Store
+from cluster_sched.store.check import check_store
 from cluster_sched.testing import make_node, make_pod
-from cluster_sched.testing.store_check import check_store
 
 
 def test_healthy_store_has_no_problems(redis_client: redis.Redis) -> None:

@@ -223,3 +223,19 @@ def test_empty_namespace_says_no_resources(
 ) -> None:
     code, out, err = _run(capsys, "get", "pods", "-n", "empty", "--redis", redis_url)
     assert (code, out, err) == (0, "", "No resources found in empty namespace.\n")
+
+
+def test_check_passes_on_a_consistent_store_and_names_each_problem(
+    scheduled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["check", "--redis", scheduled, "--output", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report == {"bound": 3, "pending": 1, "problems": []}
+    # A second Scheduled event for a bound pod is what a lost-then-repeated binding
+    # would leave: the check must name it and fail.
+    store = Store(connect(scheduled))
+    store.record_event("Pod", "default/web-1", "Scheduled", "again")
+    assert main(["check", "--redis", scheduled]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "bound 3, pending 1, problems 1"
+    assert out[1:] == ["2 Scheduled events for default/web-1"]
