@@ -12,6 +12,7 @@ import pytest
 from cluster_sched.clock import VirtualClock
 from cluster_sched.config.load import load_config
 from cluster_sched.errors import UsageError
+from cluster_sched.features import POP_FROM_BACKOFF_Q, parse_feature_gates
 from cluster_sched.redis_server import RedisServer, connect
 from cluster_sched.scheduler.assembly import new_scheduler
 from cluster_sched.store.store import Store
@@ -51,7 +52,8 @@ spec:
 """
 
 #: Wall-clock figures: how long the machine took, not what the scheduler decided.
-WALL_KEYS = ("attempt_latency_ms",)
+#: measurements of the machine, not decisions: attempt wall time, peak memory
+WALL_KEYS = ("attempt_latency_ms", "memory")
 
 
 def _decisions(summary: dict[str, Any]) -> dict[str, Any]:
@@ -120,14 +122,25 @@ spec:
 """
 
 
+@pytest.mark.parametrize(
+    ("gates", "b_pops"),
+    [
+        # B fails at 100 (1 s backoff, until 101); A's completion at 100.5 moves it to
+        # backoffQ, and the backoff flush tick at 101 sends it to activeQ.
+        (f"{POP_FROM_BACKOFF_Q}=false", [100.0, 101.0]),
+        # v1.35's default: activeQ is empty at 100.5, so B is popped from backoffQ at once.
+        (None, [100.0, 100.5]),
+    ],
+    ids=["PopFromBackoffQ-off", "v1.35-default"],
+)
 def test_backoff_and_flush_timings_on_the_virtual_clock(
-    tmp_path: Path, redis_server: RedisServer
+    tmp_path: Path, redis_server: RedisServer, gates: str | None, b_pops: list[float]
 ) -> None:
     (tmp_path / "timers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TIMERS_TRACE))
     path = tmp_path / "timers.yaml"
     path.write_text(TIMERS_WORKLOAD)
     client = connect(redis_server.url)
-    prefix = "{vt-timers}"
+    prefix = f"{{vt-timers-{gates is None}}}"
     store = Store(client, prefix=prefix)
     clock = VirtualClock()
     coord = new_scheduler(
@@ -138,6 +151,7 @@ def test_backoff_and_flush_timings_on_the_virtual_clock(
         seed=1,
         prefix=prefix,
         binding_executor=InlineBindingExecutor,
+        features=parse_feature_gates(gates),
     )
     pops: dict[str, list[float]] = {}
     schedule_one = coord.schedule_one
@@ -154,9 +168,7 @@ def test_backoff_and_flush_timings_on_the_virtual_clock(
         coord.close()
     assert pops["a"] == [0.0]
     assert pops["d"] == [1000.0]
-    # B fails at 100 (1 s backoff, until 101); A's completion at 100.5 moves it to
-    # backoffQ, and the backoff flush tick at 101 sends it to activeQ.
-    assert pops["b"] == [100.0, 101.0]
+    assert pops["b"] == b_pops
     # C: A's and B's completions (100.5, 151) move it; then it stays in the pool until
     # the leftover flush (ticks every 30 s) finds it there more than 300 s: 480, 810.
     assert pops["c"][:2] == [10.0, 100.5]
