@@ -25,6 +25,7 @@ from cluster_sched.features import FeatureGates, parse_feature_gates
 from cluster_sched.redis_server import redis_session, resolve_url
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.metrics_state import attach_metrics
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.workload.cli_args import (
@@ -191,6 +192,7 @@ def run_workload(
             features=feature_gates_of(planned.feature_gates, cli_features(args))[0],
         )
         try:
+            attach_metrics(coord, coord.metrics)  # pending pods incl. gated, at scrape
             coord.start()
             coord.queue.run()
             executor = WorkloadExecutor(planned, coord, store, timeout=args.timeout, seed=args.seed)
