@@ -82,9 +82,10 @@ def schedule_pod(
         fwk, state, pod, table, snapshot, nominated, source, pre, hint_status
     )
     if result.suggested_host is not None:
-        batch.store_schedule_results(
-            signature, hint, result.suggested_host, _others_sorted(result), cycle, now
-        )
+        # An unsignable pod's list is never kept: only whether it was empty matters (the
+        # flush reason), so the sort is skipped.
+        others = _others_sorted(result) if signature is not None else _any_other(result)
+        batch.store_schedule_results(signature, hint, result.suggested_host, others, cycle, now)
     return result
 
 
@@ -108,6 +109,16 @@ def _filter_rejects(
         return None
     outcome = fwk.run_filter(state, pod, NodeSlice(table, np.asarray([row], dtype=np.int64)))
     return fwk.filter_status(outcome, 0).is_rejected
+
+
+def _any_other(result: AttemptResult) -> list[str] | None:
+    """One other scored feasible node, if any (stands for the unsorted list)."""
+    if result.total_scores is None or len(result.feasible_rows) <= 1:
+        return None
+    name = result.table.names[int(result.feasible_rows[0])]
+    if name == result.suggested_host:
+        name = result.table.names[int(result.feasible_rows[1])]
+    return [name] if name else None
 
 
 def _others_sorted(result: AttemptResult) -> list[str] | None:
