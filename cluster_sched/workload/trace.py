@@ -112,7 +112,7 @@ def _record(raw: Mapping[str, Any], line: int, source: str, *, csv_row: bool) ->
         k: tuple(v.split("|") if isinstance(v, str) else v) for k, v in affinity_raw.items()
     }
     priority = raw.get("priority")
-    if priority in (None, ""):
+    if priority is None or priority == "":
         prio = None
     else:
         try:
