@@ -45,7 +45,8 @@ class InvalidObjectError(ClusterSchedError):
         if self.field:
             parts.append(f"field {self.field}")
         prefix = ": ".join(parts)
-        return f"{prefix}: {self.reason}" if prefix else self.reason
+        # one line whatever a field name or value holds (a fuzzed key may be "\n")
+        return one_line(f"{prefix}: {self.reason}" if prefix else self.reason)
 
     def located(
         self, *, obj: str | None = None, source: str | None = None, field_prefix: str = ""

@@ -235,3 +235,12 @@ def test_serve_stops_cleanly_on_signals(redis_url: str, sig: int, code: int, std
             proc.kill()
     assert proc.returncode == code
     assert err == stderr
+
+
+def test_an_object_error_is_one_line_whatever_its_field_holds() -> None:
+    """Found by the long fuzz run: an unknown field named "\\n" broke the message."""
+    from cluster_sched.errors import InvalidObjectError
+
+    err = InvalidObjectError("unknown field '\\n'", obj="Namespace default", field="spec.\n")
+    assert "\n" not in str(err)
+    assert str(err) == "Namespace default: field spec.\\n: unknown field '\\n'"
