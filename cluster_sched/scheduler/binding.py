@@ -75,29 +75,26 @@ class BindingExecutor(Protocol):
     def close(self) -> None: ...
 
 
-class LocalBindingExecutor:
-    """Binding cycles on background threads of this process."""
+class ThreadedOutcomes:
+    """What the in-process executors share: jobs counted at submit, Permit-parked pods
+    bound on waiter threads, outcomes queued for ``poll`` (which never blocks).
+    ``_enqueue`` decides where the other jobs wait."""
 
     def __init__(
         self,
         store: Store,
         frameworks: dict[str, Framework],
         *,
-        batch: int = 512,
         waiters: int = 8,
         tracing: Tracing | None = None,
     ) -> None:
         self._store = store
         self._tracing = tracing or DISABLED
         self._frameworks = frameworks
-        self._batch = batch
-        self._jobs: queue.Queue[BindingJob | None] = queue.Queue()
         self._done: queue.Queue[BindingOutcome] = queue.Queue()
         self._pending = 0
         self._lock = threading.Lock()
         self._waiters = ThreadPoolExecutor(max_workers=waiters, thread_name_prefix="wait-on-permit")
-        self._thread = threading.Thread(target=self._run, name="binder", daemon=True)
-        self._thread.start()
 
     def submit(self, job: BindingJob) -> None:
         with self._lock:
@@ -105,7 +102,10 @@ class LocalBindingExecutor:
         if job.waiting:
             self._waiters.submit(self._bind, [job])
         else:
-            self._jobs.put(job)
+            self._enqueue(job)
+
+    def _enqueue(self, job: BindingJob) -> None:
+        raise NotImplementedError
 
     def poll(self) -> list[BindingOutcome]:
         out: list[BindingOutcome] = []
@@ -123,6 +123,39 @@ class LocalBindingExecutor:
         with self._lock:
             return self._pending
 
+    def _bind(self, jobs: Sequence[BindingJob]) -> None:
+        """Binding cycles for ``jobs``, on a binder or waiter thread; every job gets its
+        outcome, whatever the plugins do, so the thread lives on."""
+        try:
+            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing)
+        except Exception as exc:  # a bug in the cycle itself: ask the store what landed
+            log.exception("binding cycles of %d pods failed", len(jobs))
+            statuses = statuses_from_store(self._store, jobs, f"binding cycle failed: {exc}")
+        for job, status in zip(jobs, statuses, strict=True):
+            self._done.put(BindingOutcome(job, status))
+
+
+class LocalBindingExecutor(ThreadedOutcomes):
+    """Binding cycles on background threads of this process."""
+
+    def __init__(
+        self,
+        store: Store,
+        frameworks: dict[str, Framework],
+        *,
+        batch: int = 512,
+        waiters: int = 8,
+        tracing: Tracing | None = None,
+    ) -> None:
+        super().__init__(store, frameworks, waiters=waiters, tracing=tracing)
+        self._batch = batch
+        self._jobs: queue.Queue[BindingJob | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="binder", daemon=True)
+        self._thread.start()
+
+    def _enqueue(self, job: BindingJob) -> None:
+        self._jobs.put(job)
+
     def wait_idle(self, timeout: float) -> bool:
         """Block until every submitted job has an outcome waiting in poll()."""
         deadline = time.monotonic() + timeout
@@ -138,17 +171,6 @@ class LocalBindingExecutor:
         self._waiters.shutdown(wait=False, cancel_futures=True)
 
     # -- worker side
-
-    def _bind(self, jobs: Sequence[BindingJob]) -> None:
-        """Binding cycles for ``jobs``, on a binder or waiter thread; every job gets its
-        outcome, whatever the plugins do, so the thread lives on."""
-        try:
-            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing)
-        except Exception as exc:  # a bug in the cycle itself: ask the store what landed
-            log.exception("binding cycles of %d pods failed", len(jobs))
-            statuses = statuses_from_store(self._store, jobs, f"binding cycle failed: {exc}")
-        for job, status in zip(jobs, statuses, strict=True):
-            self._done.put(BindingOutcome(job, status))
 
     def _run(self) -> None:
         while True:
