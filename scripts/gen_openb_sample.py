@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cluster_sched.workload.openb import NODE_COLUMNS, POD_COLUMNS
+
 OUT = Path(__file__).resolve().parents[1] / "examples" / "traces" / "openb-sample"
 MODELS = ["V100M16", "V100M32", "P100", "T4", "A10", "G2"]
 QOS = ["LS", "BE", "Burstable", "Guaranteed"]
@@ -33,7 +35,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     with (OUT / "openb_node_list.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["sn", "cpu_milli", "memory_mib", "gpu", "model"])
+        w.writerow(NODE_COLUMNS)
         for i in range(args.nodes):
             gpu = int(rng.choice([0, 2, 4, 8], p=[0.2, 0.2, 0.3, 0.3]))
             model = str(rng.choice(MODELS)) if gpu else ""
@@ -41,21 +43,7 @@ def main() -> None:
             w.writerow([f"openb-node-{i:04d}", cpu, cpu // 1000 * 4096, gpu, model])
     with (OUT / "openb_pod_list.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "name",
-                "cpu_milli",
-                "memory_mib",
-                "num_gpu",
-                "gpu_milli",
-                "gpu_spec",
-                "qos",
-                "pod_phase",
-                "creation_time",
-                "deletion_time",
-                "scheduled_time",
-            ]
-        )
+        w.writerow(POD_COLUMNS)
         created = 0
         for i in range(args.pods):
             created += int(rng.exponential(4))
