@@ -129,5 +129,6 @@ def _others_sorted(result: AttemptResult) -> list[str] | None:
         return None
     totals = np.asarray(totals)
     order = np.lexsort((np.arange(len(totals)), -totals))
-    names = result.table.name_array()[result.feasible_rows[order]].tolist()
-    return [n for n in names if n != result.suggested_host]
+    rows = result.feasible_rows[order]
+    chosen = result.table.index.get(result.suggested_host or "", -1)
+    return result.table.name_array()[rows[rows != chosen]].tolist()  # type: ignore[no-any-return]
