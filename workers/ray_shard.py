@@ -8,7 +8,9 @@ Ray. ``ray.remote(ShardActor).options(...)`` happens in one place, ``_start_acto
 Round trips per scheduling cycle, with ``n`` shards: one Filter fan-out per evaluation
 window — usually exactly one window, as the first window asks for as many nodes as the
 cycle needs (numFeasibleNodesToFind) and only grows when too few pass — and one Score
-fan-out when more than one node is feasible. A fan-out is one actor call to each shard
+fan-out when more than one node is feasible — unless the shards scored the rows that
+passed with their Filter answer (``filter_score``) and ``speculation`` finds those
+scores exact, which makes it one fan-out per window. A fan-out is one actor call to each shard
 owning rows of the request, all in flight together; the coordinator waits for the
 slowest. PreFilter, PreScore, NormalizeScore, host selection and assume stay on the
 coordinator (its replica of the node columns answers them without a round trip), so a
@@ -70,9 +72,11 @@ __all__ = [
     "RayShardClient",
     "ShardActor",
     "decode_filter_outcome",
+    "decode_filter_score",
     "decode_scores",
     "encode_deltas",
     "encode_filter_outcome",
+    "encode_filter_score",
     "encode_request",
     "ray_shard_clients",
     "snapshot_facts",
@@ -161,8 +165,40 @@ def decode_filter_outcome(data: bytes) -> FilterOutcome:
 
 
 def decode_scores(data: bytes) -> dict[str, np.ndarray]:
-    scores = decode_value(data)
+    return _scores_of(decode_value(data))
+
+
+def _scores_of(scores: Mapping[Any, Any]) -> dict[str, np.ndarray]:
     return {str(k): np.asarray(v, dtype=np.int64) for k, v in scores.items()}
+
+
+FilterScoreReply = tuple[FilterOutcome, np.ndarray, dict[str, np.ndarray] | None, frozenset[str]]
+
+
+def encode_filter_score(reply: FilterScoreReply) -> bytes:
+    out, passing, scores, skipped = reply
+    v = out.verdicts
+    return encode_value(
+        [
+            [v.codes, v.reason_ids, [tuple(r) for r in v.reasons], out.plugin_idx],
+            np.ascontiguousarray(passing, dtype=np.int64),
+            scores,
+            sorted(skipped),
+        ]
+    )
+
+
+def decode_filter_score(data: bytes) -> FilterScoreReply:
+    (codes, reason_ids, reasons, plugin_idx), passing, scores, skipped = decode_value(data)
+    outcome = FilterOutcome(
+        NodeVerdicts(codes, reason_ids, [tuple(r) for r in reasons]), plugin_idx
+    )
+    return (
+        outcome,
+        np.asarray(passing, dtype=np.int64),
+        None if scores is None else _scores_of(scores),
+        frozenset(map(str, skipped)),
+    )
 
 
 # ---------------------------------------------------------------------------- the actor
@@ -194,6 +230,13 @@ class ShardActor:
         with self._span(req):
             profile, pod, state, rows = self._prepare(req)
             return encode_filter_outcome(self.core.filter(profile, pod, state, rows))
+
+    def filter_score(self, payload: bytes) -> bytes:
+        """Filter, then PreScore and Score of the rows that passed (``speculation``)."""
+        req = decode_value(payload)
+        with self._span(req):
+            profile, pod, state, rows = self._prepare(req)
+            return encode_filter_score(self.core.filter_score(profile, pod, state, rows))
 
     def score(self, payload: bytes) -> bytes:
         req = decode_value(payload)
@@ -355,6 +398,11 @@ class RayShardClient:
         self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
     ) -> _RayPending:
         return self._submit("score", decode_scores, deltas, profile, pod, state, rows)
+
+    def submit_filter_score(
+        self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> _RayPending:
+        return self._submit("filter_score", decode_filter_score, deltas, profile, pod, state, rows)
 
     def submit_apply(self, deltas: list[Delta]) -> _RayPending:
         try:

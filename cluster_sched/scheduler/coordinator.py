@@ -195,7 +195,6 @@ class Coordinator:
         if now - self._last_poll >= self.informer_poll_interval:
             self.poll_informer()
         self.process_binding_outcomes()
-        self.source.sync_if_behind()
         if self.metrics.enabled and now - self._last_gauges >= GAUGE_INTERVAL:
             self._last_gauges = now
             self.update_pending_gauges()
@@ -229,6 +228,7 @@ class Coordinator:
         if not batch:
             self.flush_done()
             self.poll_informer()
+            self.source.sync_when_idle()
             return False
         pop_ns = time.time_ns() if self.tracing.enabled else 0
         try:

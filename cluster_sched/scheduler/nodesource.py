@@ -41,8 +41,8 @@ class NodeSource(Protocol):
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]: ...
 
-    def sync_if_behind(self) -> None:
-        """Between cycles: push node/pod changes to executors that have fallen behind."""
+    def sync_when_idle(self) -> None:
+        """Nothing to schedule: push waiting node/pod changes to executors."""
         ...
 
 
@@ -62,7 +62,7 @@ class LocalSource:
     ) -> dict[str, np.ndarray]:
         return fwk.run_score(state, pod, NodeSlice(self.table, rows, prefix))
 
-    def sync_if_behind(self) -> None:
+    def sync_when_idle(self) -> None:
         """The replica is the source: never behind."""
 
 

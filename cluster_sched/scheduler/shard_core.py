@@ -12,6 +12,7 @@ Deltas are plain lists (msgpack-able), applied in order:
 - ``["pod+", node, manifest]``  account a pod on a node
 - ``["pod-", node, pod_key]``   un-account it
 - ``["pod=", node, manifest]``  swap the stored object of a pod that counts the same
+- ``["reset"]``                 forget every node and pod (a rebuild follows)
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ class ShardCore:
                 gone = self._pods.pop(d[2], None)
                 if gone is not None and d[1] in t.index:
                     t.remove_pod(t.index[d[1]], gone)
+            elif op == "reset":
+                t = self.table = NodeTable()
+                self._pods = {}
             elif op == "pod=":
                 pod = self._pod_on(d[2], d[1])
                 self._pods[pod.key] = pod
@@ -123,6 +127,24 @@ class ShardCore:
     ) -> dict[str, np.ndarray]:
         fwk = self.frameworks[profile]
         return fwk.run_score(state, pod, NodeSlice(self.table, rows))
+
+    def filter_score(
+        self, profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> tuple[FilterOutcome, np.ndarray, dict[str, np.ndarray] | None, frozenset[str]]:
+        """Filter ``rows``, then PreScore and Score the positions that passed (on
+        ``state``, which this call may change): the outcome, those positions, their
+        scores (None when PreScore failed) and the plugins PreScore skipped. The
+        coordinator uses the scores only when they are exact (``speculation``)."""
+        fwk = self.frameworks[profile]
+        outcome = fwk.run_filter(state, pod, NodeSlice(self.table, rows))
+        passing = np.flatnonzero(outcome.passed)
+        if not len(passing):
+            return outcome, passing, None, frozenset()
+        nodes = NodeSlice(self.table, rows[passing])
+        if not fwk.run_pre_score(state, pod, self.snapshot, nodes).is_success:
+            return outcome, passing, None, frozenset()
+        scores = fwk.run_score(state, pod, nodes)
+        return outcome, passing, scores, frozenset(state.skip_score_plugins)
 
     def prepare_state(
         self, profile: str, pod: Pod, *, scoring: bool, rows: np.ndarray | None = None

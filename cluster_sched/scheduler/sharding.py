@@ -4,8 +4,11 @@
 coordinator's replica table current, chooses each new node's shard (the least loaded)
 and its row there, and queues every node/pod change as a delta for the owning shard.
 Deltas travel with the shard's next request, so a shard is never behind the cycle that
-reads it. ``ShardedSource`` is the NodeSource that fans Filter and Score out to the
-shards and merges the answers in the replica's row order.
+reads it (``shard_router``: what is sent, coalesced, or replaced by a rebuild).
+``ShardedSource`` is the NodeSource that fans Filter and Score out to the shards and
+merges the answers in the replica's row order. Clients that can (``submit_filter_score``)
+score the rows that pass with their Filter answer; those scores answer the Score phase
+without a second fan-out when ``speculation`` shows they are exact.
 
 A shard is disposable: the replica holds everything it holds. When a remote shard is
 lost (its process died, or a call failed half-way through applying deltas) its client
@@ -25,12 +28,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from cluster_sched.api.objects import Node, Pod
+from cluster_sched.api.objects import Pod
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
-from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
+from cluster_sched.scheduler.shard_router import DELTA_BACKLOG, Delta, ShardRouter
+from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
 from cluster_sched.telemetry.spans import (
     ATTR_PHASE,
     ATTR_PROFILE,
@@ -40,9 +44,14 @@ from cluster_sched.telemetry.spans import (
     phase_span,
 )
 
-Delta = list[Any]
-#: pending deltas per shard that make ``sync_if_behind`` push them
-DELTA_BACKLOG = 4096
+__all__ = [
+    "Delta",
+    "InProcessShardClient",
+    "ShardClient",
+    "ShardLostError",
+    "ShardRouter",
+    "ShardedSource",
+]
 
 
 class ShardLostError(SchedulerError):
@@ -102,111 +111,14 @@ class InProcessShardClient:
         self.core.apply(deltas)
         return _Done(self.core.score(profile, pod, state, rows))
 
+    def submit_filter_score(
+        self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> Pending:
+        self.core.apply(deltas)
+        return _Done(self.core.filter_score(profile, pod, state.clone(), rows))
+
     def submit_apply(self, deltas: list[Delta]) -> Pending:
         return _Done(self.core.apply(deltas))
-
-
-class _RowAllocator:
-    """The shard table's own row choice (last freed first, else the next new row),
-    replayed here so the coordinator can address shard rows directly."""
-
-    def __init__(self) -> None:
-        self.free: list[int] = []
-        self.size = 0
-
-    def take(self) -> int:
-        if self.free:
-            return self.free.pop()
-        self.size += 1
-        return self.size - 1
-
-    def give(self, row: int) -> None:
-        self.free.append(row)
-
-
-class ShardRouter:
-    """NodeStateSink for sharded execution (see the module docstring)."""
-
-    def __init__(self, n_shards: int, table: NodeTable | None = None) -> None:
-        self.table = table or NodeTable()
-        self.n_shards = n_shards
-        self.deltas: list[list[Delta]] = [[] for _ in range(n_shards)]
-        self.load = [0] * n_shards
-        self.alloc = [_RowAllocator() for _ in range(n_shards)]
-        self.node_shard: dict[str, tuple[int, int]] = {}
-        #: per replica row: owning shard (-1 none) and the row inside that shard
-        self.shard_of_row = np.full(64, -1, dtype=np.int32)
-        self.shard_row = np.zeros(64, dtype=np.int64)
-
-    def _track(self, replica_row: int, shard: int, row: int) -> None:
-        if replica_row >= len(self.shard_of_row):
-            grow = max(replica_row + 1, 2 * len(self.shard_of_row))
-            self.shard_of_row = np.concatenate(
-                [self.shard_of_row, np.full(grow - len(self.shard_of_row), -1, dtype=np.int32)]
-            )
-            self.shard_row = np.concatenate(
-                [self.shard_row, np.zeros(grow - len(self.shard_row), dtype=np.int64)]
-            )
-        self.shard_of_row[replica_row] = shard
-        self.shard_row[replica_row] = row
-
-    # -- NodeStateSink
-
-    def upsert_node(self, node: Node) -> None:
-        replica_row = self.table.upsert_node(node)
-        placed = self.node_shard.get(node.name)
-        if placed is None:
-            shard = min(range(self.n_shards), key=self.load.__getitem__)
-            placed = (shard, self.alloc[shard].take())
-            self.node_shard[node.name] = placed
-            self.load[shard] += 1
-        self._track(replica_row, *placed)
-        self.deltas[placed[0]].append(["node", node, placed[1]])
-
-    def remove_node(self, name: str) -> None:
-        replica_row = self.table.remove_node(name)
-        placed = self.node_shard.pop(name, None)
-        if placed is None:
-            return
-        shard, row = placed
-        self.alloc[shard].give(row)
-        self.load[shard] -= 1
-        if replica_row is not None:
-            self.shard_of_row[replica_row] = -1
-        self.deltas[shard].append(["node-", name])
-
-    def add_pod(self, node_name: str, pod: Pod) -> None:
-        self.table.add_pod(self.table.index[node_name], pod)
-        self.deltas[self.node_shard[node_name][0]].append(["pod+", node_name, pod])
-
-    def remove_pod(self, node_name: str, pod: Pod) -> None:
-        self.table.remove_pod(self.table.index[node_name], pod)
-        self.deltas[self.node_shard[node_name][0]].append(["pod-", node_name, pod.key])
-
-    def replace_pod(self, node_name: str, pod: Pod) -> None:
-        self.table.row_pods[self.table.index[node_name]][pod.key] = pod
-        self.deltas[self.node_shard[node_name][0]].append(["pod=", node_name, pod])
-
-    def take_deltas(self, shard: int) -> list[Delta]:
-        out, self.deltas[shard] = self.deltas[shard], []
-        return out
-
-    def full_state_deltas(self, shard: int) -> list[Delta]:
-        """Deltas that build ``shard`` from nothing to the replica's current state: every
-        node it owns at its shard row (in row order), then every pod accounted on each.
-        Pending deltas of the shard are superseded: drop them (``take_deltas``) when
-        replaying these into a fresh shard, or pods would be counted twice."""
-        t = self.table
-        nodes = sorted((row, name) for name, (s, row) in self.node_shard.items() if s == shard)
-        out: list[Delta] = []
-        pods: list[Delta] = []
-        for row, name in nodes:
-            replica_row = t.index[name]
-            node = t.nodes[replica_row]
-            assert node is not None
-            out.append(["node", node, row])
-            pods.extend(["pod+", name, pod] for pod in t.row_pods[replica_row].values())
-        return out + pods
 
 
 class ShardedSource:
@@ -229,6 +141,9 @@ class ShardedSource:
         self.lost: set[int] = set()
         #: how many times a shard was rebuilt (fault tests, metrics)
         self.rebuilds = 0
+        #: scores shards computed with their Filter answer, for this attempt's Score
+        self.speculative = SpeculativeScores()
+        self._fused = all(hasattr(c, "submit_filter_score") for c in clients)
 
     def _split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         owner = self.router.shard_of_row[rows]
@@ -254,6 +169,10 @@ class ShardedSource:
         deltas = self.router.take_deltas(shard)
         if kind == "filter":
             return client.submit_filter(deltas, fwk.profile_name, pod, state, srows)
+        if kind == "filter_score":
+            return client.submit_filter_score(  # type: ignore[attr-defined]
+                deltas, fwk.profile_name, pod, state, srows
+            )
         return client.submit_score(deltas, fwk.profile_name, pod, state, srows)
 
     def _rebuild(self, shard: int) -> None:
@@ -349,6 +268,8 @@ class ShardedSource:
     ) -> FilterOutcome:
         """``prefix`` (rows are 0..k-1 of the replica) changes nothing here: each shard
         gets its own rows, which are not a prefix of its table in general."""
+        if self._fused and speculation_wanted(fwk, pod):
+            return self._phase(fwk, "Filter", lambda: self._filter_score(fwk, state, pod, rows))
         return self._phase(
             fwk,
             "Filter",
@@ -357,14 +278,26 @@ class ShardedSource:
             ),
         )
 
+    def _filter_score(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray
+    ) -> FilterOutcome:
+        """Filter, each shard also scoring the rows of its part that passed."""
+        parts = self._fan_out("filter_score", fwk, state, pod, rows)
+        for idx, (_, passing, scores, skipped) in parts:
+            if scores is not None:
+                self.speculative.keep(state, pod, rows[idx[passing]], scores, skipped)
+        return merge_filter_outcomes(len(rows), [(idx, reply[0]) for idx, reply in parts])
+
     def score(
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]:
-        return self._phase(
-            fwk,
-            "Score",
-            lambda: merge_scores(len(rows), self._fan_out("score", fwk, state, pod, rows)),
-        )
+        def run() -> dict[str, np.ndarray]:
+            kept = self.speculative.take(fwk, state, pod, rows)
+            if kept is not None:
+                return kept
+            return merge_scores(len(rows), self._fan_out("score", fwk, state, pod, rows))
+
+        return self._phase(fwk, "Score", run)
 
     def close(self) -> None:
         """Release the clients that hold resources (Ray actors); idempotent."""
@@ -373,12 +306,20 @@ class ShardedSource:
             if close is not None:
                 close()
 
-    def sync_if_behind(self) -> None:
-        """Push deltas once a shard has DELTA_BACKLOG of them waiting: attempts the
-        compiled path answers on the replica send the shards nothing, and a shard must
-        not receive a run's worth of deltas with its next request."""
-        if max(map(len, self.router.deltas), default=0) >= DELTA_BACKLOG:
-            self.sync()
+    def sync_when_idle(self) -> None:
+        """The loop found nothing to schedule: push up to DELTA_BACKLOG waiting deltas to
+        each shard that is not stale, so a later call carries less (a stale shard waits for
+        its next call: rebuilding it now could be for nothing)."""
+        calls = [
+            (s, self.clients[s].submit_apply(self.router.take_deltas(s, DELTA_BACKLOG)))
+            for s in range(self.router.n_shards)
+            if self.router.deltas[s] and not self.router.stale[s]
+        ]
+        for s, c in calls:
+            try:
+                c.result()
+            except ShardLostError:
+                self._rebuild(s)
 
     def sync(self) -> None:
         """Push pending deltas to every shard now (before a fault test, or at idle)."""

@@ -126,12 +126,20 @@ class KillBeforeCall:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.client, name)
 
-    def submit_filter(self, *args: Any) -> Any:
+    def _count_filter_call(self) -> None:
         self.filter_calls += 1
         if self.filter_calls == self.kill_at:
             self.killed_pid = self.client.pid()
             os.kill(self.killed_pid, signal.SIGKILL)
+
+    def submit_filter(self, *args: Any) -> Any:
+        self._count_filter_call()
         return self.client.submit_filter(*args)
+
+    def submit_filter_score(self, *args: Any) -> Any:
+        """Filter with speculative scores (``speculation``): a Filter call too."""
+        self._count_filter_call()
+        return self.client.submit_filter_score(*args)
 
     def rebuild(self, deltas: Any) -> None:
         self.rebuilds += 1

@@ -76,6 +76,10 @@ def _preempt_onto_n1(c: Coordinator) -> None:
     _cycle(c, "default/hi")
     assert c.queue.nominator.nominated_node_for_pod("default/hi") == "n1"
     assert [p.key for p in c.nominated_pods()["n1"]] == ["default/hi"]
+    # Async preemption deletes the victim on the executor's thread: wait for it (a loaded
+    # machine used to read the store before the deletion).
+    for fwk in c.frameworks.values():
+        assert fwk.handle.preemption_executor.wait_idle(10.0)  # type: ignore[union-attr]
     c.poll_informer()  # the victim's deletion
     assert c.store.get("Pod", "default/low") is None
 

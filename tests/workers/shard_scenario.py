@@ -33,6 +33,7 @@ from cluster_sched.testing.builders import make_node, make_pod
 from workers.ray_shard import (
     ShardActor,
     decode_filter_outcome,
+    decode_filter_score,
     decode_scores,
     encode_request,
     wire_deltas,
@@ -84,6 +85,15 @@ class WireClient:
             decode_scores(self.actor.score(self._payload(deltas, profile, pod, state, rows)))
         )
 
+    def submit_filter_score(
+        self, deltas: list[Any], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
+    ) -> Any:
+        return _Done(
+            decode_filter_score(
+                self.actor.filter_score(self._payload(deltas, profile, pod, state, rows))
+            )
+        )
+
     def submit_apply(self, deltas: list[Any]) -> Any:
         return _Done(self.actor.apply(encode_value(wire_deltas(deltas))))
 
@@ -115,6 +125,10 @@ class FlakyClient(WireClient):
     def submit_score(self, *args: Any) -> Any:
         self._maybe_lose()
         return super().submit_score(*args)
+
+    def submit_filter_score(self, *args: Any) -> Any:
+        self._maybe_lose()
+        return super().submit_filter_score(*args)
 
     def rebuild(self, deltas: list[Any]) -> None:
         if self.rebuild_fails:

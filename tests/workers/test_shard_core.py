@@ -48,7 +48,7 @@ def expected() -> list[Any]:
     "shards", [1, 2, 3, 5], ids=["1-shard", "2-shards", "3-shards", "5-shards"]
 )
 def test_wire_shards_match_a_single_table(expected: list[Any], shards: int) -> None:
-    got, _ = run_sequence(
+    got, src = run_sequence(
         lambda router: ShardedSource(router, [WireClient(i) for i in range(router.n_shards)]),
         shards,
     )
@@ -56,6 +56,9 @@ def test_wire_shards_match_a_single_table(expected: list[Any], shards: int) -> N
     # the sequence really exercised filters, scores and a misfit
     assert any(s[0] == "fit-error" for s in got)
     assert any(s[2] for s in got if s[0] != "fit-error")
+    # Scores sent with the Filter answer served the plain pods; once pods with affinity
+    # terms exist, InterPodAffinity's PreScore reads them and the Score fan-out is used.
+    assert src.speculative.hits >= 4 and src.speculative.misses >= 1
 
 
 def test_shard_rows_are_the_coordinators_choice() -> None:
@@ -150,3 +153,88 @@ def test_a_shard_that_cannot_be_rebuilt_fails_the_cycle_clearly(expected: list[A
     )
     assert summary(res) == expected[0]
     assert src.lost == set() and flaky.rebuilt == 1
+
+
+# ------------------------------------------------------------ what a shard is not sent
+
+
+def _replica_accounting(table: Any, names: list[str]) -> list[Any]:
+    rows = [table.index[n] for n in names]
+    return [
+        (table.requested[:, r].tolist(), int(table.pod_count[r]), sorted(table.row_pods[r]))
+        for r in rows
+    ]
+
+
+def test_waiting_deltas_are_coalesced_and_the_shard_still_matches_the_replica() -> None:
+    router = ShardRouter(1)
+    core = ShardCore(0)
+    for node in nodes()[:2]:
+        router.upsert_node(node)
+    core.apply(router.take_deltas(0))
+    assumed = replace(make_pod("a").req(cpu="1").obj(), node_name="n0")
+    confirmed = replace(assumed, meta=replace(assumed.meta, resource_version="7"))
+    router.add_pod("n0", assumed)
+    router.replace_pod("n0", confirmed)  # the watch confirms it before the shard saw it
+    gone = replace(make_pod("b").req(cpu="2").obj(), node_name="n1")
+    router.add_pod("n1", gone)
+    router.remove_pod("n1", gone)  # forgotten before it left: nothing to send
+    waiting = router.take_deltas(0)
+    assert waiting == [["pod+", "n0", confirmed]]
+    core.apply(waiting)
+    assert core.table.row_pods[core.table.index["n0"]]["default/a"] is confirmed
+    # once sent, a same-accounting confirmation sends nothing; a removal is sent
+    router.replace_pod("n0", replace(confirmed, meta=replace(confirmed.meta, resource_version="8")))
+    assert router.take_deltas(0) == []
+    router.remove_pod("n0", confirmed)
+    assert router.take_deltas(0) == [["pod-", "n0", "default/a"]]
+
+
+def test_a_shard_whose_deltas_outgrow_its_state_is_reset_and_rebuilt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import cluster_sched.scheduler.shard_router as sharding
+
+    monkeypatch.setattr(sharding, "DELTA_BACKLOG", 8)
+    router = ShardRouter(2)
+    cache = Cache(router)
+    load(cache)
+    cores = [ShardCore(i) for i in range(2)]
+    for i, core in enumerate(cores):
+        core.apply(decode_value(encode_value(wire_deltas(router.take_deltas(i)))))
+    # churn: pods assumed and confirmed one after another on every node, far more
+    # changes than the shards hold
+    for k in range(300):
+        pod = make_pod(f"churn-{k}").req(cpu="100m").obj()
+        node = f"n{k % 12}"
+        cache.assume_pod(replace(pod, node_name=node), node)
+        if k % 3:
+            cache.forget_pod(replace(pod, node_name=node))
+    assert router.stale == [True, True]
+    assert router.deltas == [[], []]  # nothing collected while stale
+    for i, core in enumerate(cores):
+        rebuild = router.take_deltas(i)
+        assert rebuild[0] == sharding.RESET
+        core.apply(decode_value(encode_value(wire_deltas(rebuild))))
+        assert not router.stale[i]
+        mine = sorted(n for n, (s, _) in router.node_shard.items() if s == i)
+        assert sorted(core.table.index) == mine
+        for name in mine:
+            r, sr = router.table.index[name], core.table.index[name]
+            assert np.array_equal(core.table.requested[:, sr], router.table.requested[:, r])
+            assert core.table.row_pods[sr].keys() == router.table.row_pods[r].keys()
+
+
+def test_scheduling_through_stale_shards_matches_a_single_table(
+    expected: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import cluster_sched.scheduler.shard_router as sharding
+
+    monkeypatch.setattr(sharding, "DELTA_BACKLOG", 1)
+    monkeypatch.setattr(sharding, "STALE_FACTOR", 0)  # every delta makes a shard stale
+    got, src = run_sequence(
+        lambda router: ShardedSource(router, [WireClient(i) for i in range(router.n_shards)]),
+        3,
+    )
+    assert got == expected
+    assert src.rebuilds == 0  # resets travel with calls; no shard was lost

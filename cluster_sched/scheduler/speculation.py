@@ -1,0 +1,115 @@
+"""Scores a shard computes with its Filter answer, used by the Score phase when exact.
+
+Per pod the sharded protocol needs two fan-outs: Filter over the window, then Score over
+the feasible nodes once PreScore has run on the coordinator. A Ray call costs far more
+than scoring a few hundred rows, so with its Filter answer a shard also runs PreScore
+and Score over the rows of its part that passed (``ShardCore.filter_score``), and the
+coordinator keeps those scores here. When the Score phase comes, they answer it without
+a second fan-out if they are the scores the shard would have returned then:
+
+- every row to score passed Filter in this attempt (the feasible rows always do: the
+  nominated-node pass and extenders only remove rows), and was scored with the same
+  CycleState object of the same pod;
+- PreScore computed the same state on both sides. The shard's PreScore sees the pod and
+  the cluster-wide facts it is sent, not the cluster's pods or controllers; the
+  plugins whose PreScore reads nothing else are those ``pre_cycle.KNOWN`` lists, when
+  the cross-node ones (InterPodAffinity, PodTopologySpread) Skip and the pod has no
+  volumes. So: every PreScore plugin is KNOWN, the pod has no volumes, both cross-node
+  plugins Skip on the coordinator, and each shard skipped exactly the plugins the
+  coordinator skipped.
+
+Otherwise the scores are dropped and Score fans out as before. A score of one node
+depends on the pod, the state and that node's row only (normalisation happens on the
+coordinator, over the feasible rows), so rows scored early or in another chunk are the
+same numbers. Not used while plugins are timed (metrics or tracing on), so the Score
+extension point keeps its own duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
+
+__all__ = ["SpeculativeScores", "speculation_wanted"]
+
+
+def speculation_wanted(fwk: Framework, pod: Pod) -> bool:
+    """Whether a shard should score with its Filter answer (see the module docstring)."""
+    return (
+        bool(fwk.score)
+        and not fwk.instrumented
+        and not pod.volumes
+        and all(pl.name in KNOWN for pl in fwk.pre_score)
+    )
+
+
+@dataclass(slots=True)
+class _Part:
+    rows: np.ndarray
+    scores: dict[str, np.ndarray]
+    skipped: frozenset[str]
+
+
+@dataclass(slots=True)
+class SpeculativeScores:
+    """The scores of the current attempt's passing rows, and how often they served."""
+
+    state: CycleState | None = None
+    pod: Pod | None = None
+    parts: list[_Part] = field(default_factory=list)
+    hits: int = 0
+    misses: int = 0
+
+    def keep(
+        self,
+        state: CycleState,
+        pod: Pod,
+        rows: np.ndarray,
+        scores: dict[str, np.ndarray],
+        skipped: frozenset[str],
+    ) -> None:
+        """Scores of ``rows`` (replica rows that passed Filter) from one shard."""
+        if self.state is not state or self.pod is not pod:
+            self.state, self.pod, self.parts = state, pod, []
+        if len(rows):
+            self.parts.append(_Part(rows, scores, skipped))
+
+    def take(
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray
+    ) -> dict[str, np.ndarray] | None:
+        """The scores of ``rows`` if they are exact (module docstring), else None."""
+        parts, same = self.parts, self.state is state and self.pod is pod
+        self.state, self.pod, self.parts = None, None, []
+        if not same or not parts:
+            return None
+        coordinator_skip = frozenset(state.skip_score_plugins)
+        if not CROSS_NODE & {pl.name for pl in fwk.pre_score} <= coordinator_skip or any(
+            p.skipped != coordinator_skip for p in parts
+        ):
+            self.misses += 1
+            return None
+        held = np.concatenate([p.rows for p in parts])
+        order = np.argsort(held, kind="stable")
+        at = np.minimum(np.searchsorted(held[order], rows), len(held) - 1)
+        if not np.array_equal(held[order][at], rows):
+            self.misses += 1
+            return None
+        pick = order[at]
+        names = {name for p in parts for name in p.scores}
+        out: dict[str, np.ndarray] = {}
+        for name in names:
+            if any(name not in p.scores for p in parts):
+                self.misses += 1
+                return None
+            out[name] = np.concatenate([p.scores[name] for p in parts])[pick]
+        self.hits += 1
+        return out
+
+    def counters(self) -> dict[str, int]:
+        return {"speculative_score_hits": self.hits, "speculative_score_misses": self.misses}
