@@ -11,8 +11,6 @@ that died before binding them.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from cluster_sched.cli import main
 from cluster_sched.store.check import check_store
 from cluster_sched.store.store import Store
 from tests.testing_plugins.cs_chaos_plugins import KILL_AT_LABEL
+from tests.workers.shard_scenario import KillBeforeCall
 from workers.ray_shard import ACTOR_NAME_PREFIX
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
@@ -130,27 +129,6 @@ def test_binding_workers_killed_before_and_after_binding(
     killed = [k for k in redis_client.scan_iter(match="*:chaos:killed:*")]
     assert len(killed) == 4, "every kill happened"
     assert_sound(redis_client)
-
-
-class KillBeforeCall:
-    """A real shard client whose actor's process is SIGKILLed before its ``kill_at``-th
-    Filter call, so the kill certainly lands mid-run on a call the dead actor gets."""
-
-    def __init__(self, client: Any, kill_at: int) -> None:
-        self.client = client
-        self.kill_at = kill_at
-        self.filter_calls = 0
-        self.killed = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.client, name)
-
-    def submit_filter(self, *args: Any) -> Any:
-        self.filter_calls += 1
-        if self.filter_calls == self.kill_at:
-            os.kill(self.client.pid(), signal.SIGKILL)
-            self.killed = True
-        return self.client.submit_filter(*args)
 
 
 def test_shard_actor_killed_mid_run(

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from cluster_sched.api.manifest import parse_object
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.cli import main
 from cluster_sched.store.store import Store
+from tests.workers.shard_scenario import KillBeforeCall
 from workers.ray_shard import ACTOR_NAME_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,41 +108,6 @@ def over_commitments(store: Store) -> list[str]:
         for res, amount in counts.items()
         if amount > nodes[name].allocatable.get(res, 0)
     ]
-
-
-class KillBeforeCall:
-    """A real shard client whose actor's worker process is SIGKILLed just before the
-    client's ``kill_at``-th Filter call: the kill lands at a chosen scheduling cycle, so
-    the run is certainly mid-way and the dead actor certainly gets that call."""
-
-    def __init__(self, client: Any, kill_at: int) -> None:
-        self.client = client
-        self.kill_at = kill_at
-        self.filter_calls = 0
-        self.killed_pid: int | None = None
-        self.rebuilds = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.client, name)
-
-    def _count_filter_call(self) -> None:
-        self.filter_calls += 1
-        if self.filter_calls == self.kill_at:
-            self.killed_pid = self.client.pid()
-            os.kill(self.killed_pid, signal.SIGKILL)
-
-    def submit_filter(self, *args: Any) -> Any:
-        self._count_filter_call()
-        return self.client.submit_filter(*args)
-
-    def submit_filter_score(self, *args: Any) -> Any:
-        """Filter with speculative scores (``speculation``): a Filter call too."""
-        self._count_filter_call()
-        return self.client.submit_filter_score(*args)
-
-    def rebuild(self, deltas: Any) -> None:
-        self.rebuilds += 1
-        self.client.rebuild(deltas)
 
 
 def test_a_killed_shard_worker_is_rebuilt_from_the_replica_and_the_run_completes(

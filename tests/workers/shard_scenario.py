@@ -12,7 +12,9 @@ pod that fits nowhere.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 from dataclasses import replace
 from typing import Any
 
@@ -135,6 +137,45 @@ class FlakyClient(WireClient):
             self.rebuild_fails -= 1
             raise ShardLostError(self.shard, "no room for a new actor")
         super().rebuild(deltas)
+
+
+class KillBeforeCall:
+    """A real shard client whose actor's worker process is SIGKILLed just before the
+    client's ``kill_at``-th Filter call (plain or with speculative scores): the kill lands
+    at a chosen scheduling cycle, so the run is certainly mid-way and the dead actor
+    certainly gets that call."""
+
+    def __init__(self, client: Any, kill_at: int) -> None:
+        self.client = client
+        self.kill_at = kill_at
+        self.filter_calls = 0
+        self.killed_pid: int | None = None
+        self.rebuilds = 0
+
+    @property
+    def killed(self) -> bool:
+        return self.killed_pid is not None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def _count_filter_call(self) -> None:
+        self.filter_calls += 1
+        if self.filter_calls == self.kill_at:
+            self.killed_pid = self.client.pid()
+            os.kill(self.killed_pid, signal.SIGKILL)
+
+    def submit_filter(self, *args: Any) -> Any:
+        self._count_filter_call()
+        return self.client.submit_filter(*args)
+
+    def submit_filter_score(self, *args: Any) -> Any:
+        self._count_filter_call()
+        return self.client.submit_filter_score(*args)
+
+    def rebuild(self, deltas: Any) -> None:
+        self.rebuilds += 1
+        self.client.rebuild(deltas)
 
 
 # ---------------------------------------------------------------------------- cluster
