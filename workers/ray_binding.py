@@ -20,9 +20,9 @@ Where each phase runs:
   Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
   task returns ``[code, reasons, plugin]`` per job as msgpack.
 
-Batching is adaptive: a batch leaves as soon as fewer than ``max_in_flight`` tasks are
-running (so an idle cluster binds at once), otherwise jobs accumulate until a task
-finishes or ``batch`` jobs wait. ``poll`` never blocks (``ray.wait(timeout=0)``), and
+Batching is adaptive: a batch leaves at once when no task is running (so an idle
+cluster binds at once), when ``batch`` jobs wait, or when fewer than ``max_in_flight``
+tasks run and its oldest job waited ``BATCH_WAIT``. ``poll`` never blocks (``ray.wait(timeout=0)``), and
 asks Ray at most every ``POLL_INTERVAL``.
 
 A task that fails as a whole (its worker was killed, Ray lost it) turns into outcomes per
@@ -86,6 +86,10 @@ DEFAULT_BATCH: Final = 256
 """Most jobs one binding task carries."""
 DEFAULT_MAX_IN_FLIGHT: Final = 2
 """Binding tasks running at once before jobs wait for the next batch."""
+BATCH_WAIT: Final = 0.02
+"""Seconds a job may wait for more jobs to share its task while another task runs: a
+task costs the coordinator ~1 ms to send, so sending one per pod (as soon as a slot
+freed) cost more than the pod's cycle."""
 POLL_INTERVAL: Final = 0.005
 """Seconds between two ``ray.wait`` calls of ``poll``: one costs ~0.2 ms of the
 coordinator's time, so asking after every pod cost more than the pod's cycle; an outcome
@@ -267,6 +271,8 @@ class RayBindingExecutor:
         #: binding tasks that failed as a whole (fault tests, metrics)
         self.failed_tasks = 0
         self._last_wait = 0.0
+        #: when the oldest job in ``_buffer`` arrived
+        self._buffered_at = 0.0
 
     # -- BindingExecutor
 
@@ -277,6 +283,8 @@ class RayBindingExecutor:
                 self._held += 1
             self._waiters.submit(self._wait_on_permit, job)
             return
+        if not self._buffer:
+            self._buffered_at = time.monotonic()
         self._buffer.append(job)
         self._flush()
 
@@ -328,9 +336,12 @@ class RayBindingExecutor:
     def _take_allowed(self) -> None:
         while True:
             try:
-                self._buffer.append(self._allowed.get_nowait())
+                job = self._allowed.get_nowait()
             except queue.Empty:
                 break
+            if not self._buffer:
+                self._buffered_at = time.monotonic()
+            self._buffer.append(job)
 
     def close(self, timeout: float = 30.0) -> None:
         """Send what is buffered and wait (up to ``timeout``) for running tasks, so no
@@ -355,10 +366,19 @@ class RayBindingExecutor:
             self._held -= 1
 
     def _flush(self, force: bool = False) -> None:
+        """Send a batch when it is full, when no task runs (an idle cluster binds at
+        once), or when a slot is free and the oldest job waited BATCH_WAIT."""
         while self._buffer and (
-            force or len(self._in_flight) < self._max_in_flight or len(self._buffer) >= self._batch
+            force
+            or len(self._buffer) >= self._batch
+            or not self._in_flight
+            or (
+                len(self._in_flight) < self._max_in_flight
+                and time.monotonic() - self._buffered_at >= BATCH_WAIT
+            )
         ):
             jobs, self._buffer = self._buffer[: self._batch], self._buffer[self._batch :]
+            self._buffered_at = time.monotonic()
             self._send(jobs)
 
     def _send(self, jobs: list[BindingJob]) -> None:
