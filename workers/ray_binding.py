@@ -20,9 +20,10 @@ Where each phase runs:
   Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
   task returns ``[code, reasons, plugin]`` per job as msgpack.
 
-Batching is adaptive: a batch leaves at once when no task is running (so an idle
-cluster binds at once), when ``batch`` jobs wait, or when fewer than ``max_in_flight``
-tasks run and its oldest job waited ``BATCH_WAIT``. ``poll`` never blocks (``ray.wait(timeout=0)``), and
+Batching is adaptive: a batch leaves when ``batch`` jobs wait, or when fewer than
+``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (20 ms) ago or
+more: an idle cluster binds at once, a busy one sends at most one task per slot per
+BATCH_WAIT. ``poll`` never blocks (``ray.wait(timeout=0)``), and
 asks Ray at most every ``POLL_INTERVAL``.
 
 A task that fails as a whole (its worker was killed, Ray lost it) turns into outcomes per
@@ -87,10 +88,10 @@ DEFAULT_BATCH: Final = 256
 DEFAULT_MAX_IN_FLIGHT: Final = 2
 """Binding tasks running at once before jobs wait for the next batch."""
 BATCH_WAIT: Final = 0.02
-"""Seconds a job may wait for more jobs to share its task while another task runs: a
-task costs the coordinator ~1 ms to send, so sending one per pod (as soon as a slot
-freed) cost more than the pod's cycle."""
-POLL_INTERVAL: Final = 0.005
+"""Seconds between two batches sent into a free slot: a task costs the coordinator
+~1 ms to send, so sending one per pod (as soon as a slot freed) cost more than the
+pod's cycle."""
+POLL_INTERVAL: Final = 0.01
 """Seconds between two ``ray.wait`` calls of ``poll``: one costs ~0.2 ms of the
 coordinator's time, so asking after every pod cost more than the pod's cycle; an outcome
 waits at most this long longer to be read."""
@@ -271,8 +272,8 @@ class RayBindingExecutor:
         #: binding tasks that failed as a whole (fault tests, metrics)
         self.failed_tasks = 0
         self._last_wait = 0.0
-        #: when the oldest job in ``_buffer`` arrived
-        self._buffered_at = 0.0
+        #: when the last batch left
+        self._last_send = 0.0
 
     # -- BindingExecutor
 
@@ -283,8 +284,6 @@ class RayBindingExecutor:
                 self._held += 1
             self._waiters.submit(self._wait_on_permit, job)
             return
-        if not self._buffer:
-            self._buffered_at = time.monotonic()
         self._buffer.append(job)
         self._flush()
 
@@ -336,12 +335,9 @@ class RayBindingExecutor:
     def _take_allowed(self) -> None:
         while True:
             try:
-                job = self._allowed.get_nowait()
+                self._buffer.append(self._allowed.get_nowait())
             except queue.Empty:
                 break
-            if not self._buffer:
-                self._buffered_at = time.monotonic()
-            self._buffer.append(job)
 
     def close(self, timeout: float = 30.0) -> None:
         """Send what is buffered and wait (up to ``timeout``) for running tasks, so no
@@ -366,19 +362,18 @@ class RayBindingExecutor:
             self._held -= 1
 
     def _flush(self, force: bool = False) -> None:
-        """Send a batch when it is full, when no task runs (an idle cluster binds at
-        once), or when a slot is free and the oldest job waited BATCH_WAIT."""
+        """Send a batch when it is full, or when a slot is free and the last batch left
+        BATCH_WAIT ago or more (so a pod arriving at an idle cluster is sent at once)."""
         while self._buffer and (
             force
             or len(self._buffer) >= self._batch
-            or not self._in_flight
             or (
                 len(self._in_flight) < self._max_in_flight
-                and time.monotonic() - self._buffered_at >= BATCH_WAIT
+                and time.monotonic() - self._last_send >= BATCH_WAIT
             )
         ):
             jobs, self._buffer = self._buffer[: self._batch], self._buffer[self._batch :]
-            self._buffered_at = time.monotonic()
+            self._last_send = time.monotonic()
             self._send(jobs)
 
     def _send(self, jobs: list[BindingJob]) -> None:
