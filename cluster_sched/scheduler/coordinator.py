@@ -22,6 +22,7 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.gc_policy import collect_when_idle
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import Location, QueuedPodInfo
 from cluster_sched.scheduler.algorithm import Scheduler
@@ -229,6 +230,7 @@ class Coordinator:
             self.flush_done()
             self.poll_informer()
             self.source.sync_when_idle()
+            collect_when_idle()
             return False
         pop_ns = time.time_ns() if self.tracing.enabled else 0
         try:

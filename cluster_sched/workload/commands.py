@@ -254,6 +254,7 @@ def _register_serve(sub: Any) -> None:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from cluster_sched.config.load import load_config
     from cluster_sched.errors import StoreError
+    from cluster_sched.gc_policy import survivors_frozen
     from cluster_sched.redis_server import connect, redact_url, resolve_url
     from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
     from cluster_sched.scheduler.coordinator import Coordinator
@@ -340,12 +341,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         tracing.shutdown()  # stopped while standing by: nothing was written
         return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
     try:
-        serve_until(
-            start,
-            guard,
-            lambda: stopped_by is not None or (elector is not None and elector.lost),
-            on_started=announce,
-        )
+        with survivors_frozen():  # full collections skip what survived them (gc_policy)
+            serve_until(
+                start,
+                guard,
+                lambda: stopped_by is not None or (elector is not None and elector.lost),
+                on_started=announce,
+            )
     except StoreError as exc:
         if elector is None or not is_fenced_error(exc):
             raise

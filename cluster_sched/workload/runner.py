@@ -22,6 +22,7 @@ from cluster_sched.clock import VirtualClock
 from cluster_sched.config.load import load_config
 from cluster_sched.errors import UsageError
 from cluster_sched.features import parse_feature_gates
+from cluster_sched.gc_policy import survivors_frozen
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
@@ -307,6 +308,12 @@ def _check_clock(opts: RunOptions) -> None:
 
 
 def run_evaluation(opts: RunOptions) -> RunResult:
+    """One evaluation, with the survivors of full collections frozen (``gc_policy``)."""
+    with survivors_frozen():
+        return _run_evaluation(opts)
+
+
+def _run_evaluation(opts: RunOptions) -> RunResult:
     _check_clock(opts)
     workload = load_workload(opts.workload, seed=opts.seed or 0, lenient=opts.lenient)
     config = load_config(opts.config)

@@ -22,6 +22,7 @@ from cluster_sched.config.load import load_config
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.features import FeatureGates, parse_feature_gates
+from cluster_sched.gc_policy import survivors_frozen
 from cluster_sched.redis_server import redis_session, resolve_url
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
@@ -142,9 +143,10 @@ def run_perf(args: argparse.Namespace) -> int:
         print(f"running {p.name}", flush=True)
         path = p.case.scheduler_config_path
         batching: list[str] = []
-        outcome = run_workload(
-            p, configs[str(path) if path is not None else ""], args, _collect(batching)
-        )
+        with survivors_frozen():  # full collections skip what survived them (gc_policy)
+            outcome = run_workload(
+                p, configs[str(path) if path is not None else ""], args, _collect(batching)
+            )
         for line_ in batching:
             print(f"  {line_}", flush=True)
         for warning in outcome.warnings:

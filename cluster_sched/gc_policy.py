@@ -1,0 +1,67 @@
+"""Python's cyclic garbage collector, for a process that holds a cluster in memory.
+
+A coordinator holds millions of long-lived objects (nodes, pods, their parsed specs,
+queue entries), and every full (generation 2) collection walks all of them. Measured on
+20,000 nodes and 20,000 pods (`benchmarks/gc_bench.py`): 14 full collections cost 5.3 s
+of a 19-s run, the longest 1.0 s, a pause every queued pod waits out. Almost none of
+those objects is ever freed by the collector: they live until the run ends, or reference
+counting frees them (pods and nodes hold no cycles).
+
+So while ``survivors_frozen`` is active, the survivors of each full collection are
+frozen (``gc.freeze``: kept in a generation the collector never scans) and the next
+full collection walks only what was created since. What that gives up: a cycle among
+frozen objects that becomes garbage is freed only once they are unfrozen — when the
+scope ends, or by ``collect_when_idle``, which a long-running loop calls when it has
+nothing to do: at most every IDLE_FULL_INTERVAL seconds it unfreezes everything and
+runs one full collection, at a moment when nobody waits for it.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+__all__ = ["IDLE_FULL_INTERVAL", "collect_when_idle", "survivors_frozen"]
+
+IDLE_FULL_INTERVAL: Final = 300.0
+"""Seconds between two full collections of everything, run only when the loop is idle."""
+
+_active = 0
+_last_full = 0.0
+
+
+def _freeze_after_full(phase: str, info: dict[str, Any]) -> None:
+    if phase == "stop" and info.get("generation") == 2:
+        gc.freeze()
+
+
+@contextmanager
+def survivors_frozen() -> Iterator[None]:
+    """Freeze the survivors of every full collection for the duration (nestable)."""
+    global _active, _last_full
+    if _active == 0:
+        gc.callbacks.append(_freeze_after_full)
+        _last_full = time.monotonic()
+    _active += 1
+    try:
+        yield
+    finally:
+        _active -= 1
+        if _active == 0:
+            gc.callbacks.remove(_freeze_after_full)
+            gc.unfreeze()
+
+
+def collect_when_idle() -> bool:
+    """Unfreeze and collect everything if the policy is active and the last such pass
+    is IDLE_FULL_INTERVAL old; True if it ran."""
+    global _last_full
+    if not _active or time.monotonic() - _last_full < IDLE_FULL_INTERVAL:
+        return False
+    _last_full = time.monotonic()
+    gc.unfreeze()
+    gc.collect()
+    return True

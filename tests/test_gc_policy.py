@@ -1,0 +1,52 @@
+"""gc_policy: survivors of full collections are frozen inside the scope, and only there."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import cluster_sched.gc_policy as gc_policy
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_survivors_of_a_full_collection_are_frozen_inside_the_scope_only() -> None:
+    gc.unfreeze()
+    keep = [_Cycle() for _ in range(100)]
+    with gc_policy.survivors_frozen():
+        assert gc.get_freeze_count() == 0
+        gc.collect()
+        assert gc.get_freeze_count() >= len(keep)
+        with gc_policy.survivors_frozen():  # nested: still one callback
+            assert gc.callbacks.count(gc_policy._freeze_after_full) == 1
+        assert gc.get_freeze_count() >= len(keep)  # the inner scope did not unfreeze
+    assert gc.get_freeze_count() == 0
+    assert gc_policy._freeze_after_full not in gc.callbacks
+
+
+def test_idle_collection_frees_cycles_that_died_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    gc.unfreeze()
+    with gc_policy.survivors_frozen():
+        garbage = [_Cycle() for _ in range(50)]
+        gc.collect()  # the cycles survive (still referenced) and are frozen
+        del garbage  # now unreachable, but frozen: a full collection does not see them
+        assert gc.collect() == 0
+        assert not gc_policy.collect_when_idle()  # the interval has not passed
+        monkeypatch.setattr(gc_policy, "IDLE_FULL_INTERVAL", 0.0)
+        counts: list[int] = []
+
+        def count(phase: str, info: dict[str, int]) -> None:
+            if phase == "stop" and info["generation"] == 2:
+                counts.append(info["collected"])
+
+        gc.callbacks.append(count)
+        try:
+            assert gc_policy.collect_when_idle()
+        finally:
+            gc.callbacks.remove(count)
+        assert counts and counts[0] >= 50
+    assert not gc_policy.collect_when_idle()  # outside the scope: never
