@@ -15,7 +15,7 @@ deterministic and the same for every mode:
 After a round the fake clock jumps past every backoff. Batch size 1 is the serial loop;
 larger batches pop many pods per round trip and commit them one by one. Equal outcomes
 across batch sizes, the compiled and the numpy path, and executors (table, in-process
-shards) show that neither a batch nor the kernels change any pod's decision: filter/score state, nominations, preemption, host-selection randomness
+shards, Ray shard actors with Ray binding tasks) show that neither a batch nor the kernels change any pod's decision: filter/score state, nominations, preemption, host-selection randomness
 and requeueing.
 """
 
@@ -208,3 +208,22 @@ def test_batches_give_the_serial_outcome_with_opportunistic_batching(
     ):
         got = _outcome(redis_client, docs, options, batch, config)
         assert got == serial, (options, batch)
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seed=st.integers(0, 10_000))
+def test_ray_shards_give_the_serial_outcome(
+    ray_session: None, redis_client: redis.Redis, redis_url: str, driver: str, seed: int
+) -> None:
+    """Real Ray shard actors (and Ray binding tasks), every attempt fanned out to them
+    (``compiled=False``), with the Filter calls' speculative scores: the serial outcome."""
+    docs = random_workload(seed)
+    serial = _outcome(redis_client, docs, ExecutorOptions("local", compiled=False), batch=1)
+    assert any(serial[0].values()), "the workload schedules something"
+    for shards, batch in ((2, 64), (3, 5)):
+        options = ExecutorOptions("ray", shards=shards, compiled=False, redis_url=redis_url)
+        assert _outcome(redis_client, docs, options, batch) == serial, (shards, batch)
