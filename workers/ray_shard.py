@@ -43,28 +43,36 @@ import contextlib
 import itertools
 import os
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.runtime import FilterOutcome
 from cluster_sched.framework.state_codec import (
     StateCodecError,
     decode_state,
     decode_value,
-    encode_state,
     encode_value,
 )
-from cluster_sched.framework.verdicts import NodeVerdicts
-from cluster_sched.nodetable.images import normalized_image_name
 from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
+from workers.shard_wire import (
+    decode_filter_outcome,
+    decode_filter_score,
+    decode_scores,
+    encode_batch_request,
+    encode_deltas,
+    encode_filter_outcome,
+    encode_filter_score,
+    encode_request,
+    snapshot_facts,
+    wire_deltas,
+)
 
 __all__ = [
     "ACTOR_NAME_PREFIX",
@@ -74,6 +82,7 @@ __all__ = [
     "decode_filter_outcome",
     "decode_filter_score",
     "decode_scores",
+    "encode_batch_request",
     "encode_deltas",
     "encode_filter_outcome",
     "encode_filter_score",
@@ -87,118 +96,6 @@ ACTOR_NAME_PREFIX: Final = "cluster-sched-shard-"
 """Shard actors are named ``<prefix><run>-<shard>-<generation>`` (ray.util.list_named_actors)."""
 DEFAULT_SHARD_CPUS: Final = 0.0
 """Logical CPUs a shard actor reserves: none, so shards never wait for binding tasks."""
-
-
-# ---------------------------------------------------------------------------- wire format
-
-
-def _wire_object(obj: Any) -> Any:
-    """A Node/Pod as its manifest when it has one (the common case), else the object
-    (state_codec carries it as a dataclass)."""
-    raw = getattr(obj, "raw", None)
-    return raw if raw is not None else obj
-
-
-def wire_deltas(deltas: Sequence[Delta]) -> list[Delta]:
-    out: list[Delta] = []
-    for d in deltas:
-        op = d[0]
-        if op == "node":
-            out.append(["node", _wire_object(d[1]), d[2]])
-        elif op in ("pod+", "pod="):
-            out.append([op, d[1], _wire_object(d[2])])
-        else:
-            out.append(list(d))
-    return out
-
-
-def snapshot_facts(snapshot: Any, pod: Pod) -> list[Any]:
-    """``[num_nodes, {image: [size, nodes]}]`` for the pod's images, as the coordinator
-    sees them (what ImageLocality reads from the snapshot)."""
-    if snapshot is None:
-        return [-1, {}]
-    images: dict[str, list[int]] = {}
-    for c in (*pod.init_containers, *pod.containers):
-        name = normalized_image_name(c.image)
-        st = snapshot.image_state(name)
-        if st is not None:
-            images[name] = [int(st[0]), int(st[1])]
-    return [int(snapshot.num_nodes), images]
-
-
-def encode_deltas(deltas: Sequence[Delta]) -> bytes:
-    return encode_value(wire_deltas(deltas))
-
-
-def encode_request(
-    deltas: Sequence[Delta] | bytes,
-    profile: str,
-    pod: Pod,
-    state: CycleState,
-    rows: np.ndarray,
-    snapshot: Any = None,
-    trace: Mapping[str, str] | None = None,
-) -> bytes:
-    """One Filter/Score request (see the module docstring); ``deltas`` may come
-    encoded already (``encode_deltas``); ``trace`` defaults to the current span's context."""
-    return encode_value(
-        {
-            "deltas": deltas if isinstance(deltas, bytes) else encode_deltas(deltas),
-            "profile": profile,
-            "pod": _wire_object(pod),
-            "state": encode_state(state),
-            "rows": np.ascontiguousarray(rows, dtype=np.int64).tobytes(),
-            "facts": snapshot_facts(snapshot, pod),
-            "trace": dict(trace) if trace is not None else _current_carrier(),
-        }
-    )
-
-
-def encode_filter_outcome(out: FilterOutcome) -> bytes:
-    v = out.verdicts
-    return encode_value([v.codes, v.reason_ids, [tuple(r) for r in v.reasons], out.plugin_idx])
-
-
-def decode_filter_outcome(data: bytes) -> FilterOutcome:
-    codes, reason_ids, reasons, plugin_idx = decode_value(data)
-    return FilterOutcome(NodeVerdicts(codes, reason_ids, [tuple(r) for r in reasons]), plugin_idx)
-
-
-def decode_scores(data: bytes) -> dict[str, np.ndarray]:
-    return _scores_of(decode_value(data))
-
-
-def _scores_of(scores: Mapping[Any, Any]) -> dict[str, np.ndarray]:
-    return {str(k): np.asarray(v, dtype=np.int64) for k, v in scores.items()}
-
-
-FilterScoreReply = tuple[FilterOutcome, np.ndarray, dict[str, np.ndarray] | None, frozenset[str]]
-
-
-def encode_filter_score(reply: FilterScoreReply) -> bytes:
-    out, passing, scores, skipped = reply
-    v = out.verdicts
-    return encode_value(
-        [
-            [v.codes, v.reason_ids, [tuple(r) for r in v.reasons], out.plugin_idx],
-            np.ascontiguousarray(passing, dtype=np.int64),
-            scores,
-            sorted(skipped),
-        ]
-    )
-
-
-def decode_filter_score(data: bytes) -> FilterScoreReply:
-    (codes, reason_ids, reasons, plugin_idx), passing, scores, skipped = decode_value(data)
-    outcome = FilterOutcome(
-        NodeVerdicts(codes, reason_ids, [tuple(r) for r in reasons]), plugin_idx
-    )
-    return (
-        outcome,
-        np.asarray(passing, dtype=np.int64),
-        None if scores is None else _scores_of(scores),
-        frozenset(map(str, skipped)),
-    )
 
 
 # ---------------------------------------------------------------------------- the actor
@@ -237,6 +134,18 @@ class ShardActor:
         with self._span(req):
             profile, pod, state, rows = self._prepare(req)
             return encode_filter_score(self.core.filter_score(profile, pod, state, rows))
+
+    def filter_score_many(self, payload: bytes) -> bytes:
+        """A batch's questions (``shard_prefetch``): deltas once, then ``filter_score``
+        for each pod, against the rows as they are after those deltas."""
+        req = decode_value(payload)
+        with self._span(req):
+            self.core.apply(decode_value(req["deltas"]))
+            out = []
+            for ask in req["asks"]:
+                profile, pod, state, rows = self._prepare({**ask, "deltas": _NO_DELTAS})
+                out.append(encode_filter_score(self.core.filter_score(profile, pod, state, rows)))
+            return encode_value(out)
 
     def score(self, payload: bytes) -> bytes:
         req = decode_value(payload)
@@ -288,6 +197,7 @@ class _Null:
 
 
 _NULL: Final = _Null()
+_NO_DELTAS: Final = encode_value([])
 _REMOTE: Any = None
 
 
@@ -311,18 +221,6 @@ def _start_actor(shard_id: int, config: bytes, seed: int, name: str, trace_endpo
 
 
 # ---------------------------------------------------------------------------- the client
-
-
-def _current_carrier() -> dict[str, str]:
-    """The W3C context of the coordinator's current span ({} when there is none)."""
-    from opentelemetry import trace
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-    if not trace.get_current_span().get_span_context().is_valid:
-        return {}
-    carrier: dict[str, str] = {}
-    TraceContextTextMapPropagator().inject(carrier)
-    return carrier
 
 
 class _RayPending:
@@ -403,6 +301,26 @@ class RayShardClient:
         self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
     ) -> _RayPending:
         return self._submit("filter_score", decode_filter_score, deltas, profile, pod, state, rows)
+
+    def submit_filter_score_many(
+        self, deltas: list[Delta], asks: list[tuple[str, Pod, CycleState, np.ndarray]]
+    ) -> _RayPending:
+        """One call for a batch's questions (``shard_prefetch``)."""
+        try:
+            encoded = encode_deltas(deltas)
+        except StateCodecError as exc:
+            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        try:
+            payload = encode_batch_request(encoded, asks, self.snapshot)
+        except Exception:
+            if deltas:
+                self.actor.apply.remote(encoded)  # ordered before any later call
+            raise
+        return _RayPending(
+            self,
+            self.actor.filter_score_many.remote(payload),
+            lambda data: [decode_filter_score(b) for b in decode_value(data)],
+        )
 
     def submit_apply(self, deltas: list[Delta]) -> _RayPending:
         try:

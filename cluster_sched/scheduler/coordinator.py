@@ -234,6 +234,8 @@ class Coordinator:
             return False
         pop_ns = time.time_ns() if self.tracing.enabled else 0
         try:
+            if len(batch) > 1:
+                self.cycle.prefetch(batch)
             for k, (info, cycle) in enumerate(batch):
                 if k:
                     self.housekeeping()
@@ -244,6 +246,7 @@ class Coordinator:
                     self.schedule_one(info, cycle)
         finally:
             self.queue.cycle_in_progress = None
+            self.cycle.end_batch()
         return True
 
     def _traced_schedule_one(

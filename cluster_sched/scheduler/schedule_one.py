@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -99,6 +99,32 @@ class SchedulingCycle:
         self._cycle_span: Any = None
         #: pods whose nominatedNodeName was set for their binding (NNN for expectation)
         self._expecting: set[str] = set()
+
+    def prefetch(self, batch: Sequence[tuple[QueuedPodInfo, int]]) -> None:
+        """Ask the shards the batch's first Filter questions in one call each, when
+        attempts go to them (``shard_prefetch``): pods still commit one at a time."""
+        start = getattr(self.source, "prefetch_batch", None)
+        if start is None or self.algorithm.fast is not None:
+            return
+        pods: list[Pod] = []
+        for info, _ in batch:
+            pod = self.pods.get(info.pod_key)
+            if pod is None or pod.node_name or pod.meta.deletion_timestamp is not None:
+                break
+            pods.append(pod)
+        start(
+            self.frameworks,
+            pods,
+            self.cache.snapshot,
+            self.algorithm.next_start_node_index,
+            self.algorithm.percentage_of_nodes_to_score,
+            bool(self.queue.nominator.nominated_pods()),
+        )
+
+    def end_batch(self) -> None:
+        end = getattr(self.source, "end_batch", None)
+        if end is not None:
+            end()
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""

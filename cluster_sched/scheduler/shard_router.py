@@ -72,6 +72,8 @@ class ShardRouter:
         self.pending_add: list[dict[str, int]] = [{} for _ in range(n_shards)]
         #: shards that collect no deltas: rebuilt from the replica before their next call
         self.stale = [False] * n_shards
+        #: replica rows changed since a batch was prefetched (None: not recording)
+        self.touched: set[int] | None = None
 
     def _push(self, shard: int, delta: Delta) -> None:
         if self.stale[shard]:
@@ -110,12 +112,16 @@ class ShardRouter:
             self.node_shard[node.name] = placed
             self.load[shard] += 1
         self._track(replica_row, *placed)
+        if self.touched is not None:
+            self.touched.add(replica_row)
         self._push(placed[0], ["node", node, placed[1]])
 
     def remove_node(self, name: str) -> None:
         at = self.table.index.get(name)
         pods = len(self.table.row_pods[at]) if at is not None else 0
         replica_row = self.table.remove_node(name)
+        if self.touched is not None and replica_row is not None:
+            self.touched.add(replica_row)
         placed = self.node_shard.pop(name, None)
         if placed is None:
             return
@@ -128,7 +134,10 @@ class ShardRouter:
         self._push(shard, ["node-", name])
 
     def add_pod(self, node_name: str, pod: Pod) -> None:
-        self.table.add_pod(self.table.index[node_name], pod)
+        row = self.table.index[node_name]
+        self.table.add_pod(row, pod)
+        if self.touched is not None:
+            self.touched.add(row)
         shard = self.node_shard[node_name][0]
         self.pods_on[shard] += 1
         self._push(shard, ["pod+", node_name, pod])
@@ -136,7 +145,10 @@ class ShardRouter:
             self.pending_add[shard][pod.key] = len(self.deltas[shard]) - 1
 
     def remove_pod(self, node_name: str, pod: Pod) -> None:
-        self.table.remove_pod(self.table.index[node_name], pod)
+        row = self.table.index[node_name]
+        self.table.remove_pod(row, pod)
+        if self.touched is not None:
+            self.touched.add(row)
         shard = self.node_shard[node_name][0]
         self.pods_on[shard] -= 1
         at = self.pending_add[shard].pop(pod.key, None)

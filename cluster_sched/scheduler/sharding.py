@@ -33,6 +33,7 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
+from cluster_sched.scheduler.shard_prefetch import BatchPrefetch, PrefetchItem, predict
 from cluster_sched.scheduler.shard_router import DELTA_BACKLOG, Delta, ShardRouter
 from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
 from cluster_sched.telemetry.spans import (
@@ -117,6 +118,14 @@ class InProcessShardClient:
         self.core.apply(deltas)
         return _Done(self.core.filter_score(profile, pod, state.clone(), rows))
 
+    def submit_filter_score_many(
+        self, deltas: list[Delta], asks: list[tuple[str, Pod, CycleState, np.ndarray]]
+    ) -> Pending:
+        self.core.apply(deltas)
+        return _Done(
+            [self.core.filter_score(p, pod, st.clone(), rows) for p, pod, st, rows in asks]
+        )
+
     def submit_apply(self, deltas: list[Delta]) -> Pending:
         return _Done(self.core.apply(deltas))
 
@@ -144,6 +153,10 @@ class ShardedSource:
         #: scores shards computed with their Filter answer, for this attempt's Score
         self.speculative = SpeculativeScores()
         self._fused = all(hasattr(c, "submit_filter_score") for c in clients)
+        #: the popped batch's questions, answered by one call per shard (shard_prefetch)
+        self.prefetch = BatchPrefetch()
+        self._batched = all(hasattr(c, "submit_filter_score_many") for c in clients)
+        self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
 
     def _split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         owner = self.router.shard_of_row[rows]
@@ -268,6 +281,24 @@ class ShardedSource:
     ) -> FilterOutcome:
         """``prefix`` (rows are 0..k-1 of the replica) changes nothing here: each shard
         gets its own rows, which are not a prefix of its table in general."""
+        if self.prefetch.items:
+            try:
+                out = self.prefetch.take(
+                    fwk,
+                    state,
+                    pod,
+                    rows,
+                    self.table,
+                    self.router.touched or set(),
+                    self.speculative,
+                    self._read_batch,
+                )
+            except ShardLostError as exc:
+                self.lost.add(exc.shard)  # rebuilt by the call below
+                self.end_batch()
+                out = None
+            if out is not None:
+                return out
         if self._fused and speculation_wanted(fwk, pod):
             return self._phase(fwk, "Filter", lambda: self._filter_score(fwk, state, pod, rows))
         return self._phase(
@@ -287,6 +318,59 @@ class ShardedSource:
             if scores is not None:
                 self.speculative.keep(state, pod, rows[idx[passing]], scores, skipped)
         return merge_filter_outcomes(len(rows), [(idx, reply[0]) for idx, reply in parts])
+
+    def prefetch_batch(
+        self,
+        frameworks: dict[str, Framework],
+        pods: list[Pod],
+        snapshot: object,
+        next_start: int,
+        percentage: int | None,
+        nominated: bool,
+    ) -> None:
+        """Send the batch's predicted first Filter questions, one call per shard
+        (``shard_prefetch``); changes to the replica are recorded from now on."""
+        self.end_batch()
+        if not self._batched or not pods:
+            return
+        items = predict(frameworks, pods, self.table, snapshot, next_start, percentage, nominated)
+        if not items:
+            return
+        if not self._attached:
+            self._attach(items[0].fwk)
+        per_shard: dict[int, list[tuple[PrefetchItem, np.ndarray, np.ndarray]]] = {}
+        for item in items:
+            for s, idx, srows in self._split(item.rows):
+                per_shard.setdefault(s, []).append((item, idx, srows))
+        try:
+            for s, asks in per_shard.items():
+                if s in self.lost:
+                    self._rebuild(s)
+                client = self.clients[s]
+                pending = client.submit_filter_score_many(  # type: ignore[attr-defined]
+                    self.router.take_deltas(s),
+                    [(it.fwk.profile_name, it.pod, it.state, srows) for it, _, srows in asks],
+                )
+                self._batch_calls.append((s, pending, [(it, idx) for it, idx, _ in asks]))
+        except ShardLostError as exc:
+            self.lost.add(exc.shard)
+            self.end_batch()
+            return
+        self.prefetch.items = {it.pod.key: it for it in items}
+        self.router.touched = set()
+
+    def _read_batch(self, _item: PrefetchItem) -> None:
+        """Collect every shard's batch reply (once): each item gets its parts."""
+        calls, self._batch_calls = self._batch_calls, []
+        for _, pending, asks in calls:
+            for (it, idx), reply in zip(asks, pending.result(), strict=True):
+                it.parts.append((idx, reply))
+
+    def end_batch(self) -> None:
+        """The batch is over: forget its prefetched answers and stop recording."""
+        self.prefetch.clear()
+        self._batch_calls = []
+        self.router.touched = None
 
     def score(
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False

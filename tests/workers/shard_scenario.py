@@ -27,7 +27,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.state_codec import encode_value
+from cluster_sched.framework.state_codec import decode_value, encode_value
 from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.sharding import ShardedSource, ShardLostError, ShardRouter
@@ -40,6 +40,7 @@ from workers.ray_shard import (
     encode_request,
     wire_deltas,
 )
+from workers.shard_wire import encode_batch_request
 
 IMAGE = "registry.example/app:1"
 HOST = "kubernetes.io/hostname"
@@ -96,6 +97,14 @@ class WireClient:
             )
         )
 
+    def submit_filter_score_many(
+        self, deltas: list[Any], asks: list[tuple[str, Pod, CycleState, np.ndarray]]
+    ) -> Any:
+        payload = encode_batch_request(encode_value(wire_deltas(deltas)), asks, self.snapshot)
+        return _Done(
+            [decode_filter_score(b) for b in decode_value(self.actor.filter_score_many(payload))]
+        )
+
     def submit_apply(self, deltas: list[Any]) -> Any:
         return _Done(self.actor.apply(encode_value(wire_deltas(deltas))))
 
@@ -132,6 +141,10 @@ class FlakyClient(WireClient):
         self._maybe_lose()
         return super().submit_filter_score(*args)
 
+    def submit_filter_score_many(self, *args: Any) -> Any:
+        self._maybe_lose()
+        return super().submit_filter_score_many(*args)
+
     def rebuild(self, deltas: list[Any]) -> None:
         if self.rebuild_fails:
             self.rebuild_fails -= 1
@@ -141,7 +154,8 @@ class FlakyClient(WireClient):
 
 class KillBeforeCall:
     """A real shard client whose actor's worker process is SIGKILLed just before the
-    client's ``kill_at``-th Filter call (plain or with speculative scores): the kill lands
+    client's ``kill_at``-th Filter call (plain, with speculative scores, or a prefetched
+    batch's): the kill lands
     at a chosen scheduling cycle, so the run is certainly mid-way and the dead actor
     certainly gets that call."""
 
@@ -172,6 +186,11 @@ class KillBeforeCall:
     def submit_filter_score(self, *args: Any) -> Any:
         self._count_filter_call()
         return self.client.submit_filter_score(*args)
+
+    def submit_filter_score_many(self, *args: Any) -> Any:
+        """A prefetched batch's questions (``shard_prefetch``): a Filter call too."""
+        self._count_filter_call()
+        return self.client.submit_filter_score_many(*args)
 
     def rebuild(self, deltas: Any) -> None:
         self.rebuilds += 1

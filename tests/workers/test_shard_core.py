@@ -21,10 +21,11 @@ from cluster_sched.framework.state_codec import decode_value, encode_value
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
-from cluster_sched.testing.builders import make_pod
+from cluster_sched.testing.builders import make_node, make_pod
 from tests.workers.shard_scenario import (
     FlakyClient,
     WireClient,
+    attempt,
     framework,
     incoming_pods,
     load,
@@ -238,3 +239,86 @@ def test_scheduling_through_stale_shards_matches_a_single_table(
     )
     assert got == expected
     assert src.rebuilds == 0  # resets travel with calls; no shard was lost
+
+
+# ------------------------------------------------------------ a prefetched batch
+
+
+def _plain_pods(n: int) -> list[Any]:
+    """Pods whose state is their own (no volumes, no cross-node terms), one per node at
+    most, so nodes fill up and earlier assumes change the rows later pods read."""
+    return [
+        make_pod(f"plain-{i}").req(cpu=("2500m" if i % 4 else "3"), memory="2Gi").obj()
+        for i in range(n)
+    ]
+
+
+def _sequence(source_for: Any, shards: int, n_nodes: int, n_pods: int) -> tuple[list[Any], Any]:
+    router = ShardRouter(shards) if shards else None
+    cache = Cache(router) if router is not None else Cache()
+    for i in range(n_nodes):
+        cache.add_node(make_node(f"n{i}").capacity(cpu="4", memory="16Gi", pods=20).obj())
+    source = source_for(router) if router is not None else None
+    table = router.table if router is not None else cache.sink.table  # type: ignore[attr-defined]
+    fwk = framework(cache)
+    sched = Scheduler(0, random.Random(7))
+    pods = _plain_pods(n_pods)
+    if source is not None:
+        source.prefetch_batch(
+            {fwk.profile_name: fwk},
+            pods,
+            cache.snapshot,
+            sched.next_start_node_index,
+            sched.percentage_of_nodes_to_score,
+            False,
+        )
+    out = []
+    for pod in pods:
+        res = attempt(sched, fwk, cache, table, source, pod)
+        out.append(summary(res))
+        if hasattr(res, "suggested_host"):
+            cache.assume_pod(replace(pod, node_name=res.suggested_host), res.suggested_host)
+    if source is not None:
+        source.end_batch()
+    return out, source
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3])
+@pytest.mark.parametrize(
+    ("n_nodes", "n_pods"), [(24, 30), (300, 200)], ids=["full-scan", "windows"]
+)
+def test_a_prefetched_batch_gives_the_single_table_sequence(
+    shards: int, n_nodes: int, n_pods: int
+) -> None:
+    want, _ = _sequence(None, 0, n_nodes, n_pods)
+    got, src = _sequence(
+        lambda router: ShardedSource(router, [WireClient(i) for i in range(router.n_shards)]),
+        shards,
+        n_nodes,
+        n_pods,
+    )
+    assert got == want
+    hits, misses = src.prefetch.hits, src.prefetch.misses
+    if n_nodes == 24:
+        # every first Filter question was the predicted full scan, answered from the
+        # batch call with the rows earlier pods filled recomputed; then nodes ran out
+        assert any(s[0] == "fit-error" for s in got)
+        assert (hits, misses) == (n_pods, 0)
+    else:
+        # windows of 143 rows: predicted while every row passes, then an earlier pod's
+        # node is in the window, it moves, and the prediction is not used
+        assert hits >= 2 and misses >= 1
+
+
+def test_a_shard_lost_on_its_batch_call_is_rebuilt_and_the_sequence_unchanged() -> None:
+    want, _ = _sequence(None, 0, 300, 60)
+    flaky: list[FlakyClient] = []
+
+    def source(router: ShardRouter) -> ShardedSource:
+        flaky.append(FlakyClient(1, {1}))  # its first call is the batch's
+        return ShardedSource(router, [WireClient(0), flaky[0]])
+
+    got, src = _sequence(source, 2, 300, 60)
+    assert got == want
+    assert flaky[0].rebuilt == 1 and src.rebuilds == 1
+    assert src.prefetch.hits == 0  # the batch was dropped; every pod asked again
