@@ -41,6 +41,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.kernels import KernelProfile, PodQuery, PodRequests, evaluate_pod, warm_up
 from cluster_sched.scheduler.algorithm import Scheduler, num_feasible_nodes_to_find
-from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
+from cluster_sched.scheduler.nodesource import LocalSource
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
@@ -103,10 +104,12 @@ def eval_times(window: int) -> tuple[float, float]:
     return t_kernel, t_numpy
 
 
-def attempt_time(nodes: int, shards: int, pods: int = 300) -> float:
-    """Median seconds of one whole attempt (numpy path) over ``nodes`` nodes held by
+def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 320) -> float:
+    """Seconds per pod of whole attempts (numpy path) over ``nodes`` nodes held by
     ``shards`` Ray shard actors (0: the coordinator's own table), each pod assumed before
-    the next, so every shard call also carries the previous assume as a delta."""
+    the next. ``batch`` > 1: pods go in batches whose first Filter questions the shards
+    answer in one call each (``shard_prefetch``); 1: the per-pod protocol (one Filter
+    call per pod, with speculative scores). The first batch warms up and is not timed."""
     router = ShardRouter(max(1, shards))
     cache = Cache(router)
     for i in range(nodes):
@@ -116,7 +119,7 @@ def attempt_time(nodes: int, shards: int, pods: int = 300) -> float:
         from workers.ray_shard import ray_shard_clients
 
         clients = ray_shard_clients(shards)
-        source: NodeSource = ShardedSource(router, list(clients))  # type: ignore[arg-type]
+        source: Any = ShardedSource(router, list(clients))  # type: ignore[arg-type]
     else:
         source = LocalSource(router.table)
     profile = default_config().profiles[0]
@@ -124,21 +127,38 @@ def attempt_time(nodes: int, shards: int, pods: int = 300) -> float:
     handle.snapshot = cache.snapshot
     fwk = new_framework(profile, handle)
     sched = Scheduler(0, random.Random(7))
-    times = []
+    size = max(1, batch)
+    chunks = [
+        [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(size)]
+        for i in range(max(2, pods // size + 1))
+    ]
+    timed = 0.0
     try:
-        for i in range(pods + 20):  # the first 20 load the shards and warm up
-            pod = make_pod(f"p{i}").req(cpu="100m", memory="500Mi").obj()
+        for k, chunk in enumerate(chunks):
             start = time.perf_counter()
-            res = sched.schedule_pod(
-                fwk, CycleState(), pod, router.table, cache.snapshot, None, source
-            )
-            times.append(time.perf_counter() - start)
-            host = res.suggested_host
-            cache.assume_pod(replace(pod, node_name=host), host)
+            if size > 1 and shards:
+                source.prefetch_batch(
+                    {fwk.profile_name: fwk},
+                    chunk,
+                    cache.snapshot,
+                    sched.next_start_node_index,
+                    sched.percentage_of_nodes_to_score,
+                    False,
+                )
+            for pod in chunk:
+                res = sched.schedule_pod(
+                    fwk, CycleState(), pod, router.table, cache.snapshot, None, source
+                )
+                host = res.suggested_host
+                cache.assume_pod(replace(pod, node_name=host), host)
+            if size > 1 and shards:
+                source.end_batch()
+            if k:
+                timed += time.perf_counter() - start
     finally:
         for c in clients:
             c.close()
-    return statistics.median(times[20:])
+    return timed / (size * (len(chunks) - 1))
 
 
 def _workload(nodes: int, pods: int, path: Path) -> Path:
@@ -184,10 +204,16 @@ def measured(workload: Path, *extra: str) -> float:
         return float(json.loads((Path(out) / "summary.json").read_text())["throughput"])
 
 
+def ray_args(shards: int) -> list[str]:
+    """Every attempt to the shards (the compiled path would answer these pods itself)."""
+    return ["--executor", "ray", "--shards", str(shards), "--no-compiled"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=5000, help="nodes of the validation runs")
     ap.add_argument("--pods", type=int, default=2000, help="pods of the validation runs")
+    ap.add_argument("--batch", type=int, default=64, help="batch size (run's --batch-size)")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     windows = {n: num_feasible_nodes_to_find(0, n) for n in (*SIZES, args.nodes)}
@@ -196,22 +222,25 @@ def main() -> None:
         print(f"window {w:>6} nodes: compiled {k * 1e6:8.1f} us/pod, numpy {n * 1e6:8.1f} us/pod")
     w0 = windows[args.nodes]
     t_local = attempt_time(args.nodes, 0)
-    t_att = {s: attempt_time(args.nodes, s) for s in (1, 2)}
-    # the protocol's cost outside the shards' evaluation, per shard count
-    fixed = {s: t_att[s] - evals[w0][1] / s * max(1.0, s / cores) for s in (1, 2)}
-    b = fixed[2] - fixed[1]
-    a = fixed[1] - b
-    print(
-        f"attempt at {args.nodes} nodes (numpy path): local {t_local * 1e6:.0f} us, "
-        f"1 Ray shard {t_att[1] * 1e6:.0f} us, 2 Ray shards {t_att[2] * 1e6:.0f} us; "
-        f"protocol cost outside evaluation t_fixed(S) = {a * 1e6:.0f} + {b * 1e6:.0f} S us"
-    )
+    protocols = {"per-pod": 1, "batched": args.batch}
+    t_att = {(p, s): attempt_time(args.nodes, s, b) for p, b in protocols.items() for s in (1, 2)}
+    # per protocol, its cost outside the shards' evaluation: t_fixed(S) = a + b S
+    fit: dict[str, tuple[float, float]] = {}
+    for p in protocols:
+        fixed = {s: t_att[p, s] - evals[w0][1] / s * max(1.0, s / cores) for s in (1, 2)}
+        fit[p] = (2 * fixed[1] - fixed[2], fixed[2] - fixed[1])
+        print(
+            f"{p} attempt at {args.nodes} nodes (numpy path): local {t_local * 1e6:.0f} us, "
+            f"1 Ray shard {t_att[p, 1] * 1e6:.0f} us, 2 Ray shards {t_att[p, 2] * 1e6:.0f} us; "
+            f"t_fixed(S) = {fit[p][0] * 1e6:.0f} + {fit[p][1] * 1e6:.0f} S us"
+        )
     with tempfile.TemporaryDirectory() as tmp:
         wl = _workload(args.nodes, args.pods, Path(tmp) / "w.yaml")
         local_c = measured(wl)
         local_n = measured(wl, "--no-compiled")
         ray = {
-            s: measured(wl, "--executor", "ray", "--shards", str(s), "--no-compiled")
+            (p, s): measured(wl, *ray_args(s), "--batch-size", str(b))
+            for p, b in protocols.items()
             for s in (1, 2)
         }
         ray_dispatch = measured(wl, "--executor", "ray", "--shards", "2")
@@ -223,15 +252,18 @@ def main() -> None:
         f"numpy {t_loop_n * 1e6:.0f} us"
     )
 
-    def per_pod(n: int, s: int, c: int) -> float:
+    def predicted(p: str, n: int, s: int, c: int) -> float:
+        a, b = fit[p]
         return 1.0 / (t_loop_n + a + b * s + evals[windows[n]][1] / s * max(1.0, s / c))
 
-    print(f"\nvalidation (Ray, per-pod protocol, --no-compiled; C = {cores} cores):")
-    for s in (1, 2):
-        pred = per_pod(args.nodes, s, cores)
-        print(
-            f"  {s} shard(s): measured {ray[s]:.0f} pods/s, predicted {pred:.0f} ({ray[s] / pred:.2f}x)"
-        )
+    print(f"\nvalidation (Ray, --no-compiled; C = {cores} cores):")
+    for p in protocols:
+        for s in (1, 2):
+            pred = predicted(p, args.nodes, s, cores)
+            got = ray[p, s]
+            print(
+                f"  {p}, {s} shard(s): measured {got:.0f} pods/s, predicted {pred:.0f} ({got / pred:.2f}x)"
+            )
     pred_dispatch = 1.0 / (t_loop_c + evals[w0][0])
     print(
         f"  2 shards, cost-based dispatch: measured {ray_dispatch:.0f} pods/s, "
@@ -239,15 +271,16 @@ def main() -> None:
     )
 
     print("\npredicted pods/s (one core per shard):")
+    cols = [(p, s) for p in protocols for s in SHARDS]
     print(
         "| nodes | window | in-process / dispatch | "
-        + " | ".join(f"{s} shards per-pod" for s in SHARDS)
+        + " | ".join(f"{s} {p}" for p, s in cols)
         + " |"
     )
-    print("|---|---|---|" + "---|" * len(SHARDS))
+    print("|---|---|---|" + "---|" * len(cols))
     for n in SIZES:
         inproc = 1.0 / (t_loop_c + evals[windows[n]][0])
-        cells = " | ".join(f"{per_pod(n, s, s):,.0f}" for s in SHARDS)
+        cells = " | ".join(f"{predicted(p, n, s, s):,.0f}" for p, s in cols)
         print(f"| {n:,} | {windows[n]:,} | {inproc:,.0f} | {cells} |")
 
 

@@ -7,7 +7,9 @@ predicted to end after numFeasibleNodesToFind rows (every row passing). It runs 
 pod's PreFilter against the cluster as it is at the start of the batch and sends each
 shard one call holding all the pods (with their CycleStates and rows), which the shard
 evaluates against its rows at the start of the batch: Filter, then PreScore and Score
-of the rows that passed (``ShardCore.filter_score``).
+of the rows that passed (``ShardCore.filter_score``). The batch's pods travel in calls of
+PREFETCH_CHUNK, queued on each shard in order: the coordinator commits the first pods
+while the shards evaluate the next ones.
 
 How it is verified. Pods are still scheduled one at a time, each against the cache as
 it is then (earlier pods of the batch assumed). When pod k's cycle asks its first
@@ -55,7 +57,11 @@ from cluster_sched.scheduler.nodesource import merge_filter_outcomes
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
 from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
 
-__all__ = ["BatchPrefetch", "PrefetchItem", "predict"]
+__all__ = ["PREFETCH_CHUNK", "BatchPrefetch", "PrefetchItem", "predict"]
+
+PREFETCH_CHUNK = 16
+"""Pods per call: a shard answers a batch in calls of this many pods, in order, so the
+coordinator commits the first pods while the shard still evaluates the next ones."""
 
 
 @dataclass(slots=True)
@@ -69,6 +75,8 @@ class PrefetchItem:
     skip_filter: frozenset[str]
     node_version: int
     objects_version: int
+    #: which of the batch's calls per shard carries it (PREFETCH_CHUNK pods per call)
+    chunk: int = 0
     #: per shard: (positions in ``rows``, the shard's reply) once the answer is read
     parts: list[tuple[np.ndarray, Any]] = field(default_factory=list)
 
@@ -130,6 +138,7 @@ def predict(
                 frozenset(state.skip_filter_plugins),
                 table.node_version,
                 objects_version,
+                chunk=len(items) // PREFETCH_CHUNK,
             )
         )
         next_start = (next_start + processed) % n

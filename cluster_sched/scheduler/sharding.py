@@ -156,6 +156,7 @@ class ShardedSource:
         #: the popped batch's questions, answered by one call per shard (shard_prefetch)
         self.prefetch = BatchPrefetch()
         self._batched = all(hasattr(c, "submit_filter_score_many") for c in clients)
+        #: the batch's calls in order: (chunk, reply, the items and positions it answers)
         self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
 
     def _split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
@@ -338,12 +339,12 @@ class ShardedSource:
             return
         if not self._attached:
             self._attach(items[0].fwk)
-        per_shard: dict[int, list[tuple[PrefetchItem, np.ndarray, np.ndarray]]] = {}
+        calls: dict[tuple[int, int], list[tuple[PrefetchItem, np.ndarray, np.ndarray]]] = {}
         for item in items:
             for s, idx, srows in self._split(item.rows):
-                per_shard.setdefault(s, []).append((item, idx, srows))
+                calls.setdefault((item.chunk, s), []).append((item, idx, srows))
         try:
-            for s, asks in per_shard.items():
+            for (chunk, s), asks in calls.items():
                 if s in self.lost:
                     self._rebuild(s)
                 client = self.clients[s]
@@ -351,7 +352,7 @@ class ShardedSource:
                     self.router.take_deltas(s),
                     [(it.fwk.profile_name, it.pod, it.state, srows) for it, _, srows in asks],
                 )
-                self._batch_calls.append((s, pending, [(it, idx) for it, idx, _ in asks]))
+                self._batch_calls.append((chunk, pending, [(it, idx) for it, idx, _ in asks]))
         except ShardLostError as exc:
             self.lost.add(exc.shard)
             self.end_batch()
@@ -359,10 +360,11 @@ class ShardedSource:
         self.prefetch.items = {it.pod.key: it for it in items}
         self.router.touched = set()
 
-    def _read_batch(self, _item: PrefetchItem) -> None:
-        """Collect every shard's batch reply (once): each item gets its parts."""
-        calls, self._batch_calls = self._batch_calls, []
-        for _, pending, asks in calls:
+    def _read_batch(self, item: PrefetchItem) -> None:
+        """Collect the replies of the calls up to ``item``'s chunk (each once): every
+        item they answer gets its parts."""
+        while self._batch_calls and self._batch_calls[0][0] <= item.chunk:
+            _, pending, asks = self._batch_calls.pop(0)
             for (it, idx), reply in zip(asks, pending.result(), strict=True):
                 it.parts.append((idx, reply))
 
