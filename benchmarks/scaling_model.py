@@ -5,25 +5,24 @@ Parts, each measured here in this run:
 - ``t_kernel(W)`` / ``t_numpy(W)``: evaluating one pod over a window of W nodes with the
   compiled path's fused kernel / the numpy Filter + Score a shard runs, where
   W = numFeasibleNodesToFind(N) (500 at 5k nodes, 5,000 at 100k, 50,000 at 1M);
-- ``t_attempt(S)``: one whole scheduling attempt through S real Ray shard actors holding
-  the N nodes (``Scheduler.schedule_pod`` over ``ShardedSource``: PreFilter on the
-  coordinator, the Filter call and the Score call to every shard with the pod, its
-  CycleState and the previous pod's assume as a delta, the merge, host selection),
-  median over many pods, for S = 1 and 2; ``t_attempt_local``: the same attempt on the
-  coordinator's own table (numpy path);
+- ``t_attempt(P, S)``: whole scheduling attempts per pod through S real Ray shard actors
+  holding the N nodes, each pod assumed before the next, for both shard protocols P:
+  *per-pod* (one Filter call per pod, carrying speculative scores, plus a Score call
+  when they cannot serve) and *batched* (``shard_prefetch``: a batch's first Filter
+  questions answered in one call per 16 pods per shard, verified per pod), for S = 1
+  and 2; ``t_attempt_local``: the same attempts on the coordinator's table (numpy path);
 - ``t_loop``: the coordinator's per-pod time outside the attempt (queue pop, binding,
   watch), from a measured in-process ``--no-compiled`` run: 1/throughput - t_attempt_local.
 
-Model (per pod; the coordinator is serial and waits for the shards' answers):
+Model (per pod; the coordinator is serial):
 - in-process / cost-based dispatch: 1 / (t_loop_c + t_kernel(W)) (compiled path);
-- shards, per-pod protocol: 1 / (t_loop + t_fixed(S) + t_numpy(W / S) * max(1, S / C))
-  with t_fixed(S) = a + b S the protocol's cost outside the shards' evaluation (fitted to
-  t_attempt(1) and t_attempt(2) minus their evaluation), and C the cores shards can use
-  (the coordinator is idle while it waits: all of them). Predictions at 4-64 shards
-  assume one core per shard (C >= S).
-Validation: the model's figure for 1 and 2 shards on this machine against full
-``cluster-sched run --executor ray --shards S --no-compiled`` runs. A benchmark: it prints
-figures and asserts nothing.
+- shards, protocol P: 1 / (t_loop + a_P + b_P S + t_numpy(W / S) * max(1, S / C)), where
+  a_P + b_P S is the protocol's cost outside the shards' evaluation (fitted to
+  t_attempt(P, 1) and t_attempt(P, 2) minus their evaluation) and C the cores the shards
+  can use (here: all of them). Predictions at 4-64 shards assume one core per shard.
+Validation: the model's figures for 1 and 2 shards against full ``cluster-sched run
+--executor ray --shards S --no-compiled`` runs (``--batch-size 1``: per-pod, 64:
+batched). A benchmark: it prints figures and asserts nothing.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py [--nodes 5000] [--pods 2000]
 """
