@@ -6,6 +6,7 @@ A benchmark, not a test: it asserts nothing.
 
 Run: .venv/bin/python benchmarks/run_bench.py [--workload examples/scheduling-basic.yaml]
      [--repeat 1] [--seed 1] [--redis URL] [--executor local|shards|ray] [--shards N]
+     [--no-compiled] [--batch-size N]
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--executor", default=None, help="passed to cluster-sched run")
     parser.add_argument("--shards", default=None, help="passed to cluster-sched run")
+    parser.add_argument(
+        "--no-compiled", action="store_true", help="passed to cluster-sched run (numpy path)"
+    )
+    parser.add_argument("--batch-size", default=None, help="passed to cluster-sched run")
     args = parser.parse_args(argv)
     extra: list[str] = []
     if args.redis:
@@ -57,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         extra += ["--executor", args.executor]
     if args.shards:
         extra += ["--shards", str(args.shards)]
+    if args.no_compiled:
+        extra += ["--no-compiled"]
+    if args.batch_size:
+        extra += ["--batch-size", str(args.batch_size)]
 
     rates: list[float] = []
     print(f"workload {args.workload.name}")
@@ -104,6 +113,9 @@ def _reuse_line(summary: dict[str, object]) -> str:
     """How often the compiled path served a pod from its shape (one kernel call) and
     shared its PreFilter/PreScore state: the batched loop's speculation hit rate."""
     c = summary.get("compiled_path")
+    shards = summary.get("shard_speculation")
+    if isinstance(shards, dict):
+        c = {**(c if isinstance(c, dict) else {}), **shards}
     if not isinstance(c, dict):
         return "compiled path: off"
 
@@ -111,10 +123,17 @@ def _reuse_line(summary: dict[str, object]) -> str:
         h, m = int(c.get(hit, 0)), int(c.get(miss, 0))
         return f"{h}/{h + m} ({100 * h / max(1, h + m):.1f}%)"
 
-    return (
+    line = (
         f"compiled path: shape columns reused {rate('shape_hits', 'shape_misses')}, "
         f"PreFilter/PreScore shared {rate('pre_cycle_hits', 'pre_cycle_misses')}"
     )
+    if isinstance(shards, dict):
+        line += (
+            f"; shards: prefetched answers used {rate('prefetch_hits', 'prefetch_misses')}, "
+            "speculative scores used "
+            f"{rate('speculative_score_hits', 'speculative_score_misses')}"
+        )
+    return line
 
 
 def _memory_line(summary: dict[str, object]) -> str:

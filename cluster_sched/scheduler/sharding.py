@@ -368,6 +368,11 @@ class ShardedSource:
             for (it, idx), reply in zip(asks, pending.result(), strict=True):
                 it.parts.append((idx, reply))
 
+    def speculation_counters(self) -> dict[str, int]:
+        """How often the shards' speculative answers served: prefetched batches
+        (``shard_prefetch``) and scores sent with Filter answers (``speculation``)."""
+        return {**self.prefetch.counters(), **self.speculative.counters()}
+
     def end_batch(self) -> None:
         """The batch is over: forget its prefetched answers and stop recording."""
         self.prefetch.clear()

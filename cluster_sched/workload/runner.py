@@ -389,6 +389,9 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     summary["memory"] = memory
     if coord.algorithm.fast is not None:
         summary["compiled_path"] = coord.algorithm.fast.counters()
+    shards = getattr(coord.source, "speculation_counters", None)
+    if shards is not None:
+        summary["shard_speculation"] = shards()
     if vstats is not None:
         summary.update(virtual_figures(coord.stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
