@@ -24,7 +24,7 @@ kernel finds out of range (the numpy path raises the framework's error).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -44,6 +44,8 @@ from cluster_sched.kernels import (
 )
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
+from cluster_sched.plugins.podtopologyspread import filtering as spread_filtering
+from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 
 __all__ = ["FastPath", "Found"]
@@ -78,6 +80,11 @@ CROSS_NODE_FILTERS = frozenset(
 )
 #: Pod shapes remembered (cleared when full).
 SHAPES_CACHE_SIZE = 1024
+#: The cross-node Filter a shape may still carry: its verdict is applied per pod from the
+#: pod's own PreFilter state (counts per domain), over the shape's columns.
+PER_POD_FILTER = names.POD_TOPOLOGY_SPREAD
+#: Spread verdict patterns remembered per shape (cleared when full).
+SPREAD_MASKS_CACHE_SIZE = 64
 
 
 @dataclass(slots=True)
@@ -101,6 +108,10 @@ class _Shape:
     score_plugins: frozenset[str] | None = None
     normalized: tuple[NormalizedScore, ...] = ()
     extra: np.ndarray | None = None
+    #: PodTopologySpread is active: ``mask`` leaves it out, ``spread_masks`` holds
+    #: ``mask`` AND its verdict by pattern of passing domains
+    spread: bool = False
+    spread_masks: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -176,11 +187,16 @@ class FastPath:
         rows = table.order()
         requests = self._requests(pod, profile)
         shape = self._shape(fwk, state, pod, table, others)
+        mask = None if shape is None else shape.mask
+        if shape is not None and shape.spread:
+            mask = self._spread_mask(state, table, shape)
+            if mask is None:
+                return None
         if shape is not None and shape.score_plugins is not None:
             query = PodQuery(
                 requests,
                 start=start,
-                masks=() if shape.mask is None else (shape.mask,),
+                masks=() if mask is None else (mask,),
                 normalized=shape.normalized,
                 extra=shape.extra,
                 stable=True,
@@ -191,7 +207,7 @@ class FastPath:
             return Found(ev.feasible_rows, ev.evaluated, requests, shape, ev)
         n = len(rows)
         if shape is not None:
-            masks = () if shape.mask is None else (shape.mask,)
+            masks = () if mask is None else (mask,)
             ev = evaluate_pod(table, profile, PodQuery(requests, start, masks), to_find, rows)
         elif not others:
             ev = evaluate_pod(table, profile, PodQuery(requests, start), to_find, rows)
@@ -218,7 +234,11 @@ class FastPath:
     ) -> _Shape | None:
         """The shape entry of ``pod`` on this table state, made on first sight (its
         verdict column over every row); None when the other filters include a cross-node
-        plugin (its verdicts move with every assumed pod)."""
+        plugin (its verdicts move with every assumed pod) other than PodTopologySpread,
+        whose verdict ``_spread_mask`` applies per pod."""
+        spread = PER_POD_FILTER in others
+        if spread:
+            others = [name for name in others if name != PER_POD_FILTER]
         if any(name in CROSS_NODE_FILTERS for name in others):
             self.shape_misses += 1
             return None
@@ -243,9 +263,34 @@ class FastPath:
             mask[rows] = verdicts.passed
         if len(self._shapes) >= SHAPES_CACHE_SIZE:
             self._shapes.clear()
-        shape = _Shape(refs, id(table), table.node_version, skip, mask)
+        shape = _Shape(refs, id(table), table.node_version, skip, mask, spread=spread)
         self._shapes[key] = shape
         return shape
+
+    @staticmethod
+    def _spread_mask(state: CycleState, table: NodeTable, shape: _Shape) -> np.ndarray | None:
+        """The shape's other-plugin verdicts AND PodTopologySpread's for this pod (its
+        PreFilter state: the counts as of now), by row; None to decline (no state, or a
+        topology key no node has: no node passes and the FitError needs the reasons).
+        Kept per pattern of passing domains: the counts move, the patterns repeat."""
+        s = state.get(SPREAD_KEY)
+        if not isinstance(s, spread_filtering.PreFilterState):
+            return None
+        luts = spread_filtering.domain_verdicts(s, table)
+        if luts is None:
+            return None
+        key = tuple((k, lut.tobytes()) for k, lut in luts)
+        hit = shape.spread_masks.get(key)
+        if hit is not None:
+            return hit
+        cap = table.allocatable.shape[1]
+        out = np.ones(cap, dtype=np.bool_) if shape.mask is None else shape.mask.copy()
+        for k, lut in luts:
+            out &= lut[table.labels[k][:cap]]
+        if len(shape.spread_masks) >= SPREAD_MASKS_CACHE_SIZE:
+            shape.spread_masks.clear()
+        shape.spread_masks[key] = out
+        return out
 
     def score(
         self,

@@ -43,7 +43,7 @@ ERR_NODE_LABEL_NOT_MATCH = ERR_CONSTRAINTS_NOT_MATCH + " (missing required label
 NO_DOMAIN_MIN = 2**31 - 1
 
 
-def _eligible_domains(
+def eligible_domains(
     table: NodeTable, pod: Pod, constraints: tuple[Constraint, ...], c: Constraint
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """(eligible rows, bool per code: some eligible node holds it, whether every alive
@@ -89,7 +89,7 @@ def pre_filter_partial(
             out.append(DomainCounts.empty())
             continue
         n = len(interner)
-        rows, present, full = _eligible_domains(table, pod, constraints, c)
+        rows, present, full = eligible_domains(table, pod, constraints, c)
         codes = present.nonzero()[0]
         spec = count_spec(c.selector, pod.meta.namespace)
         if spec is None:
@@ -187,3 +187,24 @@ def filter_rows(s: PreFilterState, table: NodeTable, rows: np.ndarray) -> NodeVe
     return NodeVerdicts(
         out, reason_ids, [(ERR_NODE_LABEL_NOT_MATCH,), (ERR_CONSTRAINTS_NOT_MATCH,)]
     )
+
+
+def domain_verdicts(
+    s: PreFilterState, table: NodeTable
+) -> tuple[tuple[str, np.ndarray], ...] | None:
+    """``filter_rows``'s pass/fail by topology domain, for callers that apply it to many
+    rows at once (the compiled path): per topology key, bool[len(interner) + 1] by label
+    code, the last slot (code -1, the label missing) False; the constraints sharing a key
+    ANDed. A row passes when it passes under every key. None when a key has no column
+    (every node fails)."""
+    luts: dict[str, np.ndarray] = {}
+    for i, c in enumerate(s.constraints):
+        interner = table.label_values.get(c.topology_key)
+        if table.labels.get(c.topology_key) is None or interner is None:
+            return None
+        limit = c.max_skew - int(s.self_match[i]) + s.min_match(i)
+        ok = s.domains[i].dense(interner) <= limit
+        ok[-1] = False
+        prev = luts.get(c.topology_key)
+        luts[c.topology_key] = ok if prev is None else prev & ok
+    return tuple(luts.items())

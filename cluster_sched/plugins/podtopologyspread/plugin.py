@@ -40,6 +40,7 @@ from cluster_sched.plugins.podtopologyspread.constraints import (
     selector_matches,
 )
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.incremental import SpreadPlans
 from cluster_sched.plugins.podtopologyspread.scoring import PreScoreState
 
 NAME = POD_TOPOLOGY_SPREAD
@@ -47,6 +48,8 @@ PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 ERR_REASON_CONSTRAINTS_NOT_MATCH = filtering.ERR_CONSTRAINTS_NOT_MATCH
 ERR_REASON_NODE_LABEL_NOT_MATCH = filtering.ERR_NODE_LABEL_NOT_MATCH
+#: Parsed own constraints remembered (cleared when full).
+OWN_CACHE_SIZE = 1024
 
 
 def _controllers(snapshot: Any) -> list[WorkloadController]:
@@ -62,15 +65,30 @@ class PodTopologySpread:
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = args.constraints
         self._handle = handle
+        #: (id(spec constraints), action) -> (them, the pod's labels, parsed constraints)
+        self._own: dict[tuple[int, str], tuple[object, dict[str, str], tuple[Constraint, ...]]]
+        self._own = {}
+        #: PreFilter's node-derived part per table state and pod inputs (``incremental``)
+        self._plans = SpreadPlans()
 
     def constraints(self, pod: Pod, action: str, snapshot: Any) -> tuple[Constraint, ...]:
         """The pod's constraints for ``action`` (its own, else the defaults that apply).
-        Controllers are only consulted when defaults with that action exist."""
-        if not pod.topology_spread_constraints and not any(
-            c.when_unsatisfiable == action for c in self.default_constraints
-        ):
-            return ()
-        return pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+        Controllers are only consulted when defaults with that action exist. A pod's own
+        constraints depend on its spec's constraints and labels alone: pods of one spec
+        get the same tuple (later caches key on its identity)."""
+        own = pod.topology_spread_constraints
+        if not own:
+            if not any(c.when_unsatisfiable == action for c in self.default_constraints):
+                return ()
+            return pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+        hit = self._own.get((id(own), action))
+        if hit is not None and hit[0] is own and hit[1] == pod.meta.labels:
+            return hit[2]
+        cs = pod_constraints(pod, action, self.default_constraints, ())
+        if len(self._own) >= OWN_CACHE_SIZE:
+            self._own.clear()
+        self._own[(id(own), action)] = (own, dict(pod.meta.labels), cs)
+        return cs
 
     # ------------------------------------------------------------------ filter
 
@@ -80,7 +98,7 @@ class PodTopologySpread:
         cs = self.constraints(pod, DO_NOT_SCHEDULE, snapshot)
         if not cs:
             return None, skip()
-        parts = [filtering.pre_filter_partial(pod, cs, t) for t in tables_of(snapshot)]
+        parts = [self._plans.partial(pod, cs, t) for t in tables_of(snapshot)]
         return self.pre_filter_reduce(state, pod, cs, parts)
 
     def pre_filter_partial(
