@@ -30,7 +30,7 @@ import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.kernels import (
     STATUS_OK,
@@ -83,6 +83,9 @@ SHAPES_CACHE_SIZE = 1024
 #: The cross-node Filter a shape may still carry: its verdict is applied per pod from the
 #: pod's own PreFilter state (counts per domain), over the shape's columns.
 PER_POD_FILTER = names.POD_TOPOLOGY_SPREAD
+#: Score plugins scored per pod over the feasible rows (their NormalizeScore has its own
+#: min/max rules, their raw scores move with the counts), added to the kernel's totals.
+PER_POD_SCORES = frozenset({names.POD_TOPOLOGY_SPREAD})
 #: Spread verdict patterns remembered per shape (cleared when full).
 SPREAD_MASKS_CACHE_SIZE = 64
 
@@ -305,10 +308,12 @@ class FastPath:
         profile = self._profile(fwk)
         assert profile is not None
         active = fwk.active_score_plugins(state)
+        per_pod = [pl for pl in active if pl.name in PER_POD_SCORES]
+        active = [pl for pl in active if pl.name not in PER_POD_SCORES]
         active_names = frozenset(pl.name for pl in active)
         shape = found.shape
         if found.scored is not None and shape is not None and shape.score_plugins == active_names:
-            return found.scored
+            return self._add_per_pod(fwk, state, pod, table, found.scored, per_pod)
         if not self._kernel_can_score(state, found.requests, active_names):
             return None
         nodes = NodeSlice(table, found.rows)
@@ -324,7 +329,32 @@ class FastPath:
         ev = evaluate_pod(table, profile, query, len(found.rows), found.rows)
         if ev.status != STATUS_OK or len(ev.feasible_rows) != len(found.rows):
             return None
-        return ev
+        return self._add_per_pod(fwk, state, pod, table, ev, per_pod)
+
+    @staticmethod
+    def _add_per_pod(
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        ev: Evaluation,
+        plugins: list,  # type: ignore[type-arg]
+    ) -> Evaluation | None:
+        """``ev`` plus the weighted normalised scores of the plugins normalising with their
+        own rules (PodTopologySpread), computed by the plugin over the feasible rows in
+        ``ev``'s order (the order its PreScore saw); None (the numpy path, which raises
+        the framework's error) when one leaves [0, 100]."""
+        if not plugins or len(ev.feasible_rows) < 2:
+            return ev
+        nodes = NodeSlice(table, ev.feasible_rows)
+        add = np.zeros(len(ev.feasible_rows), dtype=np.int64)
+        for pl in plugins:
+            raw = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
+            norm = np.asarray(pl.normalize_score(state, pod, raw), dtype=np.int64)
+            if norm.max() > MAX_NODE_SCORE or norm.min() < MIN_NODE_SCORE:
+                return None
+            add += norm * fwk.score_weights.get(pl.name, 1)
+        return ev.add_scores(add)
 
     def _requests(self, pod: Pod, profile: KernelProfile) -> PodRequests:
         """The resource plugins' PreFilter/PreScore state of ``pod``, shared by pods with

@@ -52,6 +52,7 @@ class NodeSpec:
     zone: str | None
     tainted: bool
     ssd: bool
+    big: bool = False
 
 
 spread_specs = st.builds(
@@ -75,7 +76,11 @@ pod_specs = st.builds(
     tolerates=st.booleans(),
 )
 node_specs = st.builds(
-    NodeSpec, zone=st.sampled_from(ZONES), tainted=st.booleans(), ssd=st.booleans()
+    NodeSpec,
+    zone=st.sampled_from(ZONES),
+    tainted=st.booleans(),
+    ssd=st.booleans(),
+    big=st.booleans(),
 )
 #: ("pod", spec) schedule and assume; ("bound", spec, node) a bound pod arrives;
 #: ("forget", i) the i-th assumed pod is forgotten; ("remove", i) the i-th bound one
@@ -95,7 +100,7 @@ events = st.one_of(
 
 
 def _node(i: int, spec: NodeSpec) -> Node:
-    b = make_node(f"n{i}").capacity(cpu="2", memory="8Gi", pods=6)
+    b = make_node(f"n{i}").capacity(cpu="4" if spec.big else "2", memory="8Gi", pods=6)
     if spec.zone is not None:
         b = b.zone(spec.zone)
     if spec.tainted:
@@ -132,8 +137,9 @@ def run(
     nodes: list[NodeSpec],
     specs: list[PodSpec],
     steps: list[tuple[object, ...]],
-) -> list[tuple[str | None, int]]:
-    """Each scheduling attempt's (host or None, next start index) in order."""
+) -> list[tuple[str | None, int, tuple[int, ...]]]:
+    """Each scheduling attempt's (host or None, next start index, the feasible nodes'
+    total scores in evaluation order) in order."""
     cache = Cache()
     cache.load([_node(i, n) for i, n in enumerate(nodes)])
     fwk = new_framework(default_config().profiles[0], Handle(snapshot=cache.snapshot))
@@ -141,7 +147,7 @@ def run(
     table = cache.sink.table  # type: ignore[attr-defined]
     assumed: list[Pod] = []
     bound: list[Pod] = []
-    out: list[tuple[str | None, int]] = []
+    out: list[tuple[str | None, int, tuple[int, ...]]] = []
     for i, step in enumerate(steps):
         what = step[0]
         if what == "pod":
@@ -149,13 +155,14 @@ def run(
             try:
                 result = sched.schedule_pod(fwk, CycleState(), pod, table, cache.snapshot)
             except FitError:
-                out.append((None, sched.next_start_node_index))
+                out.append((None, sched.next_start_node_index, ()))
                 continue
             host = result.suggested_host
             assert host is not None
             cache.assume_pod(pod, host)
             assumed.append(pod)
-            out.append((host, sched.next_start_node_index))
+            totals = () if result.total_scores is None else tuple(result.total_scores.tolist())
+            out.append((host, sched.next_start_node_index, totals))
         elif what == "bound":
             node = f"n{int(step[2]) % len(nodes)}"  # type: ignore[call-overload]
             pod = _pod(f"b{i}", specs[int(step[1]) % len(specs)], node)  # type: ignore[call-overload]
@@ -167,7 +174,7 @@ def run(
             cache.remove_pod(bound.pop(int(step[1]) % len(bound)))  # type: ignore[call-overload]
         elif what == "relabel":
             k = int(step[1]) % len(nodes)  # type: ignore[call-overload]
-            nodes[k] = NodeSpec(step[2], nodes[k].tainted, nodes[k].ssd)  # type: ignore[arg-type]
+            nodes[k] = NodeSpec(step[2], nodes[k].tainted, nodes[k].ssd, nodes[k].big)  # type: ignore[arg-type]
             if f"n{k}" in cache.nodes:
                 cache.add_node(_node(k, nodes[k]))
         elif what == "add_node":
@@ -211,7 +218,7 @@ def test_a_deployment_of_spread_pods_shares_its_shape_and_state() -> None:
     fast = FastPath(share_pre_cycle=True)
     placed = run(fast, nodes, [spec], steps)
     assert placed == run(None, nodes, [spec], steps)
-    zones = [int(host[1:]) % 3 for host, _ in placed if host is not None]
+    zones = [int(host[1:]) % 3 for host, _, _ in placed if host is not None]
     assert sorted(zones.count(z) for z in range(3)) == [4, 4, 4]
     counters = fast.counters()
     assert counters["shape_hits"] == 11
