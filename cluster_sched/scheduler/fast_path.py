@@ -279,17 +279,20 @@ class FastPath:
         s = state.get(SPREAD_KEY)
         if not isinstance(s, spread_filtering.PreFilterState):
             return None
-        luts = spread_filtering.domain_verdicts(s, table)
-        if luts is None:
+        failing = spread_filtering.failing_domains(s, table)
+        if failing is None:
             return None
-        key = tuple((k, lut.tobytes()) for k, lut in luts)
+        key = tuple((k, f.tobytes()) for k, f in failing)
         hit = shape.spread_masks.get(key)
         if hit is not None:
             return hit
         cap = table.allocatable.shape[1]
         out = np.ones(cap, dtype=np.bool_) if shape.mask is None else shape.mask.copy()
-        for k, lut in luts:
-            out &= lut[table.labels[k][:cap]]
+        for k, fail in failing:
+            col = table.labels[k][:cap]
+            out &= col >= 0
+            if len(fail):
+                out &= ~np.isin(col, fail)
         if len(shape.spread_masks) >= SPREAD_MASKS_CACHE_SIZE:
             shape.spread_masks.clear()
         shape.spread_masks[key] = out

@@ -70,6 +70,8 @@ class PodTopologySpread:
         self._own = {}
         #: PreFilter's node-derived part per table state and pod inputs (``incremental``)
         self._plans = SpreadPlans()
+        self._last_match: tuple[tuple[Constraint, ...], dict[str, str], tuple[bool, ...]] | None
+        self._last_match = None
 
     def constraints(self, pod: Pod, action: str, snapshot: Any) -> tuple[Constraint, ...]:
         """The pod's constraints for ``action`` (its own, else the defaults that apply).
@@ -119,8 +121,18 @@ class PodTopologySpread:
         if not constraints:
             return None, skip()
         domains = filtering.reduce_partials(parts, len(constraints))
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, constraints, domains))
+        matches = self._self_match(pod, constraints)
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, constraints, domains, matches))
         return None, SUCCESS
+
+    def _self_match(self, pod: Pod, constraints: tuple[Constraint, ...]) -> tuple[bool, ...]:
+        """``filtering.self_matches``, kept for the last constraints and labels seen."""
+        hit = self._last_match
+        if hit is not None and hit[0] is constraints and hit[1] == pod.meta.labels:
+            return hit[2]
+        matches = filtering.self_matches(pod, constraints)
+        self._last_match = (constraints, dict(pod.meta.labels), matches)
+        return matches
 
     def pre_filter_extensions(self) -> PodTopologySpread:
         return self
