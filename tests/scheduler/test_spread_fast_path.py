@@ -3,8 +3,8 @@ of the other plugins, PodTopologySpread re-run per pod, its Filter applied over 
 shape's columns per pod) get exactly the placements of the plain numpy path: random
 nodes (zones, some missing, taints, a disk label), random constraints (maxSkew,
 DoNotSchedule / ScheduleAnyway, minDomains, nodeAffinityPolicy / nodeTaintsPolicy,
-matchLabelKeys), and pods bound, forgotten and removed and nodes relabelled between
-cycles."""
+matchLabelKeys, or the system defaults through a ReplicaSet), and pods bound, forgotten
+and removed and nodes added, removed and relabelled between cycles."""
 
 from __future__ import annotations
 
@@ -22,9 +22,15 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.scheduler.algorithm import FitError, Scheduler
 from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.testing.builders import HOSTNAME_LABEL, ZONE_LABEL, make_node, make_pod
+from cluster_sched.testing.builders import (
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    make_controller,
+    make_node,
+    make_pod,
+)
 
-ZONES = ("z0", "z1", "z2", None)
+ZONES = ("z0", "z1", "z2", "", None)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,9 @@ class PodSpec:
     spreads: tuple[SpreadSpec, ...]
     ssd_only: bool
     tolerates: bool
+    #: without its own constraints: PodTopologySpread's system defaults (a ReplicaSet
+    #: selects app=a pods)
+    own: bool = True
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,7 @@ pod_specs = st.builds(
     ).map(tuple),
     ssd_only=st.booleans(),
     tolerates=st.booleans(),
+    own=st.booleans(),
 )
 node_specs = st.builds(
     NodeSpec,
@@ -112,7 +122,9 @@ def _node(i: int, spec: NodeSpec) -> Node:
 
 def _pod(name: str, spec: PodSpec, node: str | None = None) -> Pod:
     b = make_pod(name).req(cpu="300m", memory="1Gi").label("app", spec.app).label("ver", spec.ver)
-    for s in spec.spreads:
+    if not spec.own:
+        b = b.owner("ReplicaSet", "rs-a")
+    for s in spec.spreads if spec.own else ():
         b = b.spread(
             s.max_skew,
             s.key,
@@ -142,6 +154,7 @@ def run(
     total scores in evaluation order) in order."""
     cache = Cache()
     cache.load([_node(i, n) for i, n in enumerate(nodes)])
+    cache.set_controller(make_controller("ReplicaSet", "rs-a", {"app": "a"}))
     fwk = new_framework(default_config().profiles[0], Handle(snapshot=cache.snapshot))
     sched = Scheduler(0, random.Random(7), fast=fast)
     table = cache.sink.table  # type: ignore[attr-defined]

@@ -41,6 +41,7 @@ from cluster_sched.plugins.podtopologyspread.constraints import (
 )
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.incremental import SpreadPlans
+from cluster_sched.plugins.podtopologyspread.score_plans import ScorePlans
 from cluster_sched.plugins.podtopologyspread.scoring import PreScoreState
 
 NAME = POD_TOPOLOGY_SPREAD
@@ -70,6 +71,11 @@ class PodTopologySpread:
         self._own = {}
         #: PreFilter's node-derived part per table state and pod inputs (``incremental``)
         self._plans = SpreadPlans()
+        #: PreScore's node-derived part likewise (``score_plans``)
+        self._score_plans = ScorePlans()
+        #: action -> (snapshot, objects_version, namespace, labels, owner references,
+        #: the default constraints they gave)
+        self._last_default: dict[str, tuple[Any, ...]] = {}
         self._last_match: tuple[tuple[Constraint, ...], dict[str, str], tuple[bool, ...]] | None
         self._last_match = None
 
@@ -82,7 +88,7 @@ class PodTopologySpread:
         if not own:
             if not any(c.when_unsatisfiable == action for c in self.default_constraints):
                 return ()
-            return pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+            return self._default_constraints(pod, action, snapshot)
         hit = self._own.get((id(own), action))
         if hit is not None and hit[0] is own and hit[1] == pod.meta.labels:
             return hit[2]
@@ -90,6 +96,29 @@ class PodTopologySpread:
         if len(self._own) >= OWN_CACHE_SIZE:
             self._own.clear()
         self._own[(id(own), action)] = (own, dict(pod.meta.labels), cs)
+        return cs
+
+    def _default_constraints(self, pod: Pod, action: str, snapshot: Any) -> tuple[Constraint, ...]:
+        """The defaults for a pod without constraints: they read its namespace, labels and
+        controller reference and the snapshot's controllers (``objects_version``), so the
+        last answer is kept for the next pod with the same ones."""
+        version = getattr(snapshot, "objects_version", None)
+        meta = pod.meta
+        hit = self._last_default.get(action)
+        if (
+            hit is not None
+            and version is not None
+            and hit[0] is snapshot
+            and hit[1] == version
+            and hit[2] == meta.namespace
+            and hit[4] == meta.owner_references
+            and hit[3] == meta.labels
+        ):
+            return hit[5]
+        cs = pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+        if version is not None:
+            entry = (snapshot, version, meta.namespace, dict(meta.labels), meta.owner_references)
+            self._last_default[action] = (*entry, cs)
         return cs
 
     # ------------------------------------------------------------------ filter
@@ -173,6 +202,15 @@ class PodTopologySpread:
         cs = self.constraints(pod, SCHEDULE_ANYWAY, snapshot)
         if not cs:
             return skip()
+        if len(tables) == 1 and getattr(feasible, "table", None) is tables[0]:
+            # one table: the same state without strings, node-derived parts kept
+            rows = np.asarray(feasible.rows, dtype=np.int64)  # type: ignore[union-attr]
+            require_all = self.require_all_topologies(pod)
+            state.write(
+                PRE_SCORE_STATE_KEY,
+                self._score_plans.state(pod, cs, require_all, tables[0], rows),
+            )
+            return SUCCESS
         parts = [self.pre_score_partial(pod, cs, t, feasible_rows(feasible, t)) for t in tables]
         return self.pre_score_reduce(state, pod, cs, parts)
 
