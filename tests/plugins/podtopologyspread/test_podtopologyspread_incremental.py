@@ -16,7 +16,7 @@ from cluster_sched.plugins.podtopologyspread.filtering import pre_filter_partial
 from cluster_sched.plugins.podtopologyspread.incremental import SpreadPlans
 from cluster_sched.testing.builders import HOSTNAME_LABEL, ZONE_LABEL, make_node, make_pod
 
-ZONES = ("z0", "z1", "z2", "z3", None)
+ZONES = ("z0", "z1", "z2", "z3", "", None)
 
 
 def _node(name: str, zone: str | None, tainted: bool, ssd: bool) -> Node:
