@@ -24,13 +24,13 @@ kernel finds out of range (the numpy path raises the framework's error).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.kernels import (
     STATUS_OK,
@@ -44,6 +44,8 @@ from cluster_sched.kernels import (
 )
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
+from cluster_sched.plugins.podtopologyspread import filtering as spread_filtering
+from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 
 __all__ = ["FastPath", "Found"]
@@ -78,6 +80,14 @@ CROSS_NODE_FILTERS = frozenset(
 )
 #: Pod shapes remembered (cleared when full).
 SHAPES_CACHE_SIZE = 1024
+#: The cross-node Filter a shape may still carry: its verdict is applied per pod from the
+#: pod's own PreFilter state (counts per domain), over the shape's columns.
+PER_POD_FILTER = names.POD_TOPOLOGY_SPREAD
+#: Score plugins scored per pod over the feasible rows (their NormalizeScore has its own
+#: min/max rules, their raw scores move with the counts), added to the kernel's totals.
+PER_POD_SCORES = frozenset({names.POD_TOPOLOGY_SPREAD})
+#: Spread verdict patterns remembered per shape (cleared when full).
+SPREAD_MASKS_CACHE_SIZE = 64
 
 
 @dataclass(slots=True)
@@ -101,6 +111,10 @@ class _Shape:
     score_plugins: frozenset[str] | None = None
     normalized: tuple[NormalizedScore, ...] = ()
     extra: np.ndarray | None = None
+    #: PodTopologySpread is active: ``mask`` leaves it out, ``spread_masks`` holds
+    #: ``mask`` AND its verdict by pattern of passing domains
+    spread: bool = False
+    spread_masks: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -176,11 +190,16 @@ class FastPath:
         rows = table.order()
         requests = self._requests(pod, profile)
         shape = self._shape(fwk, state, pod, table, others)
+        mask = None if shape is None else shape.mask
+        if shape is not None and shape.spread:
+            mask = self._spread_mask(state, table, shape)
+            if mask is None:
+                return None
         if shape is not None and shape.score_plugins is not None:
             query = PodQuery(
                 requests,
                 start=start,
-                masks=() if shape.mask is None else (shape.mask,),
+                masks=() if mask is None else (mask,),
                 normalized=shape.normalized,
                 extra=shape.extra,
                 stable=True,
@@ -191,7 +210,7 @@ class FastPath:
             return Found(ev.feasible_rows, ev.evaluated, requests, shape, ev)
         n = len(rows)
         if shape is not None:
-            masks = () if shape.mask is None else (shape.mask,)
+            masks = () if mask is None else (mask,)
             ev = evaluate_pod(table, profile, PodQuery(requests, start, masks), to_find, rows)
         elif not others:
             ev = evaluate_pod(table, profile, PodQuery(requests, start), to_find, rows)
@@ -218,7 +237,11 @@ class FastPath:
     ) -> _Shape | None:
         """The shape entry of ``pod`` on this table state, made on first sight (its
         verdict column over every row); None when the other filters include a cross-node
-        plugin (its verdicts move with every assumed pod)."""
+        plugin (its verdicts move with every assumed pod) other than PodTopologySpread,
+        whose verdict ``_spread_mask`` applies per pod."""
+        spread = PER_POD_FILTER in others
+        if spread:
+            others = [name for name in others if name != PER_POD_FILTER]
         if any(name in CROSS_NODE_FILTERS for name in others):
             self.shape_misses += 1
             return None
@@ -243,9 +266,37 @@ class FastPath:
             mask[rows] = verdicts.passed
         if len(self._shapes) >= SHAPES_CACHE_SIZE:
             self._shapes.clear()
-        shape = _Shape(refs, id(table), table.node_version, skip, mask)
+        shape = _Shape(refs, id(table), table.node_version, skip, mask, spread=spread)
         self._shapes[key] = shape
         return shape
+
+    @staticmethod
+    def _spread_mask(state: CycleState, table: NodeTable, shape: _Shape) -> np.ndarray | None:
+        """The shape's other-plugin verdicts AND PodTopologySpread's for this pod (its
+        PreFilter state: the counts as of now), by row; None to decline (no state, or a
+        topology key no node has: no node passes and the FitError needs the reasons).
+        Kept per pattern of passing domains: the counts move, the patterns repeat."""
+        s = state.get(SPREAD_KEY)
+        if not isinstance(s, spread_filtering.PreFilterState):
+            return None
+        failing = spread_filtering.failing_domains(s, table)
+        if failing is None:
+            return None
+        key = tuple((k, f.tobytes()) for k, f in failing)
+        hit = shape.spread_masks.get(key)
+        if hit is not None:
+            return hit
+        cap = table.allocatable.shape[1]
+        out = np.ones(cap, dtype=np.bool_) if shape.mask is None else shape.mask.copy()
+        for k, fail in failing:
+            col = table.labels[k][:cap]
+            out &= col >= 0
+            if len(fail):
+                out &= ~np.isin(col, fail)
+        if len(shape.spread_masks) >= SPREAD_MASKS_CACHE_SIZE:
+            shape.spread_masks.clear()
+        shape.spread_masks[key] = out
+        return out
 
     def score(
         self,
@@ -260,10 +311,12 @@ class FastPath:
         profile = self._profile(fwk)
         assert profile is not None
         active = fwk.active_score_plugins(state)
+        per_pod = [pl for pl in active if pl.name in PER_POD_SCORES]
+        active = [pl for pl in active if pl.name not in PER_POD_SCORES]
         active_names = frozenset(pl.name for pl in active)
         shape = found.shape
         if found.scored is not None and shape is not None and shape.score_plugins == active_names:
-            return found.scored
+            return self._add_per_pod(fwk, state, pod, table, found.scored, per_pod)
         if not self._kernel_can_score(state, found.requests, active_names):
             return None
         nodes = NodeSlice(table, found.rows)
@@ -279,7 +332,32 @@ class FastPath:
         ev = evaluate_pod(table, profile, query, len(found.rows), found.rows)
         if ev.status != STATUS_OK or len(ev.feasible_rows) != len(found.rows):
             return None
-        return ev
+        return self._add_per_pod(fwk, state, pod, table, ev, per_pod)
+
+    @staticmethod
+    def _add_per_pod(
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        ev: Evaluation,
+        plugins: list,  # type: ignore[type-arg]
+    ) -> Evaluation | None:
+        """``ev`` plus the weighted normalised scores of the plugins normalising with their
+        own rules (PodTopologySpread), computed by the plugin over the feasible rows in
+        ``ev``'s order (the order its PreScore saw); None (the numpy path, which raises
+        the framework's error) when one leaves [0, 100]."""
+        if not plugins or len(ev.feasible_rows) < 2:
+            return ev
+        nodes = NodeSlice(table, ev.feasible_rows)
+        add = np.zeros(len(ev.feasible_rows), dtype=np.int64)
+        for pl in plugins:
+            raw = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
+            norm = np.asarray(pl.normalize_score(state, pod, raw), dtype=np.int64)
+            if norm.max() > MAX_NODE_SCORE or norm.min() < MIN_NODE_SCORE:
+                return None
+            add += norm * fwk.score_weights.get(pl.name, 1)
+        return ev.add_scores(add)
 
     def _requests(self, pod: Pod, profile: KernelProfile) -> PodRequests:
         """The resource plugins' PreFilter/PreScore state of ``pod``, shared by pods with

@@ -14,6 +14,11 @@ Skips read are unchanged: the node table (``node_version``), the cluster objects
 of any pod-affinity group in the pod index. Then the state is copied instead of running
 some fifteen plugins again; anything else runs them as before.
 
+PodTopologySpread may also be active (not Skip) for a shared state: its PreFilter and
+PreScore read the pod counts, which move with every assumed pod, so they run again for
+each pod on top of the others' copied state (``PER_POD``); its Skip or not depends on the
+pod's spec and the controllers alone, so it is the same for every pod of the shape.
+
 Not used when plugins are timed (metrics or tracing on): each pod's extension points
 are then observed as upstream does.
 """
@@ -29,7 +34,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.snapshot import Snapshot
-from cluster_sched.framework.status import SUCCESS, Status
+from cluster_sched.framework.status import SUCCESS, Status, as_status
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.plugins import names
 
@@ -53,8 +58,11 @@ KNOWN = frozenset(
         names.NODE_RESOURCES_BALANCED_ALLOCATION,
     }
 )
-#: Must Skip (PreFilter and PreScore) for a state to be shared.
+#: Must Skip (PreFilter and PreScore) for a state to be shared, unless in PER_POD.
 CROSS_NODE = frozenset({names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY})
+#: Cross-node plugins whose PreFilter/PreScore run again for every pod when active (their
+#: state is the pod counts; nothing else reads it).
+PER_POD = frozenset({names.POD_TOPOLOGY_SPREAD})
 #: Shapes remembered (cleared when full).
 CACHE_SIZE = 1024
 
@@ -70,9 +78,13 @@ class _Entry:
     pre: PreFilterAnswer
     data: dict[str, Any]
     skip_filter: frozenset[str]
+    #: PER_POD plugins active in PreFilter: run again for every pod of the shape
+    rerun: tuple[Any, ...] = ()
     #: filled by the shape's first PreScore that Skips the cross-node plugins
     score_data: dict[str, Any] | None = None
     skip_score: frozenset[str] | None = None
+    #: PER_POD plugins active in PreScore: run again for every pod of the shape
+    rerun_score: tuple[Any, ...] = ()
 
 
 def _refs(pod: Pod) -> tuple[object, ...]:
@@ -122,14 +134,16 @@ class PreCycleReuse:
             and entry.labels == pod.meta.labels
             and all(a is b for a, b in zip(entry.refs, refs, strict=True))
         ):
-            self.hits += 1
             state.restore(entry.data, entry.skip_filter, frozenset())
-            self._current = entry
-            return entry.pre[0], entry.pre[1], set(entry.pre[2])
+            if _rerun_pre_filter(entry.rerun, state, pod, snapshot):
+                self.hits += 1
+                self._current = entry
+                return entry.pre[0], entry.pre[1], set(entry.pre[2])
+            state.restore({}, frozenset(), frozenset())  # run every plugin afresh
         self.misses += 1
         pre = fwk.run_pre_filter(state, pod, snapshot)
         present = {pl.name for pl in fwk.pre_filter} & CROSS_NODE
-        if pre[0] is None and pre[1].is_success and present <= state.skip_filter_plugins:
+        if pre[0] is None and pre[1].is_success and present - PER_POD <= state.skip_filter_plugins:
             if len(self._entries) >= CACHE_SIZE:
                 self._entries.clear()
             entry = _Entry(
@@ -140,6 +154,7 @@ class PreCycleReuse:
                 (pre[0], pre[1], set(pre[2])),
                 state.data_copy(),
                 frozenset(state.skip_filter_plugins),
+                _active(fwk.pre_filter, state.skip_filter_plugins),
             )
             self._entries[key] = entry
             self._current = entry
@@ -150,13 +165,21 @@ class PreCycleReuse:
     ) -> Status:
         entry = self._current
         if entry is not None and entry.score_data is not None and entry.skip_score is not None:
-            state.restore(entry.score_data, entry.skip_filter, entry.skip_score)
-            return SUCCESS
+            # this pod's PreFilter entries (the PER_POD ones are its own) over the shared
+            # PreScore entries
+            before = state.data_copy()
+            skip_filter = frozenset(state.skip_filter_plugins)
+            state.restore({**entry.score_data, **before}, skip_filter, entry.skip_score)
+            if _rerun_pre_score(entry.rerun_score, state, pod, snapshot, nodes):
+                return SUCCESS
+            state.restore(before, skip_filter, frozenset())
+            return fwk.run_pre_score(state, pod, snapshot, nodes)
         s = fwk.run_pre_score(state, pod, snapshot, nodes)
         present = {pl.name for pl in fwk.pre_score} & CROSS_NODE
-        if entry is not None and s.is_success and present <= state.skip_score_plugins:
+        if entry is not None and s.is_success and present - PER_POD <= state.skip_score_plugins:
             entry.score_data = state.data_copy()
             entry.skip_score = frozenset(state.skip_score_plugins)
+            entry.rerun_score = _active(fwk.pre_score, state.skip_score_plugins)
         return s
 
     def _validity(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> tuple[int, ...] | None:
@@ -184,3 +207,28 @@ class PreCycleReuse:
             )  # fmt: skip
             self._affinity = (id(index), index.version, answer)
         return answer
+
+
+def _active(plugins: list[Any], skipped: set[str]) -> tuple[Any, ...]:
+    """The PER_POD plugins among ``plugins`` that did not Skip."""
+    return tuple(pl for pl in plugins if pl.name in PER_POD and pl.name not in skipped)
+
+
+def _rerun_pre_filter(
+    plugins: tuple[Any, ...], state: CycleState, pod: Pod, snapshot: Snapshot
+) -> bool:
+    """PreFilter of the PER_POD plugins on the restored state; False (run every plugin
+    instead) unless each succeeds without narrowing the nodes, as for the first pod."""
+    for pl in plugins:
+        r, s = pl.pre_filter(state, pod, snapshot) or (None, None)
+        if r is not None or not as_status(s).is_success:
+            return False
+    return True
+
+
+def _rerun_pre_score(
+    plugins: tuple[Any, ...], state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeSlice
+) -> bool:
+    """PreScore of the PER_POD plugins on the restored state; False unless each succeeds,
+    as for the first pod."""
+    return all(as_status(pl.pre_score(state, pod, snapshot, nodes)).is_success for pl in plugins)

@@ -43,7 +43,7 @@ ERR_NODE_LABEL_NOT_MATCH = ERR_CONSTRAINTS_NOT_MATCH + " (missing required label
 NO_DOMAIN_MIN = 2**31 - 1
 
 
-def _eligible_domains(
+def eligible_domains(
     table: NodeTable, pod: Pod, constraints: tuple[Constraint, ...], c: Constraint
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """(eligible rows, bool per code: some eligible node holds it, whether every alive
@@ -89,7 +89,7 @@ def pre_filter_partial(
             out.append(DomainCounts.empty())
             continue
         n = len(interner)
-        rows, present, full = _eligible_domains(table, pod, constraints, c)
+        rows, present, full = eligible_domains(table, pod, constraints, c)
         codes = present.nonzero()[0]
         spec = count_spec(c.selector, pod.meta.namespace)
         if spec is None:
@@ -107,8 +107,16 @@ def reduce_partials(parts: Sequence[Sequence[DomainCounts]], n: int) -> tuple[Do
     return tuple(merge_domain_counts([p[i] for p in parts]) for i in range(n))
 
 
+def self_matches(pod: Pod, constraints: tuple[Constraint, ...]) -> tuple[bool, ...]:
+    """Per constraint: the pod matches its own selector (counts itself in the skew)."""
+    return tuple(selector_matches(c.selector, pod.meta.labels) for c in constraints)
+
+
 def _minimum(dc: DomainCounts) -> int:
-    return int(dc.counts.min()) if len(dc) else NO_DOMAIN_MIN
+    counts = dc.counts
+    if len(counts) > 16:  # numpy's reduction wins past a few domains
+        return int(counts.min())
+    return min(counts.tolist(), default=NO_DOMAIN_MIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +131,16 @@ class PreFilterState:
 
     @classmethod
     def build(
-        cls, pod: Pod, constraints: tuple[Constraint, ...], domains: tuple[DomainCounts, ...]
+        cls,
+        pod: Pod,
+        constraints: tuple[Constraint, ...],
+        domains: tuple[DomainCounts, ...],
+        self_match: tuple[bool, ...] | None = None,
     ) -> PreFilterState:
-        return cls(
-            constraints,
-            domains,
-            tuple(_minimum(d) for d in domains),
-            tuple(selector_matches(c.selector, pod.meta.labels) for c in constraints),
-        )
+        """``self_match``: the pod's matches when the caller already knows them."""
+        if self_match is None:
+            self_match = self_matches(pod, constraints)
+        return cls(constraints, domains, tuple(_minimum(d) for d in domains), self_match)
 
     def min_match(self, i: int) -> int:
         """upstream minMatchNum: 0 while fewer eligible domains than minDomains."""
@@ -187,3 +197,36 @@ def filter_rows(s: PreFilterState, table: NodeTable, rows: np.ndarray) -> NodeVe
     return NodeVerdicts(
         out, reason_ids, [(ERR_NODE_LABEL_NOT_MATCH,), (ERR_CONSTRAINTS_NOT_MATCH,)]
     )
+
+
+def failing_domains(
+    s: PreFilterState, table: NodeTable
+) -> tuple[tuple[str, np.ndarray], ...] | None:
+    """``filter_rows``'s verdict by topology domain, for callers that apply it to many
+    rows at once (the compiled path): per topology key, the sorted label codes whose
+    nodes fail the skew check (the constraints sharing a key united). A row passes when,
+    for every key, it holds the label and its code is not listed. A domain that is not
+    eligible counts 0 matching pods, and 0 never exceeds ``maxSkew - 1 + minMatch``, so
+    only eligible domains can be listed. None when a key has no column (every node
+    fails)."""
+    out: dict[str, np.ndarray] = {}
+    for i, c in enumerate(s.constraints):
+        if table.labels.get(c.topology_key) is None:
+            return None
+        d = s.domains[i]
+        limit = c.max_skew - int(s.self_match[i]) + s.min_match(i)
+        over = d.counts > limit
+        if not over.any():
+            fail = _NONE
+        elif d.codes is not None and d.source is table.label_values.get(c.topology_key):
+            fail = np.unique(d.codes[over])
+        else:
+            dense = d.dense(table.label_values.get(c.topology_key))[:-1]
+            fail = (dense > limit).nonzero()[0].astype(np.int64)
+        prev = out.get(c.topology_key)
+        out[c.topology_key] = fail if prev is None else np.union1d(prev, fail)
+    return tuple(out.items())
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+_NONE.setflags(write=False)

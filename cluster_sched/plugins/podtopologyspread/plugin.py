@@ -40,6 +40,8 @@ from cluster_sched.plugins.podtopologyspread.constraints import (
     selector_matches,
 )
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.incremental import SpreadPlans
+from cluster_sched.plugins.podtopologyspread.score_plans import ScorePlans
 from cluster_sched.plugins.podtopologyspread.scoring import PreScoreState
 
 NAME = POD_TOPOLOGY_SPREAD
@@ -47,6 +49,8 @@ PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 ERR_REASON_CONSTRAINTS_NOT_MATCH = filtering.ERR_CONSTRAINTS_NOT_MATCH
 ERR_REASON_NODE_LABEL_NOT_MATCH = filtering.ERR_NODE_LABEL_NOT_MATCH
+#: Parsed own constraints remembered (cleared when full).
+OWN_CACHE_SIZE = 1024
 
 
 def _controllers(snapshot: Any) -> list[WorkloadController]:
@@ -62,15 +66,60 @@ class PodTopologySpread:
         self.system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self.default_constraints = args.constraints
         self._handle = handle
+        #: (id(spec constraints), action) -> (them, the pod's labels, parsed constraints)
+        self._own: dict[tuple[int, str], tuple[object, dict[str, str], tuple[Constraint, ...]]]
+        self._own = {}
+        #: PreFilter's node-derived part per table state and pod inputs (``incremental``)
+        self._plans = SpreadPlans()
+        #: PreScore's node-derived part likewise (``score_plans``)
+        self._score_plans = ScorePlans()
+        #: action -> (snapshot, objects_version, namespace, labels, owner references,
+        #: the default constraints they gave)
+        self._last_default: dict[str, tuple[Any, ...]] = {}
+        self._last_match: tuple[tuple[Constraint, ...], dict[str, str], tuple[bool, ...]] | None
+        self._last_match = None
 
     def constraints(self, pod: Pod, action: str, snapshot: Any) -> tuple[Constraint, ...]:
         """The pod's constraints for ``action`` (its own, else the defaults that apply).
-        Controllers are only consulted when defaults with that action exist."""
-        if not pod.topology_spread_constraints and not any(
-            c.when_unsatisfiable == action for c in self.default_constraints
+        Controllers are only consulted when defaults with that action exist. A pod's own
+        constraints depend on its spec's constraints and labels alone: pods of one spec
+        get the same tuple (later caches key on its identity)."""
+        own = pod.topology_spread_constraints
+        if not own:
+            if not any(c.when_unsatisfiable == action for c in self.default_constraints):
+                return ()
+            return self._default_constraints(pod, action, snapshot)
+        hit = self._own.get((id(own), action))
+        if hit is not None and hit[0] is own and hit[1] == pod.meta.labels:
+            return hit[2]
+        cs = pod_constraints(pod, action, self.default_constraints, ())
+        if len(self._own) >= OWN_CACHE_SIZE:
+            self._own.clear()
+        self._own[(id(own), action)] = (own, dict(pod.meta.labels), cs)
+        return cs
+
+    def _default_constraints(self, pod: Pod, action: str, snapshot: Any) -> tuple[Constraint, ...]:
+        """The defaults for a pod without constraints: they read its namespace, labels and
+        controller reference and the snapshot's controllers (``objects_version``), so the
+        last answer is kept for the next pod with the same ones."""
+        version = getattr(snapshot, "objects_version", None)
+        meta = pod.meta
+        hit = self._last_default.get(action)
+        if (
+            hit is not None
+            and version is not None
+            and hit[0] is snapshot
+            and hit[1] == version
+            and hit[2] == meta.namespace
+            and hit[4] == meta.owner_references
+            and hit[3] == meta.labels
         ):
-            return ()
-        return pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+            return hit[5]
+        cs = pod_constraints(pod, action, self.default_constraints, _controllers(snapshot))
+        if version is not None:
+            entry = (snapshot, version, meta.namespace, dict(meta.labels), meta.owner_references)
+            self._last_default[action] = (*entry, cs)
+        return cs
 
     # ------------------------------------------------------------------ filter
 
@@ -80,7 +129,7 @@ class PodTopologySpread:
         cs = self.constraints(pod, DO_NOT_SCHEDULE, snapshot)
         if not cs:
             return None, skip()
-        parts = [filtering.pre_filter_partial(pod, cs, t) for t in tables_of(snapshot)]
+        parts = [self._plans.partial(pod, cs, t) for t in tables_of(snapshot)]
         return self.pre_filter_reduce(state, pod, cs, parts)
 
     def pre_filter_partial(
@@ -101,8 +150,18 @@ class PodTopologySpread:
         if not constraints:
             return None, skip()
         domains = filtering.reduce_partials(parts, len(constraints))
-        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, constraints, domains))
+        matches = self._self_match(pod, constraints)
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState.build(pod, constraints, domains, matches))
         return None, SUCCESS
+
+    def _self_match(self, pod: Pod, constraints: tuple[Constraint, ...]) -> tuple[bool, ...]:
+        """``filtering.self_matches``, kept for the last constraints and labels seen."""
+        hit = self._last_match
+        if hit is not None and hit[0] is constraints and hit[1] == pod.meta.labels:
+            return hit[2]
+        matches = filtering.self_matches(pod, constraints)
+        self._last_match = (constraints, dict(pod.meta.labels), matches)
+        return matches
 
     def pre_filter_extensions(self) -> PodTopologySpread:
         return self
@@ -143,6 +202,15 @@ class PodTopologySpread:
         cs = self.constraints(pod, SCHEDULE_ANYWAY, snapshot)
         if not cs:
             return skip()
+        if len(tables) == 1 and getattr(feasible, "table", None) is tables[0]:
+            # one table: the same state without strings, node-derived parts kept
+            rows = np.asarray(feasible.rows, dtype=np.int64)  # type: ignore[union-attr]
+            require_all = self.require_all_topologies(pod)
+            state.write(
+                PRE_SCORE_STATE_KEY,
+                self._score_plans.state(pod, cs, require_all, tables[0], rows),
+            )
+            return SUCCESS
         parts = [self.pre_score_partial(pod, cs, t, feasible_rows(feasible, t)) for t in tables]
         return self.pre_score_reduce(state, pod, cs, parts)
 
