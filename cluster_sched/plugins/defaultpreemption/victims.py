@@ -47,7 +47,8 @@ def nominated_for(lookup: NominatedLookup, node_name: str) -> Sequence[Pod]:
         return ()
     if callable(lookup):
         return lookup(node_name) or ()
-    return lookup.get(node_name, ())
+    # ``in`` first: most nodes have no nominee, and a view's KeyError costs more
+    return lookup.get(node_name, ()) if node_name in lookup else ()
 
 
 def filter_with_nominated(
