@@ -34,7 +34,6 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FilterVerdicts
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Code, Status, unresolvable
-from cluster_sched.nodetable.overflow import BOUND_LIMIT, pod_amount
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
 from cluster_sched.plugins.defaultpreemption.reprieve import reprieve
@@ -64,6 +63,9 @@ NODE_ONLY_FILTERS = frozenset({NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, 
 Result = tuple[Victims | None, Status]
 
 _NO_VICTIMS = unresolvable(ERR_NO_VICTIMS)
+#: Rows whose pods' amounts (``NodeTable.amount_bound``), or nominees' requests, reach
+#: this are left to the copies: below it no sum or difference here leaves int64.
+_LIMIT = float(2**61)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,22 +135,21 @@ def select_victims_fit_only(
         return results  # type: ignore[return-value]
     potential = [mine[i] for i in alive]
     at = rows[alive]
-    nominated: list[list[Pod]] = [[] for _ in alive]
-    has_nom: list[int] = []
-    if lookup is not None:
-        for j, i in enumerate(alive):
-            found = nominated_for(lookup, names[rows_list[i]])  # type: ignore[arg-type]
-            ge = [p for p in found if p.priority >= prio and p.key != pod.key] if found else []
-            if ge:
-                nominated[j] = ge
-                has_nom.append(j)
     if table.overflow and table.overflow.has_any(at.tolist()):
         return None
-    bound = table.amount_bound[at]
-    for j in has_nom:
-        bound[j] += sum(pod_amount(p) for p in nominated[j])
-    if bound.max() >= BOUND_LIMIT:
+    if table.amount_bound[at].max() >= _LIMIT:
         return None
+    # RunFilterPluginsWithNominatedPods' nominees: priority >= the pod's, not the pod
+    nom_flat: list[Pod] = []
+    nom_owner: list[int] = []
+    if lookup is not None:
+        ns, nm = pod.meta.namespace, pod.meta.name
+        for j, i in enumerate(alive):
+            found = nominated_for(lookup, names[rows_list[i]])  # type: ignore[arg-type]
+            for p in found:
+                if p.priority >= prio and (p.meta.name != nm or p.meta.namespace != ns):
+                    nom_flat.append(p)
+                    nom_owner.append(j)
 
     # Fit's inputs after removing every lower-priority pod: plain, and with the nominees.
     res_names = [n for n, _ in plan.checked]
@@ -170,9 +171,19 @@ def select_victims_fit_only(
         free += np.add.reduceat(req, offsets[:-1], axis=0)
     room = table.allowed_pods[at] - table.pod_count[at] + counts
     nom_free, nom_room = free.copy(), room.copy()
-    for j in has_nom:
-        nom_free[j] -= _requests(nominated[j], res_names).sum(axis=0)
-        nom_room[j] -= len(nominated[j])
+    has_nom = np.zeros(a, dtype=bool)
+    if nom_flat:
+        owner = np.asarray(nom_owner, dtype=np.int64)
+        nom_req = _requests(nom_flat, res_names)
+        approx = np.zeros((a, len(cols)))
+        np.add.at(approx, owner, nom_req.astype(np.float64))
+        if len(cols) and approx.max() >= _LIMIT:
+            return None
+        added = np.zeros((a, len(cols)), dtype=np.int64)
+        np.add.at(added, owner, nom_req)
+        nom_free -= added
+        nom_room -= np.bincount(owner, minlength=a)
+        has_nom[owner] = True
 
     # Filter after the removal: first failing plugin in Filter order, per pass.
     fails = (room < 1) | (free < amount).any(axis=1)
@@ -184,10 +195,8 @@ def select_victims_fit_only(
         before = failed & (other.plugin_idx < plan.fit_idx)
         after = failed & (other.plugin_idx > plan.fit_idx)
     # RunFilterPluginsWithNominatedPods: the pass with the nominees first, if it fails.
-    nom_mask = np.zeros(a, dtype=bool)
-    nom_mask[has_nom] = True
     use_other = before | (after & ~nom_fails)
-    use_nom = ~use_other & nom_mask & nom_fails
+    use_nom = ~use_other & has_nom & nom_fails
     use_plain = ~use_other & ~use_nom & fails
     fit_name = fwk.filter_names[plan.fit_idx]
     if other is not None and use_other.any():
