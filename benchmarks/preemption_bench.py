@@ -54,7 +54,7 @@ class PostFilterTimer:
                 timer.seconds += time.perf_counter() - start
                 timer.cpu_seconds += time.thread_time() - cpu
 
-        DefaultPreemption.post_filter = timed  # type: ignore[method-assign]
+        DefaultPreemption.post_filter = timed  # type: ignore[method-assign, assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -200,8 +200,8 @@ def select_victims_fit_only(
     use_plain = ~use_other & ~use_nom & fails
     fit_name = fwk.filter_names[plan.fit_idx]
     if other is not None and use_other.any():
-        where = np.flatnonzero(use_other).tolist()
-        _put(results, alive, where, [other(j) for j in where])
+        failing = np.flatnonzero(use_other).tolist()
+        _put(results, alive, failing, [other(j) for j in failing])
     for mask, r, f in ((use_nom, nom_room, nom_free), (use_plain, room, free)):
         if mask.any():
             where = np.flatnonzero(mask)

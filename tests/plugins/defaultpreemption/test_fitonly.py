@@ -84,7 +84,7 @@ def clusters(draw: Any) -> tuple[list[Any], Pod, dict[str, list[Pod]], bool]:
     k = 0
     for i in range(n_nodes):
         for _ in range(draw(st.integers(0, 6))):
-            b = (
+            pb = (
                 make_pod(f"r{k}")
                 .req(_requests(draw))
                 .priority(draw(st.sampled_from([-5, 0, 1, 5, 10, 50, 200])))
@@ -93,10 +93,10 @@ def clusters(draw: Any) -> tuple[list[Any], Pod, dict[str, list[Pod]], bool]:
                 .label("app", draw(st.sampled_from(["db", "web", "cache"])))
             )
             if draw(st.booleans()):
-                b = b.start_time(float(draw(st.integers(0, 5))))
+                pb = pb.start_time(float(draw(st.integers(0, 5))))
             if draw(st.integers(0, 9)) == 0:
-                b = b.host_port(8080)
-            objs.append(b.obj())
+                pb = pb.host_port(8080)
+            objs.append(pb.obj())
             k += 1
     for app in ("db", "web"):
         if draw(st.booleans()):
@@ -109,14 +109,14 @@ def clusters(draw: Any) -> tuple[list[Any], Pod, dict[str, list[Pod]], bool]:
                     disrupted_pods=disrupted,
                 )
             )
-    pb = make_pod("p").req(_requests(draw)).priority(draw(st.sampled_from([5, 10, 100])))
+    pre = make_pod("p").req(_requests(draw)).priority(draw(st.sampled_from([5, 10, 100])))
     if draw(st.integers(0, 4)) == 0:
-        pb = pb.tolerate("dedicated")
+        pre = pre.tolerate("dedicated")
     if draw(st.integers(0, 4)) == 0:
-        pb = pb.node_selector("disk", "ssd")
+        pre = pre.node_selector("disk", "ssd")
     ports = draw(st.integers(0, 9)) == 0
     if ports:
-        pb = pb.host_port(8080)  # NodePorts reads the pods: no plan
+        pre = pre.host_port(8080)  # NodePorts reads the pods: no plan
     nominated: dict[str, list[Pod]] = {}
     for i in range(n_nodes):
         if draw(st.integers(0, 3)) == 0:
@@ -128,7 +128,7 @@ def clusters(draw: Any) -> tuple[list[Any], Pod, dict[str, list[Pod]], bool]:
                 prio = draw(st.sampled_from([5, 10, 100, 300]))
                 pods.append(make_pod(f"nom{i}-{j}").req(req).priority(prio).obj())
             nominated[f"n{i}"] = pods
-    return objs, pb.obj(), nominated, ports
+    return objs, pre.obj(), nominated, ports
 
 
 #: NodeResourcesFit enabled explicitly at Filter runs before the node-only plugins, so
