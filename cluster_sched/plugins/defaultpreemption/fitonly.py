@@ -41,6 +41,7 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     ERR_NO_VICTIMS,
     NominatedLookup,
     Victims,
+    by_importance,
     importance_key,
     nominated_for,
     split_by_pdb_violation,
@@ -214,16 +215,17 @@ def select_victims_fit_only(
     ordered: list[int] = []  # indices into ``flat``
     n_violating: list[int] = []
     for j in passing:
-        span = range(int(offsets[j]), int(offsets[j + 1]))
-        by_importance = sorted(span, key=lambda v: importance_key(flat[v]))
+        start = int(offsets[j])
+        seg = flat[start : int(offsets[j + 1])]
+        order = by_importance(seg)
         if pdbs:
-            violating, ok = split_by_pdb_violation([flat[v] for v in by_importance], pdbs)
-            index = {id(flat[v]): v for v in span}
-            by_importance = [index[id(p)] for p in (*violating, *ok)]
+            violating, ok = split_by_pdb_violation([seg[v] for v in order], pdbs)
+            index = {id(p): v for v, p in enumerate(seg)}
+            order = [index[id(p)] for p in (*violating, *ok)]
             n_violating.append(len(violating))
         else:
             n_violating.append(0)
-        ordered.extend(by_importance)
+        ordered.extend(start + v for v in order)
     sel = np.asarray(passing, dtype=np.int64)
     c_offsets = np.zeros(len(passing) + 1, dtype=np.int64)
     np.cumsum(counts[sel], out=c_offsets[1:])

@@ -39,7 +39,14 @@ def start_time(pod: Pod) -> float:
 def importance_key(pod: Pod) -> tuple[int, float, str]:
     """Sort key, most important first: priority desc, then earlier start. Upstream's
     unstable sort leaves equal pods in any order; they are ordered by key here."""
-    return (-pod.priority, start_time(pod), pod.key)
+    started = pod.start_time
+    return (-pod.priority, math.inf if started is None else started, pod.key)
+
+
+def by_importance(pods: Sequence[Pod]) -> list[int]:
+    """Positions of ``pods``, most important first (``importance_key`` order)."""
+    keys = [importance_key(p) for p in pods]
+    return sorted(range(len(keys)), key=keys.__getitem__)
 
 
 def nominated_for(lookup: NominatedLookup, node_name: str) -> Sequence[Pod]:
