@@ -41,8 +41,8 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     ERR_NO_VICTIMS,
     NominatedLookup,
     Victims,
-    by_importance,
     importance_key,
+    importance_order,
     nominated_for,
     split_by_pdb_violation,
 )
@@ -202,33 +202,32 @@ def select_victims_fit_only(
     fit_name = fwk.filter_names[plan.fit_idx]
     if other is not None and use_other.any():
         failing = np.flatnonzero(use_other).tolist()
-        _put(results, alive, failing, [other(j) for j in failing])
+        _put(results, alive, failing, [(None, other(j)) for j in failing])
     for mask, r, f in ((use_nom, nom_room, nom_free), (use_plain, room, free)):
         if mask.any():
             where = np.flatnonzero(mask)
-            _put(results, alive, where.tolist(), _fit_statuses(r, alloc, f, where, plan, fit_name))
+            _put(results, alive, where.tolist(), _fit_failures(r, alloc, f, where, plan, fit_name))
     passing = np.flatnonzero(~(use_other | use_nom | use_plain)).tolist()
     if not passing:
         return results  # type: ignore[return-value]
 
     # Reprieve order per node: PDB-violating pods first, then the others, by importance.
-    ordered: list[int] = []  # indices into ``flat``
-    n_violating: list[int] = []
-    for j in passing:
-        start = int(offsets[j])
-        seg = flat[start : int(offsets[j + 1])]
-        order = by_importance(seg)
-        if pdbs:
-            violating, ok = split_by_pdb_violation([seg[v] for v in order], pdbs)
-            index = {id(p): v for v, p in enumerate(seg)}
-            order = [index[id(p)] for p in (*violating, *ok)]
-            n_violating.append(len(violating))
-        else:
-            n_violating.append(0)
-        ordered.extend(start + v for v in order)
     sel = np.asarray(passing, dtype=np.int64)
     c_offsets = np.zeros(len(passing) + 1, dtype=np.int64)
     np.cumsum(counts[sel], out=c_offsets[1:])
+    total = int(c_offsets[-1])
+    group = np.repeat(np.arange(len(passing), dtype=np.int64), counts[sel])
+    picked = (np.arange(total, dtype=np.int64) - c_offsets[group] + offsets[sel][group]).tolist()
+    ordered: list[int] = [picked[v] for v in importance_order([flat[v] for v in picked], group)]
+    n_violating = [0] * len(passing)
+    if pdbs:
+        bounds = c_offsets.tolist()
+        for n in range(len(passing)):
+            seg = ordered[bounds[n] : bounds[n + 1]]
+            violating, ok = split_by_pdb_violation([flat[v] for v in seg], pdbs)
+            index = {id(flat[v]): v for v in seg}
+            ordered[bounds[n] : bounds[n + 1]] = [index[id(p)] for p in (*violating, *ok)]
+            n_violating[n] = len(violating)
     kept = reprieve(
         free[sel], room[sel], nom_free[sel], nom_room[sel], amount, c_offsets, req[ordered]
     ).tolist()
@@ -236,17 +235,19 @@ def select_victims_fit_only(
     for n, j in enumerate(passing):
         start, end = bounds[n], bounds[n + 1]
         victims = [flat[ordered[v]] for v in range(start, end) if not kept[v]]
-        violations = sum(1 for v in range(start, start + n_violating[n]) if not kept[v])
+        violations = 0
+        if n_violating[n]:
+            violations = sum(1 for v in range(start, start + n_violating[n]) if not kept[v])
         if 0 < n_violating[n] < end - start:
             victims.sort(key=importance_key)  # both groups non-empty, as upstream
         results[alive[j]] = (Victims(tuple(victims), violations), SUCCESS)
     return results  # type: ignore[return-value]
 
 
-def _put(results: list[Any], alive: list[int], where: list[int], statuses: list[Status]) -> None:
-    """Failing node ``alive[j]`` answers ``(None, status)`` for each ``j`` of ``where``."""
-    for j, st in zip(where, statuses, strict=True):
-        results[alive[j]] = (None, st)
+def _put(results: list[Any], alive: list[int], where: list[int], answers: list[Any]) -> None:
+    """Node ``alive[where[n]]`` answers ``answers[n]``."""
+    for j, answer in zip(where, answers, strict=True):
+        results[alive[j]] = answer
 
 
 def _other_verdicts(
@@ -259,25 +260,23 @@ def _other_verdicts(
     return FilterVerdicts.of(out, fwk.filter_names)
 
 
-def _fit_statuses(
+def _fit_failures(
     room: np.ndarray,
     alloc: np.ndarray,
     free: np.ndarray,
     at: np.ndarray,
     plan: FitOnlyPlan,
     plugin: str,
-) -> list[Status]:
-    """NodeResourcesFit's Status of nodes ``at`` of these arrays, all failing (the
-    plugin's own ``fit_failures``; nodes failing alike share one Status)."""
+) -> list[Result]:
+    """``(None, NodeResourcesFit's Status)`` for nodes ``at`` of these arrays, all
+    failing (the plugin's own ``fit_failures``; nodes failing alike share one answer)."""
     m = len(plan.checked)
     v = fit_failures(
         room[at], [alloc[at, c] for c in range(m)], [free[at, c] for c in range(m)], plan.checked
     )
-    made: dict[tuple[int, int], Status] = {}
-    out: list[Status] = []
-    for n, (code, rid) in enumerate(zip(v.codes.tolist(), v.reason_ids.tolist(), strict=True)):
-        st = made.get((code, rid))
-        if st is None:
-            st = made[(code, rid)] = Status(Code(code), v.reasons_of(n), plugin)
-        out.append(st)
-    return out
+    combo = v.codes.astype(np.int64) * len(v.reasons) + v.reason_ids
+    uniq, first, inverse = np.unique(combo, return_index=True, return_inverse=True)
+    distinct = np.empty(len(uniq), dtype=object)
+    for u, n in enumerate(first.tolist()):
+        distinct[u] = (None, Status(Code(int(v.codes[n])), v.reasons_of(n), plugin))
+    return distinct[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]

@@ -2,8 +2,9 @@
 per node the same victims in the same order, the same PDB violation count and the same
 failure Status as the node-by-node SelectVictimsOnNode and the batched copies, on random
 clusters (several resources incl. an extended one, pod limits, priorities, start times,
-PDBs, taints, unschedulable nodes, node selectors, nominated pods, host ports); and the
-reprieve kernel equals its numpy reference."""
+PDBs, taints, unschedulable nodes, node selectors, nominated pods, host ports); the
+reprieve kernel equals its numpy reference, and the vectorised importance order equals
+importance_key's."""
 
 from __future__ import annotations
 
@@ -29,7 +30,11 @@ from cluster_sched.plugins.defaultpreemption.fitonly import (
     select_victims_fit_only,
 )
 from cluster_sched.plugins.defaultpreemption.reprieve import reprieve, reprieve_reference
-from cluster_sched.plugins.defaultpreemption.victims import select_victims_on_node
+from cluster_sched.plugins.defaultpreemption.victims import (
+    importance_key,
+    importance_order,
+    select_victims_on_node,
+)
 from cluster_sched.scheduler.explain import build_framework
 from cluster_sched.testing.builders import make_namespace, make_node, make_pdb, make_pod
 
@@ -304,3 +309,24 @@ def test_reprieve_examples(free: int, room: int, req: list[int], want: list[bool
     )
     assert reprieve(*args).tolist() == want
     assert reprieve_reference(*args).tolist() == want
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # node
+            st.sampled_from([-(2**31), -1, 0, 7, 2**31 - 1]),  # priority
+            st.one_of(st.none(), st.sampled_from([0.0, 1.5, 1e9])),  # start time
+        ),
+        max_size=12,
+    )
+)
+def test_importance_order_sorts_like_importance_key(specs: list[Any]) -> None:
+    pods = []
+    for n, (_, prio, start) in enumerate(specs):
+        b = make_pod(f"p{n % 3}-{n}").priority(prio)
+        pods.append((b.start_time(start) if start is not None else b).obj())
+    groups = np.asarray([node for node, _, _ in specs], dtype=np.int64)
+    want = sorted(range(len(pods)), key=lambda i: (groups[i], importance_key(pods[i])))
+    assert importance_order(pods, groups).tolist() == want
