@@ -18,8 +18,8 @@ plain arrays, so the second test repeats the first.
 Shapes: ``free``/``nom_free`` int64[k, m] (m checked resources), ``room``/``nom_room``
 int64[k], ``amount`` int64[m], ``offsets`` int64[k + 1] (node i's victims are
 ``offsets[i]:offsets[i+1]``), ``req`` int64[V, m]. Answer: bool[V], True = reprieved.
-The caller keeps every value within +-2**62 (``fitonly`` checks the rows'
-``amount_bound``), so no sum here can wrap.
+The caller keeps every value within about +-2**62 (``fitonly`` declines rows whose pods'
+or nominees' amounts reach 2**61), so no sum or difference here can wrap.
 
 ``reprieve`` is the numba kernel (node by node, one pass); ``reprieve_reference`` the
 numpy reference (all nodes' j-th victims per step), which the tests compare it with.
