@@ -40,7 +40,10 @@ from cluster_sched.store.store import Store
 
 log = logging.getLogger(__name__)
 
-__all__ = ["StorePreemptionExecutor"]
+__all__ = ["WORKER_IDLE_SECONDS", "StorePreemptionExecutor"]
+
+#: How long the async worker waits for the next job before its thread ends.
+WORKER_IDLE_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -73,7 +76,8 @@ class StorePreemptionExecutor:
         self.pod_lookup = pod_lookup or nominator.pod_lookup
         #: preemptor uid -> its async job (upstream Executor.preempting)
         self._preempting: dict[str, _AsyncJob] = {}
-        self._jobs: queue.Queue[_AsyncJob] = queue.Queue()
+        #: jobs for the worker; None only wakes it (``close``)
+        self._jobs: queue.Queue[_AsyncJob | None] = queue.Queue()
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._unfinished = 0
@@ -178,14 +182,20 @@ class StorePreemptionExecutor:
         return False
 
     def _run(self) -> None:
-        """Drain the job queue, then end (a new thread starts with the next job)."""
+        """Drain the job queue; end once it stayed empty for ``WORKER_IDLE_SECONDS`` or
+        ``close`` asked (a new thread starts with the next job). Staying a while spares
+        a preemption burst one thread start per preemptor on the scheduling cycle."""
         while True:
-            with self._lock:
-                try:
-                    job = self._jobs.get_nowait()
-                except queue.Empty:
-                    self._worker = None
-                    return
+            try:
+                job = self._jobs.get(timeout=WORKER_IDLE_SECONDS)
+            except queue.Empty:
+                job = None
+            if job is None:  # idle, or close()'s wake-up
+                with self._lock:
+                    if self._jobs.empty():
+                        self._worker = None
+                        return
+                continue
             try:
                 self._execute(job)
             finally:
@@ -210,6 +220,9 @@ class StorePreemptionExecutor:
 
     def close(self) -> None:
         self.wait_idle(10.0)
+        with self._lock:
+            if self._worker is not None:
+                self._jobs.put(None)  # wake the idle worker so that it ends now
 
     # ------------------------------------------------------------------ shared steps
 

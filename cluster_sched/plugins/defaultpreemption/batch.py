@@ -18,6 +18,10 @@ Nominated pods (RunFilterPluginsWithNominatedPods) are kept in a second copy of 
 rows that have any of equal or higher priority: the same changes are applied to it, and
 a node's status is its first pass (with them) when that fails, else its second.
 Each node's result is exactly what ``victims.select_victims_on_node`` returns for it.
+
+When NodeResourcesFit is the only active Filter that reads a node's pods, the same
+answers come from arithmetic on a few columns instead (``fitonly``, tried first by
+``select_victims_on_nodes``); ``select_victims_on_copies`` is the general path.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Status, unresolvable
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
+from cluster_sched.plugins.defaultpreemption.fitonly import fit_only_plan, select_victims_fit_only
 from cluster_sched.plugins.defaultpreemption.victims import (
     ERR_NO_VICTIMS,
     NominatedLookup,
@@ -43,7 +48,7 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     split_by_pdb_violation,
 )
 
-__all__ = ["nodes_independent", "select_victims_on_nodes"]
+__all__ = ["nodes_independent", "select_victims_on_copies", "select_victims_on_nodes"]
 
 #: one node's dry-run answer, as select_victims_on_node returns it
 Result = tuple[Victims | None, Status]
@@ -115,8 +120,29 @@ def select_victims_on_nodes(
     pdbs: Sequence[PodDisruptionBudget],
     lookup: NominatedLookup = None,
 ) -> list[Result]:
-    """Dry-run preemption on ``rows`` of ``table`` together (see the module doc; only
-    valid when ``nodes_independent``). ``state`` is not modified."""
+    """Dry-run preemption on ``rows`` of ``table`` together (only valid when
+    ``nodes_independent``): on resource arrays when only NodeResourcesFit reads the
+    nodes' pods (``fitonly``), else on copied rows (``select_victims_on_copies``).
+    ``state`` is not modified."""
+    plan = fit_only_plan(fwk, state, pod)
+    if plan is not None:
+        out = select_victims_fit_only(plan, fwk, state, pod, table, rows, pdbs, lookup)
+        if out is not None:
+            return out
+    return select_victims_on_copies(fwk, state, pod, table, rows, pdbs, lookup)
+
+
+def select_victims_on_copies(
+    fwk: Any,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    rows: np.ndarray,
+    pdbs: Sequence[PodDisruptionBudget],
+    lookup: NominatedLookup = None,
+) -> list[Result]:
+    """Dry-run preemption on ``rows`` of ``table`` together on one copy of the rows
+    (see the module doc; only valid when ``nodes_independent``)."""
     rows = np.asarray(rows, dtype=np.int64)
     k = len(rows)
     results: list[Result | None] = [None] * k

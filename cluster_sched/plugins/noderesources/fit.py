@@ -92,8 +92,13 @@ class Fit:
         return None
 
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        return fit_verdicts(nodes, self.filter_requests(state, pod))
+
+    def filter_requests(self, state: CycleState, pod: Pod) -> tuple[tuple[str, int], ...]:
+        """The (resource, amount) list Filter checks for ``pod`` in this cycle (PreFilter's,
+        or computed when PreFilter did not run), for callers that simulate Filter."""
         s: _PreFilterState | None = state.get(STATE_KEY)
-        return fit_verdicts(nodes, s.requests if s is not None else self._checked_requests(pod))
+        return s.requests if s is not None else self._checked_requests(pod)
 
     # -- score
 
@@ -190,13 +195,30 @@ def _failures(
 ) -> NodeVerdicts:
     """Per-node reasons, in upstream's order: pods, cpu, memory, ephemeral, scalars."""
     k = len(rows)
+    allocs: list[np.ndarray] = []
+    frees: list[np.ndarray] = []
+    for name, _ in checked:
+        col = table.resources.get(name)
+        alloc = table.allocatable[col][rows] if col >= 0 else np.zeros(k, dtype=np.int64)
+        allocs.append(alloc)
+        frees.append(table.free[col][rows] if col >= 0 else alloc)
+    return fit_failures(room, allocs, frees, checked)
+
+
+def fit_failures(
+    room: np.ndarray,
+    allocs: Sequence[np.ndarray],
+    frees: Sequence[np.ndarray],
+    checked: Sequence[tuple[str, int]],
+) -> NodeVerdicts:
+    """The Filter verdicts of ``k`` nodes given as arrays: ``room`` int64[k] (allowed
+    pods minus pods), and per checked (resource, amount > 0) its allocatable and free
+    int64[k]. Preemption's dry run simulates removals on these arrays, not on a table."""
+    k = len(room)
     reasons = [TOO_MANY_PODS]
     insufficient = [room < 1]
     unresolvable = [np.zeros(k, dtype=bool)]
-    for name, amount in checked:
-        col = table.resources.get(name)
-        alloc = table.allocatable[col][rows] if col >= 0 else np.zeros(k, dtype=np.int64)
-        free = table.free[col][rows] if col >= 0 else alloc
+    for (name, amount), alloc, free in zip(checked, allocs, frees, strict=True):
         reasons.append(f"Insufficient {name}")
         insufficient.append(amount > free)
         unresolvable.append(amount > alloc)

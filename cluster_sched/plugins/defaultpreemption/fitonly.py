@@ -1,0 +1,282 @@
+"""SelectVictimsOnNode for many nodes when only NodeResourcesFit looks at a node's pods.
+
+``batch`` already dry-runs independent nodes together, but it still copies their rows
+(``NodeTable.subset``), moves every victim through ``add_pods`` and runs the whole
+Filter once per reprieve step. When the active Filter plugins are NodeResourcesFit plus
+plugins that read only the node itself (``NODE_ONLY_FILTERS``: unschedulable, name,
+taints, node affinity), and no PreFilter extension runs (``nodes_independent``), all of
+that reduces to arithmetic on a few int64 columns:
+
+- the node-only plugins answer the same whatever pods the node holds: they run once,
+  on the original rows (``run_filter(only=...)``);
+- NodeResourcesFit answers from ``room`` (allowed pods minus pods) and, per resource
+  the pod requests, ``free``; removing or adding a pod moves those by its requests.
+  The verdicts of failing nodes come from ``fit.fit_failures``, the plugin's own code;
+- the reprieve loop runs in ``reprieve`` (numba kernel, numpy reference).
+
+Each node's answer (victims, their order, PDB violations, failure Status) is exactly
+what ``victims.select_victims_on_node`` returns (``tests/plugins/defaultpreemption/
+test_fitonly.py`` checks this on random clusters). ``fit_only_plan`` says whether the
+plugins allow it for this pod; ``select_victims_fit_only`` answers None for rows it
+cannot handle exactly (int64 sums near overflow), and the caller uses ``batch``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod, PodDisruptionBudget
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FilterVerdicts
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.status import SUCCESS, Code, Status, unresolvable
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.crossnode import nodes_independent
+from cluster_sched.plugins.defaultpreemption.reprieve import reprieve
+from cluster_sched.plugins.defaultpreemption.victims import (
+    ERR_NO_VICTIMS,
+    NominatedLookup,
+    Victims,
+    importance_key,
+    importance_order,
+    nominated_for,
+    split_by_pdb_violation,
+)
+from cluster_sched.plugins.names import (
+    NODE_AFFINITY,
+    NODE_NAME,
+    NODE_RESOURCES_FIT,
+    NODE_UNSCHEDULABLE,
+    TAINT_TOLERATION,
+)
+from cluster_sched.plugins.noderesources.fit import Fit, fit_failures
+
+__all__ = ["NODE_ONLY_FILTERS", "FitOnlyPlan", "fit_only_plan", "select_victims_fit_only"]
+
+#: Filter plugins whose verdict reads the node object alone, never the pods on it.
+NODE_ONLY_FILTERS = frozenset({NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, NODE_AFFINITY})
+
+#: one node's dry-run answer, as select_victims_on_node returns it
+Result = tuple[Victims | None, Status]
+
+_NO_VICTIMS = unresolvable(ERR_NO_VICTIMS)
+#: Rows whose pods' amounts (``NodeTable.amount_bound``), or nominees' requests, reach
+#: this are left to the copies: below it no sum or difference here leaves int64.
+_LIMIT = float(2**61)
+
+
+@dataclass(frozen=True, slots=True)
+class FitOnlyPlan:
+    """What the arithmetic dry run needs from the profile for one pod."""
+
+    #: index of NodeResourcesFit in ``fwk.filter`` (Filter order decides the status)
+    fit_idx: int
+    #: the other active Filter plugins (all in NODE_ONLY_FILTERS)
+    others: frozenset[str]
+    #: (resource, amount > 0) NodeResourcesFit checks, in its order
+    checked: tuple[tuple[str, int], ...]
+
+
+def fit_only_plan(fwk: Any, state: CycleState, pod: Pod) -> FitOnlyPlan | None:
+    """The plan when the arithmetic dry run is exact for ``pod`` in this cycle, else None."""
+    if not nodes_independent(fwk, state):
+        return None
+    skipped = state.skip_filter_plugins
+    fit_idx = -1
+    fit: Fit | None = None
+    others: set[str] = set()
+    for i, pl in enumerate(fwk.filter):
+        if pl.name in skipped:
+            continue
+        if pl.name == NODE_RESOURCES_FIT and isinstance(pl, Fit):
+            fit_idx, fit = i, pl
+        elif pl.name in NODE_ONLY_FILTERS:
+            others.add(pl.name)
+        else:
+            return None
+    if fit is None:
+        return None
+    checked = tuple((n, a) for n, a in fit.filter_requests(state, pod) if a > 0)
+    return FitOnlyPlan(fit_idx, frozenset(others), checked)
+
+
+def _requests(pods: Sequence[Pod], names: Sequence[str]) -> np.ndarray:
+    """int64[len(pods), len(names)]: each pod's request of each resource."""
+    out = np.zeros((len(pods), len(names)), dtype=np.int64)
+    for c, name in enumerate(names):
+        out[:, c] = np.fromiter((p.requests.get(name, 0) for p in pods), np.int64, len(pods))
+    return out
+
+
+def select_victims_fit_only(
+    plan: FitOnlyPlan,
+    fwk: Any,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    rows: np.ndarray,
+    pdbs: Sequence[PodDisruptionBudget],
+    lookup: NominatedLookup = None,
+) -> list[Result] | None:
+    """``select_victims_on_node`` for every row of ``rows`` (see the module doc), or None
+    when the rows' sums come near int64's range. Nothing is modified."""
+    rows = np.asarray(rows, dtype=np.int64)
+    k = len(rows)
+    prio = pod.priority
+    row_pods, names = table.row_pods, table.names
+    rows_list = rows.tolist()
+    mine = [[p for p in row_pods[r].values() if p.priority < prio] for r in rows_list]
+    results: list[Result | None] = [None if ps else (None, _NO_VICTIMS) for ps in mine]
+    alive = [i for i in range(k) if mine[i]]
+    if not alive:
+        return results  # type: ignore[return-value]
+    potential = [mine[i] for i in alive]
+    at = rows[alive]
+    if table.overflow and table.overflow.has_any(at.tolist()):
+        return None
+    if table.amount_bound[at].max() >= _LIMIT:
+        return None
+    # RunFilterPluginsWithNominatedPods' nominees: priority >= the pod's, not the pod
+    nom_flat: list[Pod] = []
+    nom_owner: list[int] = []
+    if lookup is not None:
+        ns, nm = pod.meta.namespace, pod.meta.name
+        for j, i in enumerate(alive):
+            found = nominated_for(lookup, names[rows_list[i]])  # type: ignore[arg-type]
+            for p in found:
+                if p.priority >= prio and (p.meta.name != nm or p.meta.namespace != ns):
+                    nom_flat.append(p)
+                    nom_owner.append(j)
+
+    # Fit's inputs after removing every lower-priority pod: plain, and with the nominees.
+    res_names = [n for n, _ in plan.checked]
+    amount = np.asarray([a for _, a in plan.checked], dtype=np.int64)
+    a = len(alive)
+    cols = [table.resources.get(n) for n in res_names]
+    alloc = np.zeros((a, len(cols)), dtype=np.int64)
+    free = np.zeros((a, len(cols)), dtype=np.int64)
+    for c, col in enumerate(cols):
+        if col >= 0:
+            alloc[:, c] = table.allocatable[col][at]
+            free[:, c] = table.free[col][at]
+    counts = np.fromiter(map(len, potential), np.int64, a)
+    offsets = np.zeros(a + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    flat = [p for ps in potential for p in ps]
+    req = _requests(flat, res_names)
+    if len(cols):
+        free += np.add.reduceat(req, offsets[:-1], axis=0)
+    room = table.allowed_pods[at] - table.pod_count[at] + counts
+    nom_free, nom_room = free.copy(), room.copy()
+    has_nom = np.zeros(a, dtype=bool)
+    if nom_flat:
+        owner = np.asarray(nom_owner, dtype=np.int64)
+        nom_req = _requests(nom_flat, res_names)
+        approx = np.zeros((a, len(cols)))
+        np.add.at(approx, owner, nom_req.astype(np.float64))
+        if len(cols) and approx.max() >= _LIMIT:
+            return None
+        added = np.zeros((a, len(cols)), dtype=np.int64)
+        np.add.at(added, owner, nom_req)
+        nom_free -= added
+        nom_room -= np.bincount(owner, minlength=a)
+        has_nom[owner] = True
+
+    # Filter after the removal: first failing plugin in Filter order, per pass.
+    fails = (room < 1) | (free < amount).any(axis=1)
+    nom_fails = (nom_room < 1) | (nom_free < amount).any(axis=1)
+    other = _other_verdicts(plan, fwk, state, pod, table, at)
+    before = after = np.zeros(a, dtype=bool)
+    if other is not None:
+        failed = other.codes != 0
+        before = failed & (other.plugin_idx < plan.fit_idx)
+        after = failed & (other.plugin_idx > plan.fit_idx)
+    # RunFilterPluginsWithNominatedPods: the pass with the nominees first, if it fails.
+    use_other = before | (after & ~nom_fails)
+    use_nom = ~use_other & has_nom & nom_fails
+    use_plain = ~use_other & ~use_nom & fails
+    fit_name = fwk.filter_names[plan.fit_idx]
+    if other is not None and use_other.any():
+        failing = np.flatnonzero(use_other).tolist()
+        _put(results, alive, failing, [(None, other(j)) for j in failing])
+    for mask, r, f in ((use_nom, nom_room, nom_free), (use_plain, room, free)):
+        if mask.any():
+            where = np.flatnonzero(mask)
+            _put(results, alive, where.tolist(), _fit_failures(r, alloc, f, where, plan, fit_name))
+    passing = np.flatnonzero(~(use_other | use_nom | use_plain)).tolist()
+    if not passing:
+        return results  # type: ignore[return-value]
+
+    # Reprieve order per node: PDB-violating pods first, then the others, by importance.
+    sel = np.asarray(passing, dtype=np.int64)
+    c_offsets = np.zeros(len(passing) + 1, dtype=np.int64)
+    np.cumsum(counts[sel], out=c_offsets[1:])
+    total = int(c_offsets[-1])
+    group = np.repeat(np.arange(len(passing), dtype=np.int64), counts[sel])
+    picked = (np.arange(total, dtype=np.int64) - c_offsets[group] + offsets[sel][group]).tolist()
+    ordered: list[int] = [picked[v] for v in importance_order([flat[v] for v in picked], group)]
+    n_violating = [0] * len(passing)
+    if pdbs:
+        bounds = c_offsets.tolist()
+        for n in range(len(passing)):
+            seg = ordered[bounds[n] : bounds[n + 1]]
+            violating, ok = split_by_pdb_violation([flat[v] for v in seg], pdbs)
+            index = {id(flat[v]): v for v in seg}
+            ordered[bounds[n] : bounds[n + 1]] = [index[id(p)] for p in (*violating, *ok)]
+            n_violating[n] = len(violating)
+    kept = reprieve(
+        free[sel], room[sel], nom_free[sel], nom_room[sel], amount, c_offsets, req[ordered]
+    ).tolist()
+    bounds = c_offsets.tolist()
+    for n, j in enumerate(passing):
+        start, end = bounds[n], bounds[n + 1]
+        victims = [flat[ordered[v]] for v in range(start, end) if not kept[v]]
+        violations = 0
+        if n_violating[n]:
+            violations = sum(1 for v in range(start, start + n_violating[n]) if not kept[v])
+        if 0 < n_violating[n] < end - start:
+            victims.sort(key=importance_key)  # both groups non-empty, as upstream
+        results[alive[j]] = (Victims(tuple(victims), violations), SUCCESS)
+    return results  # type: ignore[return-value]
+
+
+def _put(results: list[Any], alive: list[int], where: list[int], answers: list[Any]) -> None:
+    """Node ``alive[where[n]]`` answers ``answers[n]``."""
+    for j, answer in zip(where, answers, strict=True):
+        results[alive[j]] = answer
+
+
+def _other_verdicts(
+    plan: FitOnlyPlan, fwk: Any, state: CycleState, pod: Pod, table: NodeTable, at: np.ndarray
+) -> FilterVerdicts | None:
+    """The node-only plugins' verdicts on the original rows (the pods do not matter)."""
+    if not plan.others:
+        return None
+    out = fwk.run_filter(state, pod, NodeSlice(table, at), only=plan.others)
+    return FilterVerdicts.of(out, fwk.filter_names)
+
+
+def _fit_failures(
+    room: np.ndarray,
+    alloc: np.ndarray,
+    free: np.ndarray,
+    at: np.ndarray,
+    plan: FitOnlyPlan,
+    plugin: str,
+) -> list[Result]:
+    """``(None, NodeResourcesFit's Status)`` for nodes ``at`` of these arrays, all
+    failing (the plugin's own ``fit_failures``; nodes failing alike share one answer)."""
+    m = len(plan.checked)
+    v = fit_failures(
+        room[at], [alloc[at, c] for c in range(m)], [free[at, c] for c in range(m)], plan.checked
+    )
+    combo = v.codes.astype(np.int64) * len(v.reasons) + v.reason_ids
+    uniq, first, inverse = np.unique(combo, return_index=True, return_inverse=True)
+    distinct = np.empty(len(uniq), dtype=object)
+    for u, n in enumerate(first.tolist()):
+        distinct[u] = (None, Status(Code(int(v.codes[n])), v.reasons_of(n), plugin))
+    return distinct[inverse.reshape(-1)].tolist()  # type: ignore[no-any-return]
