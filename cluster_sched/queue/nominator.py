@@ -227,3 +227,8 @@ class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        """Any node with a live nomination: stops at the first (``if nominated:`` in
+        every Filter call would otherwise count them all)."""
+        return any(node in self for node in self._by_node)
