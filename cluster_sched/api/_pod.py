@@ -477,6 +477,17 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _spec_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``_parse_spec(spec)``, through the cache. A bound pod's spec differs from its
+    replicas' by ``nodeName`` alone, so the rest is looked up without it: a million pods
+    bound to a million nodes still share one parsed container list and request map."""
+    node_name = spec.get("nodeName")
+    if not node_name or type(node_name) is not str:
+        return _SPECS.get_or_parse(spec, _parse_spec)
+    unbound = {k: v for k, v in spec.items() if k != "nodeName"}
+    return {**_SPECS.get_or_parse(unbound, _parse_spec), "node_name": node_name}
+
+
 def decode_pod(doc: Mapping[str, Any]) -> Pod:
     """A v1 Pod dict to a Pod; raises InvalidObjectError naming only the field."""
     meta = d.object_meta(doc, namespaced=True)
@@ -484,7 +495,7 @@ def decode_pod(doc: Mapping[str, Any]) -> Pod:
     status = d.mapping(doc.get("status"), "status")
     return Pod(
         meta=meta,
-        **_SPECS.get_or_parse(spec, _parse_spec),
+        **_spec_fields(spec),
         nominated_node_name=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         phase=d.string(status.get("phase"), "status.phase") or "Pending",
         start_time=d.timestamp(status.get("startTime"), "status.startTime"),

@@ -32,6 +32,7 @@ from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
+from cluster_sched.store.sharing import ManifestSharing
 from cluster_sched.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ class Informer:
     relists: int = 0
     #: unreadable stream entries and stored objects met so far
     unreadable: int = 0
+    #: pods' and nodes' manifests are kept with their equal parts shared (memory at scale)
+    sharing: ManifestSharing = field(default_factory=ManifestSharing)
 
     def list_and_watch(self) -> None:
         """Initial listing (nodes first, so pods find their nodes), then the stream id.
@@ -206,6 +209,8 @@ class Informer:
         if kind not in WATCHED_KINDS:
             return
         new: Any = None
+        if (kind == "Pod" or kind == "Node") and etype != EventType.DELETED:
+            doc = self.sharing.manifest(doc)
         if etype == EventType.MODIFIED and kind == "Pod":
             new = _bound_fast_path(self.pods.get(key), doc)
         if new is None and etype != EventType.DELETED:

@@ -283,12 +283,22 @@ def placements_from_store(store: Store) -> dict[str, str]:
 def placements_from_docs(pod_docs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """``namespace/name`` -> node of every bound pod, sorted by key."""
     out: dict[str, str] = {}
+    for _ in _noting_placements(pod_docs, out):
+        pass
+    return dict(sorted(out.items()))
+
+
+def _noting_placements(
+    pod_docs: Iterable[Mapping[str, Any]], out: dict[str, str]
+) -> Iterator[Mapping[str, Any]]:
+    """Pass the docs on, noting each bound pod's node in ``out`` as it goes by: one pass
+    over the store's pods serves both the placements and the report's record."""
     for doc in pod_docs:
         node = (doc.get("spec") or {}).get("nodeName")
         if node:
             meta = doc.get("metadata") or {}
             out[f"{meta.get('namespace', 'default')}/{meta.get('name')}"] = node
-    return dict(sorted(out.items()))
+        yield doc
 
 
 def gated_pods(coord: Coordinator) -> list[str]:
@@ -359,9 +369,17 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             summary = coord.stats.summary(unschedulable)
             summary["gated"] = len(gated)
             summary["gated_pods"] = gated
-            pod_docs = store.list("Pod")
-            node_docs = store.list("Node")
-            placements = placements_from_docs(pod_docs)
+            # The report's record, read from the store one object at a time (a million
+            # pods' manifests never exist at once) while the loop's state is still held:
+            # the peak resident set read below is the run's true peak.
+            placed: dict[str, str] = {}
+            record = build_record(
+                store.iter_list("Node"),
+                _noting_placements(store.iter_list("Pod"), placed),
+                coord.stats,
+                {g.name: g.pod_keys() for g in workload.pod_groups},
+            )
+            placements = dict(sorted(placed.items()))
             memory = {
                 "coordinator_peak_rss_bytes": peak_rss_bytes(),
                 **redis_memory(session.client),
@@ -385,9 +403,6 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     if vstats is not None:
         summary.update(virtual_figures(coord.stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
-    record = build_record(
-        node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
-    )
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
     summary["over_time"] = over_time_figures(record)
     if vstats is not None:
