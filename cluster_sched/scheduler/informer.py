@@ -15,7 +15,7 @@ after a watch error, so it never keeps a stale view of that object.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -116,16 +116,21 @@ class Informer:
         # read of the counter would make any value read here too new.
         self.last_rv = 0
 
-    def _apply_listing(self, snapshot: Mapping[str, Mapping[str, dict[str, Any]]]) -> None:
+    def _apply_listing(
+        self, snapshot: Mapping[str, Iterable[tuple[str, dict[str, Any]]]]
+    ) -> None:
+        """Each listed object is applied as it is decoded (a million manifests never
+        exist at once); then what the informer knew that the listing lacks is deleted."""
         for kind in LIST_ORDER:
-            docs = snapshot.get(kind, {})
-            for key, doc in docs.items():
+            listed: set[str] = set()
+            for key, doc in snapshot.get(kind, ()):
+                listed.add(key)
                 known = self._known(kind, key)
                 if known is None:
                     self._apply(kind, key, EventType.ADDED, doc)
                 elif getattr(known, "raw", None) != doc:
                     self._apply(kind, key, EventType.MODIFIED, doc)
-            for key in [k for k in self._keys_of(kind) if k not in docs]:
+            for key in [k for k in self._keys_of(kind) if k not in listed]:
                 self._apply(kind, key, EventType.DELETED, {})
 
     def poll(self, count: int = 2000, block_ms: int | None = None) -> int:

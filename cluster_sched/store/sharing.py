@@ -25,9 +25,10 @@ import msgpack
 
 __all__ = ["DEFAULT_SHARED_VALUES", "ManifestSharing"]
 
-#: Distinct shared values kept before the cache starts over (a few MB at most); a value
-#: met again after a restart simply becomes the new shared instance.
-DEFAULT_SHARED_VALUES = 65_536
+#: Distinct values remembered before the cache starts over (under a megabyte). Values met
+#: once (a node's hostname label) pass through; one met again after a restart simply
+#: becomes the new shared instance, so a restart costs one more copy of each, no more.
+DEFAULT_SHARED_VALUES = 4096
 #: Strings at most this long, found one level below the top, are interned (namespace,
 #: creationTimestamp, nodeName, apiVersion): few distinct values, one per object.
 _INTERN_MAX_LEN = 64

@@ -445,10 +445,11 @@ class Store:
 
     def list_and_watch(
         self, kinds: Iterable[str] = KINDS, on_unreadable: streams.Unreadable | None = None
-    ) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
-        """``(snapshot, last_id)``: every object of ``kinds`` by kind then key, and the
-        stream id to ``watch`` from; consistent (one MULTI/EXEC), see streams.list_and_watch.
-        Unreadable objects are left out and reported to ``on_unreadable(kind, key, why)``."""
+    ) -> tuple[dict[str, streams.ListedObjects], str]:
+        """``(snapshot, last_id)``: every object of ``kinds`` by kind (each iterated once,
+        ``(key, manifest)`` in key order, decoded as taken), and the stream id to ``watch``
+        from; consistent (one MULTI/EXEC), see streams.list_and_watch. Unreadable objects
+        are left out and reported to ``on_unreadable(kind, key, why)`` when reached."""
         return streams.list_and_watch(
             self._client, self._keys, [check_kind(k) for k in kinds], on_unreadable
         )
