@@ -93,7 +93,9 @@ def _rss_run(workload: Path, out: Path, code: str) -> dict[str, Any]:
     }
 
 
-def _per_object(base: dict[str, Any], more_nodes: dict[str, Any], more_pods: dict[str, Any], n: int, m: int) -> None:
+def _per_object(
+    base: dict[str, Any], more_nodes: dict[str, Any], more_pods: dict[str, Any], n: int, m: int
+) -> None:
     for what in ("coordinator", "redis"):
         node = (more_nodes[what] - base[what]) / n
         pod = (more_pods[what] - base[what]) / m

@@ -384,8 +384,7 @@ def _spread_constraints(value: object, field: str) -> tuple[TopologySpreadConstr
 
 #: Parsed pod specs by value: replicas of one template share their spec byte for byte,
 #: so a workload of 100k pods has few distinct specs, and each is parsed once instead of
-#: once per pod (the spec is most of a pod's parse time; see ParseCache for why sharing
-#: the result is safe).
+#: once per pod (most of a pod's parse time; ParseCache says why sharing is safe).
 _SPECS = d.ParseCache[dict[str, Any]](4096)
 
 
@@ -478,14 +477,12 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _spec_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """``_parse_spec(spec)``, through the cache. A bound pod's spec differs from its
-    replicas' by ``nodeName`` alone, so the rest is looked up without it: a million pods
-    bound to a million nodes still share one parsed container list and request map."""
-    node_name = spec.get("nodeName")
-    if not node_name or type(node_name) is not str:
+    """``_parse_spec`` by cache, keyed without nodeName: bound replicas share one parse."""
+    node = spec.get("nodeName")
+    if not node or type(node) is not str:
         return _SPECS.get_or_parse(spec, _parse_spec)
     unbound = {k: v for k, v in spec.items() if k != "nodeName"}
-    return {**_SPECS.get_or_parse(unbound, _parse_spec), "node_name": node_name}
+    return {**_SPECS.get_or_parse(unbound, _parse_spec), "node_name": node}
 
 
 def decode_pod(doc: Mapping[str, Any]) -> Pod:

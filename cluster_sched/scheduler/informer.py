@@ -116,9 +116,7 @@ class Informer:
         # read of the counter would make any value read here too new.
         self.last_rv = 0
 
-    def _apply_listing(
-        self, snapshot: Mapping[str, Iterable[tuple[str, dict[str, Any]]]]
-    ) -> None:
+    def _apply_listing(self, snapshot: Mapping[str, Iterable[tuple[str, dict[str, Any]]]]) -> None:
         """Each listed object is applied as it is decoded (a million manifests never
         exist at once); then what the informer knew that the listing lacks is deleted."""
         for kind in LIST_ORDER:

@@ -7,6 +7,7 @@ path a deployment does: store → watch → queue → cycle → binding → watc
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -326,6 +327,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     virtual = VirtualClock() if opts.clock == "virtual" else None
     vstats: VirtualStats | None = None
     completed: set[str] = set()
+    vrun: VirtualRun | None = None
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -369,26 +371,29 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             summary = coord.stats.summary(unschedulable)
             summary["gated"] = len(gated)
             summary["gated_pods"] = gated
-            # The report's record, read from the store one object at a time (a million
-            # pods' manifests never exist at once) while the loop's state is still held:
-            # the peak resident set read below is the run's true peak.
-            placed: dict[str, str] = {}
-            record = build_record(
-                store.iter_list("Node"),
-                _noting_placements(store.iter_list("Pod"), placed),
-                coord.stats,
-                {g.name: g.pod_keys() for g in workload.pod_groups},
-            )
-            placements = dict(sorted(placed.items()))
-            memory = {
-                "coordinator_peak_rss_bytes": peak_rss_bytes(),
-                **redis_memory(session.client),
-            }
         finally:
             metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
             tracing.shutdown()
-    invalid: list[str] = workload.invalid + coord.invalid_objects
+        stats = coord.stats
+        invalid: list[str] = workload.invalid + coord.invalid_objects
+        fast = coord.algorithm.fast
+        compiled = fast.counters() if fast is not None else None
+        # The loop is over: its objects (every node and pod, parsed) go before the record
+        # is read from the store, so the record reuses their memory instead of adding to
+        # the run's peak. The record is read one object at a time (a million manifests
+        # never exist at once), and the peak resident set is read after it: the true peak.
+        del coord, vrun, fast
+        gc.collect()
+        placed: dict[str, str] = {}
+        record = build_record(
+            store.iter_list("Node"),
+            _noting_placements(store.iter_list("Pod"), placed),
+            stats,
+            {g.name: g.pod_keys() for g in workload.pod_groups},
+        )
+        placements = dict(sorted(placed.items()))
+        memory = {"coordinator_peak_rss_bytes": peak_rss_bytes(), **redis_memory(session.client)}
     summary["invalid"] = invalid
     summary["warnings"] = list(workload.warnings)
     summary["terminal_pods_skipped"] = len(workload.terminal)
@@ -398,10 +403,10 @@ def run_evaluation(opts: RunOptions) -> RunResult:
     summary["nodes"] = len(workload.node_docs)
     summary["feature_gates"] = features.as_dict()
     summary["memory"] = memory
-    if coord.algorithm.fast is not None:
-        summary["compiled_path"] = coord.algorithm.fast.counters()
+    if compiled is not None:
+        summary["compiled_path"] = compiled
     if vstats is not None:
-        summary.update(virtual_figures(coord.stats, vstats))
+        summary.update(virtual_figures(stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
     summary["over_time"] = over_time_figures(record)
