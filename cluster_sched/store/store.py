@@ -32,7 +32,7 @@ from cluster_sched.errors import StoreError
 from cluster_sched.store import streams
 from cluster_sched.store.accounting import account_applied, pod_requests
 from cluster_sched.store.boundary import redis_boundary
-from cluster_sched.store.codec import pack, rfc3339, rfc3339_micro, unpack_object
+from cluster_sched.store.codec import pack, rfc3339, rfc3339_micro, unpack_each, unpack_object
 from cluster_sched.store.fence import Fence
 from cluster_sched.store.kinds import KINDS, StoreKeys, check_kind
 from cluster_sched.store.objects import ObjectWriter, pack_args, text, unpack_reply
@@ -179,18 +179,15 @@ class Store:
         return [unpack_object(data, kind, key) for key, data in items]
 
     def iter_list(self, kind: str) -> Iterator[dict[str, Any]]:
-        """``list`` one object at a time: only the stored bytes (a few hundred per
-        object) are held at once, not every decoded manifest (a million pods' dicts are
-        gigabytes). Same order and objects as ``list``."""
+        """``list``, read now and decoded one object at a time as iterated: only the
+        stored bytes (a few hundred per object) are held, not every decoded manifest (a
+        million pods' dicts are gigabytes). Same order and objects as ``list``."""
         check_kind(kind)
         with redis_boundary("list"):
             items = sorted(
                 (text(k), v) for k, v in self._client.hscan_iter(self._keys.obj(kind), count=1000)
             )
-        items.reverse()
-        while items:  # popped as decoded, so the bytes go with their dict
-            key, data = items.pop()
-            yield unpack_object(data, kind, key)
+        return unpack_each(kind, items)
 
     def count(self, kind: str) -> int:
         check_kind(kind)

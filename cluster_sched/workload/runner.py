@@ -371,6 +371,9 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             summary = coord.stats.summary(unschedulable)
             summary["gated"] = len(gated)
             summary["gated_pods"] = gated
+            # The store's objects as they are now, decoded later one at a time.
+            node_docs = store.iter_list("Node")
+            pod_docs = store.iter_list("Pod")
         finally:
             metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
@@ -380,15 +383,15 @@ def run_evaluation(opts: RunOptions) -> RunResult:
         fast = coord.algorithm.fast
         compiled = fast.counters() if fast is not None else None
         # The loop is over: its objects (every node and pod, parsed) go before the record
-        # is read from the store, so the record reuses their memory instead of adding to
-        # the run's peak. The record is read one object at a time (a million manifests
-        # never exist at once), and the peak resident set is read after it: the true peak.
+        # is built, so the record reuses their memory instead of adding to the run's peak.
+        # The record decodes the listing one object at a time (a million manifests never
+        # exist at once), and the peak resident set is read after it: the true peak.
         del coord, vrun, fast
         gc.collect()
         placed: dict[str, str] = {}
         record = build_record(
-            store.iter_list("Node"),
-            _noting_placements(store.iter_list("Pod"), placed),
+            node_docs,
+            _noting_placements(pod_docs, placed),
             stats,
             {g.name: g.pod_keys() for g in workload.pod_groups},
         )
