@@ -302,6 +302,11 @@ def _noting_placements(
         yield doc
 
 
+def _listing(store: Store) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+    """The store's nodes and pods, read now, decoded one at a time when iterated."""
+    return store.iter_list("Node"), store.iter_list("Pod")
+
+
 def gated_pods(coord: Coordinator) -> list[str]:
     """Keys of the queued pods a PreEnqueue plugin holds back (schedulingGates), sorted."""
     infos, _ = coord.queue.pending_pods()
@@ -371,9 +376,9 @@ def run_evaluation(opts: RunOptions) -> RunResult:
             summary = coord.stats.summary(unschedulable)
             summary["gated"] = len(gated)
             summary["gated_pods"] = gated
-            # The store's objects as they are now, decoded later one at a time.
-            node_docs = store.iter_list("Node")
-            pod_docs = store.iter_list("Pod")
+            # The record lists the store as the loop left it. Closing writes the bindings
+            # still in flight, so if any are, the listing is read now (decoded later).
+            listing = _listing(store) if coord.binder.pending() else None
         finally:
             metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
@@ -388,6 +393,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
         # exist at once), and the peak resident set is read after it: the true peak.
         del coord, vrun, fast
         gc.collect()
+        node_docs, pod_docs = listing or _listing(store)
         placed: dict[str, str] = {}
         record = build_record(
             node_docs,
