@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
-__all__ = ["IDLE_FULL_INTERVAL", "collect_when_idle", "survivors_frozen"]
+__all__ = ["IDLE_FULL_INTERVAL", "collect_everything", "collect_when_idle", "survivors_frozen"]
 
 IDLE_FULL_INTERVAL: Final = 300.0
 """Seconds between two full collections of everything, run only when the loop is idle."""
@@ -62,6 +62,12 @@ def collect_when_idle() -> bool:
     if not _active or time.monotonic() - _last_full < IDLE_FULL_INTERVAL:
         return False
     _last_full = time.monotonic()
-    gc.unfreeze()
-    gc.collect()
+    collect_everything()
     return True
+
+
+def collect_everything() -> int:
+    """Unfreeze and run one full collection (what a loop that just ended releases is
+    freed now, cycles included); the survivors are frozen again if the policy is on."""
+    gc.unfreeze()
+    return gc.collect()

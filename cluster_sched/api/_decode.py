@@ -213,6 +213,12 @@ def timestamp(value: object, field: str) -> float | None:
 # --- metadata ------------------------------------------------------------------------------
 
 
+#: The labels and annotations of every object that has none: one shared empty map rather
+#: than two fresh dicts per object (128 bytes each of a million pods and nodes). Parsed
+#: objects are values (frozen dataclasses): nothing writes into their maps.
+_NO_ENTRIES: dict[str, str] = {}
+
+
 def object_meta(doc: Mapping[str, Any], *, namespaced: bool, dns_label: bool = False) -> ObjectMeta:
     """metadata: name required; namespace defaults to ``default`` for namespaced kinds
     and is dropped for cluster-scoped ones, as the API server does."""
@@ -240,8 +246,8 @@ def object_meta(doc: Mapping[str, Any], *, namespaced: bool, dns_label: bool = F
         name=name,
         namespace=namespace,
         uid=string(meta.get("uid"), "metadata.uid"),
-        labels=label_map(labels, "metadata.labels") if labels else {},
-        annotations=string_map(annotations, "metadata.annotations") if annotations else {},
+        labels=label_map(labels, "metadata.labels") if labels else _NO_ENTRIES,
+        annotations=string_map(annotations, "metadata.annotations") if annotations else _NO_ENTRIES,
         creation_timestamp=created or 0.0,
         deletion_timestamp=timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp"),
         owner_references=owners,

@@ -384,8 +384,7 @@ def _spread_constraints(value: object, field: str) -> tuple[TopologySpreadConstr
 
 #: Parsed pod specs by value: replicas of one template share their spec byte for byte,
 #: so a workload of 100k pods has few distinct specs, and each is parsed once instead of
-#: once per pod (the spec is most of a pod's parse time; see ParseCache for why sharing
-#: the result is safe).
+#: once per pod (most of a pod's parse time; ParseCache says why sharing is safe).
 _SPECS = d.ParseCache[dict[str, Any]](4096)
 
 
@@ -477,6 +476,15 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _spec_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """``_parse_spec`` by cache, keyed without nodeName: bound replicas share one parse."""
+    node = spec.get("nodeName")
+    if not node or type(node) is not str:
+        return _SPECS.get_or_parse(spec, _parse_spec)
+    unbound = {k: v for k, v in spec.items() if k != "nodeName"}
+    return {**_SPECS.get_or_parse(unbound, _parse_spec), "node_name": node}
+
+
 def decode_pod(doc: Mapping[str, Any]) -> Pod:
     """A v1 Pod dict to a Pod; raises InvalidObjectError naming only the field."""
     meta = d.object_meta(doc, namespaced=True)
@@ -484,7 +492,7 @@ def decode_pod(doc: Mapping[str, Any]) -> Pod:
     status = d.mapping(doc.get("status"), "status")
     return Pod(
         meta=meta,
-        **_SPECS.get_or_parse(spec, _parse_spec),
+        **_spec_fields(spec),
         nominated_node_name=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         phase=d.string(status.get("phase"), "status.phase") or "Pending",
         start_time=d.timestamp(status.get("startTime"), "status.startTime"),

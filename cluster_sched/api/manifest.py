@@ -201,15 +201,26 @@ def _label(doc: Mapping[str, Any], kind: str, namespaced: bool) -> str:
     return f"{kind} {namespace}/{name}"
 
 
+#: Parsed node resource lists by value: a node pool's nodes report the same capacity and
+#: allocatable, so a million nodes hold a few maps, not two each (ParseCache: why safe).
+_NODE_RESOURCES = d.ParseCache[dict[str, int]](1024)
+
+
+def _node_resources(value: object, field: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return resource_list(value, field)[0]
+    return _NODE_RESOURCES.get_or_parse(value, lambda v: resource_list(v, field)[0])
+
+
 def _decode_node(doc: Mapping[str, Any]) -> Node:
     meta = d.object_meta(doc, namespaced=False)
     spec = d.mapping(doc.get("spec"), "spec")
     status = d.mapping(doc.get("status"), "status")
-    capacity, _ = resource_list(status.get("capacity"), "status.capacity")
+    capacity = _node_resources(status.get("capacity"), "status.capacity")
     if status.get("allocatable") is None:
         allocatable = dict(capacity)
     else:
-        allocatable, _ = resource_list(status.get("allocatable"), "status.allocatable")
+        allocatable = _node_resources(status.get("allocatable"), "status.allocatable")
     taints: list[Taint] = []
     for i, item in enumerate(d.seq(spec.get("taints"), "spec.taints")):
         field = f"spec.taints[{i}]"

@@ -263,6 +263,13 @@ class Pod:
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
     raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+    #: ``namespace/name``: the pod's identity in the queue, cache and store. Built once
+    #: (``replace`` builds it again): the informer, cache, node table and run stats all
+    #: key by it, and one string per pod costs less than one per holder and per lookup.
+    key: str = field(init=False, compare=False, hash=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.meta.namespace}/{self.meta.name}")
 
     @property
     def name(self) -> str:
@@ -271,11 +278,6 @@ class Pod:
     @property
     def namespace(self) -> str:
         return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        """``namespace/name``: the pod's identity in the queue, cache and store."""
-        return f"{self.meta.namespace}/{self.meta.name}"
 
     @property
     def labels(self) -> Mapping[str, str]:

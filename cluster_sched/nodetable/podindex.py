@@ -25,7 +25,7 @@ simulation tables (``NodeTable.subset``) get a lazy index that is built from the
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -124,7 +124,10 @@ class PodIndex:
         self._built = not lazy
         self._groups: list[PodGroup] = []
         self._by_sig: dict[GroupSignature, PodGroup] = {}
-        self._row_groups: dict[int, dict[int, int]] = {}
+        #: row -> the groups with pods there (their counts are in ``PodGroup.rows``): one
+        #: gid for the common row of one workload, a set only where several meet, so a
+        #: million occupied rows cost an int each, not a dict each
+        self._row_groups: dict[int, int | set[int]] = {}
         self._queries: OrderedDict[Hashable, _Query] = OrderedDict()
         self._by_qid: dict[int, _Query] = {}
         self._next_qid = 0
@@ -153,7 +156,7 @@ class PodIndex:
     def clear_row(self, row: int) -> None:
         if not self._built:
             return
-        for gid in self._row_groups.pop(row, {}):
+        for gid in _gids(self._row_groups.pop(row, None)):
             self._groups[gid].rows.pop(row, None)
         for q in self._queries.values():
             if row < len(q.counts):
@@ -245,7 +248,7 @@ class PodIndex:
     def pods_on(self, row: int) -> int:
         """Pods accounted on ``row`` (all groups)."""
         self._ensure_built()
-        return sum(self._row_groups.get(row, {}).values())
+        return sum(self._groups[gid].rows[row] for gid in _gids(self._row_groups.get(row)))
 
     # ------------------------------------------------------------------ internals
 
@@ -275,19 +278,40 @@ class PodIndex:
     def _add(self, row: int, pod: Pod, sign: int) -> None:
         g = self._group_of(pod)
         n = g.rows.get(row, 0) + sign
-        per_row = self._row_groups.setdefault(row, {})
         if n:
             g.rows[row] = n
-            per_row[g.gid] = n
+            self._note_group(row, g.gid)
         else:
             g.rows.pop(row, None)
-            per_row.pop(g.gid, None)
+            self._drop_group(row, g.gid)
         version = self.table.node_version
         for qid, w in g.weights.items():
             q = self._by_qid[qid]
             q.counts[row] += sign * w
             if q.by_label:
                 self._bump_labels(q, row, sign * w, version)
+
+    def _note_group(self, row: int, gid: int) -> None:
+        have = self._row_groups.get(row)
+        if have is None:
+            self._row_groups[row] = gid
+        elif isinstance(have, int):
+            if have != gid:
+                self._row_groups[row] = {have, gid}
+        else:
+            have.add(gid)
+
+    def _drop_group(self, row: int, gid: int) -> None:
+        have = self._row_groups.get(row)
+        if have is None:
+            return
+        if isinstance(have, int):
+            if have == gid:
+                del self._row_groups[row]
+            return
+        have.discard(gid)
+        if len(have) == 1:
+            self._row_groups[row] = next(iter(have))
 
     def _bump_labels(self, q: _Query, row: int, delta: int, version: int) -> None:
         labels = self.table.labels
@@ -306,3 +330,10 @@ class PodIndex:
         del self._by_qid[q.qid]
         for gid in q.groups:
             self._groups[gid].weights.pop(q.qid, None)
+
+
+def _gids(have: int | set[int] | None) -> Iterable[int]:
+    """The gids of one ``_row_groups`` value."""
+    if have is None:
+        return ()
+    return (have,) if isinstance(have, int) else have

@@ -8,7 +8,7 @@ store objects, per-node arithmetic) happens here, after the scheduling loop has 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cluster_sched.api.manifest import parse_node, parse_pod
@@ -57,11 +57,13 @@ class RunRecord:
 
 
 def _parsed(docs: Iterable[Mapping[str, Any]], parse: Any) -> list[Any]:
-    """Objects that parse; one the coordinator already reported as invalid is skipped."""
+    """Objects that parse; one the coordinator already reported as invalid is skipped.
+    The objects keep no manifest (``raw``): no figure reads it, and a million manifests
+    would more than double what the record holds."""
     out = []
     for doc in docs:
         try:
-            out.append(parse(doc))
+            out.append(replace(parse(doc), raw=None))
         except InvalidObjectError:
             continue
     return out

@@ -15,7 +15,7 @@ after a watch error, so it never keeps a stale view of that object.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,6 +32,7 @@ from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
+from cluster_sched.store.sharing import ManifestSharing
 from cluster_sched.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ class Informer:
     relists: int = 0
     #: unreadable stream entries and stored objects met so far
     unreadable: int = 0
+    #: pods' and nodes' manifests are kept with their equal parts shared (memory at scale)
+    sharing: ManifestSharing = field(default_factory=ManifestSharing)
 
     def list_and_watch(self) -> None:
         """Initial listing (nodes first, so pods find their nodes), then the stream id.
@@ -113,16 +116,19 @@ class Informer:
         # read of the counter would make any value read here too new.
         self.last_rv = 0
 
-    def _apply_listing(self, snapshot: Mapping[str, Mapping[str, dict[str, Any]]]) -> None:
+    def _apply_listing(self, snapshot: Mapping[str, Iterable[tuple[str, dict[str, Any]]]]) -> None:
+        """Each listed object is applied as it is decoded (a million manifests never
+        exist at once); then what the informer knew that the listing lacks is deleted."""
         for kind in LIST_ORDER:
-            docs = snapshot.get(kind, {})
-            for key, doc in docs.items():
+            listed: set[str] = set()
+            for key, doc in snapshot.get(kind, ()):
+                listed.add(key)
                 known = self._known(kind, key)
                 if known is None:
                     self._apply(kind, key, EventType.ADDED, doc)
                 elif getattr(known, "raw", None) != doc:
                     self._apply(kind, key, EventType.MODIFIED, doc)
-            for key in [k for k in self._keys_of(kind) if k not in docs]:
+            for key in [k for k in self._keys_of(kind) if k not in listed]:
                 self._apply(kind, key, EventType.DELETED, {})
 
     def poll(self, count: int = 2000, block_ms: int | None = None) -> int:
@@ -206,6 +212,8 @@ class Informer:
         if kind not in WATCHED_KINDS:
             return
         new: Any = None
+        if (kind == "Pod" or kind == "Node") and etype != EventType.DELETED:
+            doc = self.sharing.manifest(doc)
         if etype == EventType.MODIFIED and kind == "Pod":
             new = _bound_fast_path(self.pods.get(key), doc)
         if new is None and etype != EventType.DELETED:

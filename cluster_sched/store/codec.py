@@ -119,6 +119,15 @@ def unpack_object(data: bytes, kind: str, key: str) -> dict[str, Any]:
     return obj
 
 
+def unpack_each(kind: str, items: list[tuple[str, bytes]]) -> Iterator[dict[str, Any]]:
+    """``unpack_object`` of each ``(key, data)`` in turn, letting go of each value as it
+    is decoded (``items`` is consumed): a long listing is never all decoded at once."""
+    items.reverse()
+    while items:
+        key, data = items.pop()
+        yield unpack_object(data, kind, key)
+
+
 @contextmanager
 def gc_paused(pause: bool = True) -> Iterator[None]:
     """Hold off the cyclic garbage collector while a batch of objects is decoded or written.

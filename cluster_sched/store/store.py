@@ -32,7 +32,7 @@ from cluster_sched.errors import StoreError
 from cluster_sched.store import streams
 from cluster_sched.store.accounting import account_applied, pod_requests
 from cluster_sched.store.boundary import redis_boundary
-from cluster_sched.store.codec import pack, rfc3339, rfc3339_micro, unpack_object
+from cluster_sched.store.codec import pack, rfc3339, rfc3339_micro, unpack_each, unpack_object
 from cluster_sched.store.fence import Fence
 from cluster_sched.store.kinds import KINDS, StoreKeys, check_kind
 from cluster_sched.store.objects import ObjectWriter, pack_args, text, unpack_reply
@@ -177,6 +177,17 @@ class Store:
                 (text(k), v) for k, v in self._client.hscan_iter(self._keys.obj(kind), count=1000)
             )
         return [unpack_object(data, kind, key) for key, data in items]
+
+    def iter_list(self, kind: str) -> Iterator[dict[str, Any]]:
+        """``list``, read now and decoded one object at a time as iterated: only the
+        stored bytes (a few hundred per object) are held, not every decoded manifest (a
+        million pods' dicts are gigabytes). Same order and objects as ``list``."""
+        check_kind(kind)
+        with redis_boundary("list"):
+            items = sorted(
+                (text(k), v) for k, v in self._client.hscan_iter(self._keys.obj(kind), count=1000)
+            )
+        return unpack_each(kind, items)
 
     def count(self, kind: str) -> int:
         check_kind(kind)
@@ -431,10 +442,11 @@ class Store:
 
     def list_and_watch(
         self, kinds: Iterable[str] = KINDS, on_unreadable: streams.Unreadable | None = None
-    ) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
-        """``(snapshot, last_id)``: every object of ``kinds`` by kind then key, and the
-        stream id to ``watch`` from; consistent (one MULTI/EXEC), see streams.list_and_watch.
-        Unreadable objects are left out and reported to ``on_unreadable(kind, key, why)``."""
+    ) -> tuple[dict[str, streams.ListedObjects], str]:
+        """``(snapshot, last_id)``: every object of ``kinds`` by kind (each iterated once,
+        ``(key, manifest)`` in key order, decoded as taken), and the stream id to ``watch``
+        from; consistent (one MULTI/EXEC), see streams.list_and_watch. Unreadable objects
+        are left out and reported to ``on_unreadable(kind, key, why)`` when reached."""
         return streams.list_and_watch(
             self._client, self._keys, [check_kind(k) for k in kinds], on_unreadable
         )

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_BLOCK_MS",
     "DEFAULT_READ_COUNT",
     "KUBE_EVENT_TYPES",
+    "ListedObjects",
     "Unreadable",
     "decode_entry",
     "kube_event_rows",
@@ -220,19 +221,53 @@ def _follow(
 Unreadable = Callable[[str, str, str], None]
 
 
+class ListedObjects:
+    """One kind's objects of a listing, decoded one at a time as they are taken.
+
+    A listing of a million nodes arrives as a million msgpack values (a few hundred bytes
+    each); decoded all at once they would be gigabytes of dicts alive together, on top
+    of what the informer builds from them. Iterating yields ``(key, manifest)`` in key
+    order and lets go of each stored value as it is decoded, so only the bytes not yet
+    reached and the one manifest at hand exist. An unreadable value is reported to
+    ``on_unreadable`` when reached and skipped. One pass only.
+    """
+
+    __slots__ = ("_items", "_on_unreadable", "kind")
+
+    def __init__(
+        self, kind: str, items: list[tuple[str, bytes]], on_unreadable: Unreadable | None
+    ) -> None:
+        self.kind = kind
+        items.sort(reverse=True)  # popped from the end: key order
+        self._items = items
+        self._on_unreadable = on_unreadable
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        items, kind = self._items, self.kind
+        while items:
+            key, data = items.pop()
+            try:
+                doc = unpack_object(data, kind, key)
+            except StoreError as err:
+                if self._on_unreadable is not None:
+                    self._on_unreadable(kind, key, str(err))
+                continue
+            yield key, doc
+
+
 def list_and_watch(
     client: redis.Redis,
     keys: StoreKeys,
     kinds: Iterable[str],
     on_unreadable: Unreadable | None = None,
-) -> tuple[dict[str, dict[str, dict[str, Any]]], str]:
+) -> tuple[dict[str, ListedObjects], str]:
     """A consistent snapshot of ``kinds`` and the stream id it corresponds to.
 
     One MULTI/EXEC reads every hash and the stream's last id, so each write is either in
     the snapshot or after the id, never both and never neither: watching from the id
     delivers exactly the writes the snapshot misses. The price is one large reply (every
     object of those kinds); informers do this once, at start and after a 410.
-    Objects are keyed by their key, in sorted order, so consumers iterate deterministically.
+    Objects come in key order (see ListedObjects), so consumers iterate deterministically.
     An unreadable stored object (not msgpack, not a map) is left out and reported to
     ``on_unreadable``: one garbage value must not keep every informer from starting.
     """
@@ -243,18 +278,13 @@ def list_and_watch(
             pipe.hgetall(keys.obj(kind))
         pipe.xrevrange(keys.events, "+", "-", count=1)
         *hashes, last = pipe.execute()
-    snapshot: dict[str, dict[str, dict[str, Any]]] = {}
-    with gc_paused():
-        for kind, raw in zip(kinds, hashes, strict=True):
-            items = sorted((_text(k, errors="replace"), v) for k, v in raw.items())
-            objects: dict[str, dict[str, Any]] = {}
-            for key, data in items:
-                try:
-                    objects[key] = unpack_object(data, kind, key)
-                except StoreError as err:
-                    if on_unreadable is not None:
-                        on_unreadable(kind, key, str(err))
-            snapshot[kind] = objects
+    snapshot: dict[str, ListedObjects] = {}
+    for i, kind in enumerate(kinds):
+        raw = hashes[i]
+        hashes[i] = None  # the reply's dict goes as soon as its pairs are listed
+        items = [(_text(k, errors="replace"), v) for k, v in raw.items()]
+        del raw
+        snapshot[kind] = ListedObjects(kind, items, on_unreadable)
     last_id = _text(last[0][0]) if last else "0-0"
     return snapshot, last_id
 

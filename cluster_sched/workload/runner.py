@@ -22,7 +22,7 @@ from cluster_sched.clock import VirtualClock
 from cluster_sched.config.load import load_config
 from cluster_sched.errors import UsageError
 from cluster_sched.features import parse_feature_gates
-from cluster_sched.gc_policy import survivors_frozen
+from cluster_sched.gc_policy import collect_everything, survivors_frozen
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
@@ -284,12 +284,27 @@ def placements_from_store(store: Store) -> dict[str, str]:
 def placements_from_docs(pod_docs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     """``namespace/name`` -> node of every bound pod, sorted by key."""
     out: dict[str, str] = {}
+    for _ in _noting_placements(pod_docs, out):
+        pass
+    return dict(sorted(out.items()))
+
+
+def _noting_placements(
+    pod_docs: Iterable[Mapping[str, Any]], out: dict[str, str]
+) -> Iterator[Mapping[str, Any]]:
+    """Pass the docs on, noting each bound pod's node in ``out`` as it goes by: one pass
+    over the store's pods serves both the placements and the report's record."""
     for doc in pod_docs:
         node = (doc.get("spec") or {}).get("nodeName")
         if node:
             meta = doc.get("metadata") or {}
             out[f"{meta.get('namespace', 'default')}/{meta.get('name')}"] = node
-    return dict(sorted(out.items()))
+        yield doc
+
+
+def _listing(store: Store) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
+    """The store's nodes and pods, read now, decoded one at a time when iterated."""
+    return store.iter_list("Node"), store.iter_list("Pod")
 
 
 def gated_pods(coord: Coordinator) -> list[str]:
@@ -323,6 +338,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     virtual = VirtualClock() if opts.clock == "virtual" else None
     vstats: VirtualStats | None = None
     completed: set[str] = set()
+    vrun: VirtualRun | None = None
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
         coord = new_scheduler(
@@ -366,18 +382,35 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
             summary = coord.stats.summary(unschedulable)
             summary["gated"] = len(gated)
             summary["gated_pods"] = gated
-            pod_docs = store.list("Pod")
-            node_docs = store.list("Node")
-            placements = placements_from_docs(pod_docs)
-            memory = {
-                "coordinator_peak_rss_bytes": peak_rss_bytes(),
-                **redis_memory(session.client),
-            }
+            # The record lists the store as the loop left it. Closing writes the bindings
+            # still in flight, so if any are, the listing is read now (decoded later).
+            listing = _listing(store) if coord.binder.pending() else None
         finally:
             metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
             tracing.shutdown()
-    invalid: list[str] = workload.invalid + coord.invalid_objects
+        stats = coord.stats
+        invalid: list[str] = workload.invalid + coord.invalid_objects
+        fast = coord.algorithm.fast
+        compiled = fast.counters() if fast is not None else None
+        counters = getattr(coord.source, "speculation_counters", None)
+        speculation = counters() if counters is not None else None
+        # The loop is over: its objects (every node and pod, parsed) go before the record
+        # is built, so the record reuses their memory instead of adding to the run's peak.
+        # The record decodes the listing one object at a time (a million manifests never
+        # exist at once), and the peak resident set is read after it: the true peak.
+        del coord, vrun, fast, counters
+        collect_everything()
+        node_docs, pod_docs = listing or _listing(store)
+        placed: dict[str, str] = {}
+        record = build_record(
+            node_docs,
+            _noting_placements(pod_docs, placed),
+            stats,
+            {g.name: g.pod_keys() for g in workload.pod_groups},
+        )
+        placements = dict(sorted(placed.items()))
+        memory = {"coordinator_peak_rss_bytes": peak_rss_bytes(), **redis_memory(session.client)}
     summary["invalid"] = invalid
     summary["warnings"] = list(workload.warnings)
     summary["terminal_pods_skipped"] = len(workload.terminal)
@@ -387,17 +420,13 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     summary["nodes"] = len(workload.node_docs)
     summary["feature_gates"] = features.as_dict()
     summary["memory"] = memory
-    if coord.algorithm.fast is not None:
-        summary["compiled_path"] = coord.algorithm.fast.counters()
-    shards = getattr(coord.source, "speculation_counters", None)
-    if shards is not None:
-        summary["shard_speculation"] = shards()
+    if compiled is not None:
+        summary["compiled_path"] = compiled
+    if speculation is not None:
+        summary["shard_speculation"] = speculation
     if vstats is not None:
-        summary.update(virtual_figures(coord.stats, vstats))
+        summary.update(virtual_figures(stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
-    record = build_record(
-        node_docs, pod_docs, coord.stats, {g.name: g.pod_keys() for g in workload.pod_groups}
-    )
     summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
     summary["over_time"] = over_time_figures(record)
     if vstats is not None:

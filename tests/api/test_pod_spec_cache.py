@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from cluster_sched.api import _decode as d
 from cluster_sched.api.manifest import parse_pod
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.framework.state_codec import decode_value, encode_value
 
 
 def _manifest(name: str, **spec: Any) -> dict[str, Any]:
@@ -75,3 +77,34 @@ def test_the_cache_is_bounded() -> None:
     for v in (1, 2, 1, 3, 1):
         assert cache.get_or_parse({"v": v}, parse) == v
     assert calls == [1, 2, 3, 1]  # 1 was the oldest entry when 3 arrived
+
+
+def test_a_bound_replica_shares_the_unbound_replicas_parse() -> None:
+    pending = parse_pod(_manifest("a"))
+    bound = parse_pod(_manifest("b", nodeName="n1"))
+    other = parse_pod(_manifest("c", nodeName="n2"))
+    assert bound.containers is pending.containers is other.containers
+    assert bound.requests is pending.requests
+    assert (pending.node_name, bound.node_name, other.node_name) == ("", "n1", "n2")
+
+
+def test_a_bad_node_name_is_still_reported_on_its_field() -> None:
+    with pytest.raises(InvalidObjectError, match=r"spec\.nodeName"):
+        parse_pod(_manifest("a", nodeName=["n1"]))
+
+
+def test_the_pod_key_is_built_once_and_again_by_replace() -> None:
+    pod = parse_pod(_manifest("a"))
+    assert pod.key == "ns/a" and pod.key is pod.key
+    moved = replace(pod, meta=replace(pod.meta, name="b", namespace="other"))
+    assert moved.key == "other/b"
+    back = decode_value(encode_value(moved))
+    assert back.key == "other/b" and back == moved
+
+
+def test_objects_without_labels_share_one_empty_map_that_stays_empty() -> None:
+    docs = [_manifest(n) for n in "ab"]
+    for doc in docs:
+        del doc["metadata"]["labels"]
+    a, b = (parse_pod(doc) for doc in docs)
+    assert a.labels == {} and a.labels is b.labels and a.meta.annotations is b.labels

@@ -171,3 +171,19 @@ def test_queries_match_a_brute_force_count(script: list[tuple[int, str, bool]]) 
     sums = t.pod_index.label_sums("web", _is_web, ZONE_LABEL)
     for zone in range(3):
         assert sums[z.get(f"z{zone}")] == int(want[zone::3].sum())
+
+
+def test_pods_on_a_row_follow_groups_meeting_and_leaving_it() -> None:
+    t = _table()
+    web = [make_pod(f"w{i}").label("app", "web").obj() for i in range(2)]
+    db = make_pod("d").label("app", "db").obj()
+    for pod in (*web, db):
+        t.add_pod(1, pod)
+    assert [t.pod_index.pods_on(r) for r in range(4)] == [0, 3, 0, 0]
+    t.remove_pod(1, db)
+    t.remove_pod(1, web[0])
+    assert t.pod_index.pods_on(1) == 1
+    t.add_pod(1, db)
+    t.remove_node("n1")
+    assert t.pod_index.pods_on(1) == 0
+    assert all(1 not in g.rows for g in t.pod_index.groups)

@@ -257,7 +257,7 @@ def test_both_resp_protocols(redis_url: str, protocol: int) -> None:
         assert store.bind("default/a", "n1", uid).ok
         assert store.list("Pod")[0]["spec"]["nodeName"] == "n1"
         snapshot, last_id = store.list_and_watch(["Pod"])
-        assert list(snapshot["Pod"]) == ["default/a"]
+        assert [key for key, _ in snapshot["Pod"]] == ["default/a"]
         events = list(store.watch(stop_when_idle=True, block_ms=10))
         assert [e.rv for e in events] == [1, 2] and events[-1].id == last_id
         store.record_event("Pod", "default/a", "Scheduled", "ok")

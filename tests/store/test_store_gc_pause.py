@@ -38,7 +38,7 @@ def test_read_events_leaves_the_collector_as_it_found_it(store: Store, enabled: 
     with gc_paused():
         seen.append(gc.isenabled())
     assert len(store.read_events()) == 5
-    assert len(store.list_and_watch(["Pod"])[0]["Pod"]) == 5
+    assert len(list(store.list_and_watch(["Pod"])[0]["Pod"])) == 5
     assert seen == [False] and gc.isenabled() is enabled
 
 

@@ -1,0 +1,20 @@
+"""The run's record keeps parsed objects only: no figure reads a manifest, and a million
+manifests would more than double what the record holds."""
+
+from __future__ import annotations
+
+from cluster_sched.report.record import build_record
+from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.testing import make_node, make_pod
+
+
+def test_record_objects_keep_no_manifest_and_skip_invalid_ones() -> None:
+    nodes = [make_node("n2").manifest(), make_node("n1").manifest()]
+    pods = [make_pod("b").node("n1").manifest(), make_pod("a").manifest()]
+    bad = make_pod("bad").manifest()
+    bad["spec"]["containers"] = "nope"
+    record = build_record(iter(nodes), iter([*pods, bad]), RunStats())
+    assert [n.name for n in record.nodes] == ["n1", "n2"]
+    assert [p.key for p in record.pods] == ["default/a", "default/b"]
+    assert all(o.raw is None for o in (*record.nodes, *record.pods))
+    assert [p.key for p in record.bound] == ["default/b"]
