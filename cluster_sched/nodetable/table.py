@@ -98,6 +98,9 @@ class NodeTable:
         #: of the row can overflow, so the exact path is skipped (nodetable/overflow.py)
         self.overflow = OverflowLedger()
         self.amount_bound = np.zeros(cap, dtype=np.float64)
+        #: never below any row's ``amount_bound`` (it only grows): an O(1) upper bound
+        #: for checks that would otherwise take the column's max per pod
+        self.amount_bound_ceiling = 0.0
         self.allowed_pods = np.zeros(cap, dtype=np.int64)
         self.unschedulable = np.zeros(cap, dtype=bool)
         self.zone_code = np.zeros(cap, dtype=np.int64)
@@ -342,6 +345,8 @@ class NodeTable:
         cols, vals = self._pod_vector(pod.requests)
         bound = self.amount_bound[row] + sign * pod_amount(pod)
         self.amount_bound[row] = bound
+        if bound > self.amount_bound_ceiling:
+            self.amount_bound_ceiling = float(bound)
         cpu, memory = sign * pod.nonzero_cpu, sign * pod.nonzero_memory
         if bound >= BOUND_LIMIT or self.overflow.has_row(row):
             self.overflow.add_pod_exact(self, row, cols, [sign * v for v in vals], cpu, memory)
@@ -412,7 +417,9 @@ class NodeTable:
         mem = np.fromiter((p.nonzero_memory for p in bulk), dtype=np.int64, count=n)
         amount = np.maximum.reduce([cpu, mem, *(vals for _, vals in columns)])
         np.add.at(table.amount_bound, at, sign * amount.astype(np.float64))
-        if table.amount_bound[at].max() >= BOUND_LIMIT or table.overflow.has_any(bulk_rows):
+        top = float(table.amount_bound[at].max())
+        table.amount_bound_ceiling = max(table.amount_bound_ceiling, top)
+        if top >= BOUND_LIMIT or table.overflow.has_any(bulk_rows):
             table.overflow.add_pods_exact(table, bulk_rows, columns, cpu, mem, sign)
         else:
             for col, vals in columns:

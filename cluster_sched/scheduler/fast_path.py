@@ -379,7 +379,8 @@ class FastPath:
     def _in_domain(self, table: NodeTable, pod: Pod) -> bool:
         """Every value the kernel would read is below VALUE_LIMIT: allocatable (checked
         once per node-table version), the rows' requests (bounded by ``amount_bound``,
-        the sum of each row's largest pod amounts) and the pod's own requests."""
+        the sum of each row's largest pod amounts, through its running ceiling: a max
+        over every row per pod cost 0.2 ms at 1M nodes) and the pod's own requests."""
         key, version, small = self._small_nodes
         if key != id(table) or version != table.node_version:
             small = bool(table.allocatable.max(initial=0) < VALUE_LIMIT)
@@ -388,7 +389,7 @@ class FastPath:
         return (
             small
             and biggest < VALUE_LIMIT
-            and float(table.amount_bound.max(initial=0.0)) + biggest < VALUE_LIMIT
+            and table.amount_bound_ceiling + biggest < VALUE_LIMIT
         )
 
     @staticmethod

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.nodetable.overflow import INT64_MAX, NONZERO, REQUESTED, saturating_add
@@ -100,3 +102,34 @@ def test_a_removed_node_forgets_its_sums() -> None:
 def test_saturating_add(values: list[int], amount: int, want: list[int]) -> None:
     got = saturating_add(np.asarray(values, dtype=np.int64), amount)
     assert got.tolist() == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.integers(0, 3), st.sampled_from(["1", "64", "9223372036854775807m"]), st.booleans()
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_amount_bound_ceiling_is_never_below_a_row(ops: list[tuple[int, str, bool]]) -> None:
+    """The fast path's overflow check reads the ceiling instead of every row's bound."""
+    table = NodeTable()
+    rows = [
+        table.upsert_node(make_node(f"n{i}").capacity(cpu="64", memory="7Ei", pods=110).obj())
+        for i in range(4)
+    ]
+    placed: list[tuple[int, Pod]] = []
+    for k, (i, cpu, bulk) in enumerate(ops):
+        pod = make_pod(f"p{k}").req(cpu=cpu, memory="1Gi").obj()
+        if bulk:
+            table.add_pods([rows[i]], [pod])
+        else:
+            table.add_pod(rows[i], pod)
+        placed.append((rows[i], pod))
+        if k % 3 == 2:
+            row, gone = placed.pop(0)
+            table.remove_pod(row, gone)
+        assert table.amount_bound_ceiling >= float(table.amount_bound.max())
