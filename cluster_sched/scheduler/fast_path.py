@@ -387,9 +387,7 @@ class FastPath:
             self._small_nodes = (id(table), table.node_version, small)
         biggest = max(pod.nonzero_cpu, pod.nonzero_memory, max(pod.requests.values(), default=0))
         return (
-            small
-            and biggest < VALUE_LIMIT
-            and table.amount_bound_ceiling + biggest < VALUE_LIMIT
+            small and biggest < VALUE_LIMIT and table.amount_bound_ceiling + biggest < VALUE_LIMIT
         )
 
     @staticmethod
