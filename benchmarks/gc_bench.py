@@ -22,40 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from scaling_model import _workload  # the same SchedulingBasic-shaped workload file
+
 import cluster_sched.workload.runner as runner
 from cluster_sched.cli import main as cli_main
-
-
-def _workload(nodes: int, pods: int, path: Path) -> Path:
-    path.write_text(
-        f"""apiVersion: cluster-sched.io/v1alpha1
-kind: Workload
-metadata: {{name: gc-{nodes}}}
-spec:
-  nodeGroups:
-  - count: {nodes}
-    template:
-      apiVersion: v1
-      kind: Node
-      metadata: {{name: node}}
-      status:
-        allocatable: {{cpu: "4", memory: 32Gi, pods: "110"}}
-        capacity: {{cpu: "4", memory: 32Gi, pods: "110"}}
-  podGroups:
-  - name: measured
-    count: {pods}
-    template:
-      apiVersion: v1
-      kind: Pod
-      metadata: {{name: pod, namespace: default}}
-      spec:
-        containers:
-        - name: c
-          image: registry.k8s.io/pause:3.10
-          resources: {{requests: {{cpu: 100m, memory: 500Mi}}}}
-"""
-    )
-    return path
 
 
 @contextlib.contextmanager
