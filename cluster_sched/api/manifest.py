@@ -107,6 +107,10 @@ def _yaml_error(err: yaml.YAMLError, source: str) -> InvalidObjectError:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    if "nesting depth" in problem:
+        # PyYAML >= 6.0.4 stops at a depth limit before Python's recursion limit: one
+        # message for both, whichever stops first.
+        return InvalidObjectError(f"{where}document is nested too deeply", source=source)
     return InvalidObjectError(f"{where}invalid YAML: {problem}", source=source)
 
 
