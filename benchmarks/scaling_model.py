@@ -24,8 +24,9 @@ Model (per pod; the coordinator is serial):
   t_attempt(P, 1) and t_attempt(P, 2) minus their evaluation) and C the cores the shards
   can use (here: all of them). Predictions at 4-64 shards assume one core per shard.
 Validation: the model's figures for 1 and 2 shards against full ``cluster-sched run
---executor ray --shards S --no-compiled`` runs (``--batch-size 1``: per-pod, 64:
-batched). A benchmark: it prints figures and asserts nothing.
+--executor ray --shards S --no-compiled --batch-size 64`` runs, ``--no-shard-prefetch``
+for the per-pod protocol (the same popped batches: the loop around the attempt is the
+dispatch run's). A benchmark: it prints figures and asserts nothing.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py [--nodes 5000] [--pods 2000]
 """
@@ -240,12 +241,14 @@ def main() -> None:
         wl = _workload(args.nodes, args.pods, Path(tmp) / "w.yaml")
         local_c = measured(wl)
         local_n = measured(wl, "--no-compiled")
+        # Both protocols under the same popped batches, so the loop outside the attempt
+        # is the one the dispatch run measures; only how the shards are asked differs.
+        batch = ("--batch-size", str(args.batch))
+        flag = {"per-pod": "--no-shard-prefetch", "batched": "--shard-prefetch"}
         ray = {
-            (p, s): measured(wl, *ray_args(s), "--batch-size", str(b))
-            for p, b in protocols.items()
-            for s in (1, 2)
+            (p, s): measured(wl, *ray_args(s), *batch, flag[p]) for p in protocols for s in (1, 2)
         }
-        ray_dispatch = measured(wl, "--executor", "ray", "--shards", "2")
+        ray_dispatch = measured(wl, "--executor", "ray", "--shards", "2", *batch)
     t_loop_c = max(1.0 / local_c - evals[w0][0], 0.0)
     t_loop_n = max(1.0 / local_n - t_local, 0.0)
     # The Ray executor's loop (binding as Ray tasks, Ray's daemons on the same cores),

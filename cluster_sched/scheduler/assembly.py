@@ -72,6 +72,8 @@ class ExecutorOptions:
     redis_url: str | None = None
     #: attempts on the in-process table take the compiled path when it applies
     compiled: bool = True
+    #: shards answer a popped batch's first Filter questions ahead (``shard_prefetch``)
+    shard_prefetch: bool = True
 
 
 def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
@@ -150,7 +152,7 @@ def new_scheduler(
                 # in-process shards read the coordinator's cluster-wide facts directly
                 for fwk in client.core.frameworks.values():  # type: ignore[attr-defined]
                     fwk.handle.snapshot = cache.snapshot
-        source = ShardedSource(router, clients)
+        source = ShardedSource(router, clients, prefetch=options.shard_prefetch)
     stats = RunStats()
     pods: dict[str, Pod] = {}  # the informer's pods, read by every part below
     nominator = Nominator(queue_client, prefix=prefix, pod_lookup=pods.get)

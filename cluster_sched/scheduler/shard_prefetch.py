@@ -150,6 +150,7 @@ class BatchPrefetch:
 
     def __init__(self) -> None:
         self.items: dict[str, PrefetchItem] = {}
+        self._mask = np.zeros(0, dtype=bool)
         self.hits = 0
         self.misses = 0
 
@@ -187,17 +188,14 @@ class BatchPrefetch:
             self.misses += 1
             return None
         read(item)
-        stale = (
-            np.flatnonzero(np.isin(rows, np.fromiter(touched, dtype=np.int64, count=len(touched))))
-            if touched
-            else np.zeros(0, dtype=np.int64)
-        )
+        stale_at = self._touched_at(rows, touched)
+        stale = np.flatnonzero(stale_at)
         parts: list[tuple[np.ndarray, FilterOutcome]] = []
         for idx, (outcome, passing, shard_scores, skipped) in item.parts:
             parts.append((idx, outcome))
             if shard_scores is None:
                 continue
-            keep = ~np.isin(idx[passing], stale)
+            keep = ~stale_at[idx[passing]]
             scores.keep(
                 state,
                 pod,
@@ -209,6 +207,21 @@ class BatchPrefetch:
             parts.append((stale, self._again(fwk, state, pod, rows[stale], table, scores)))
         self.hits += 1
         return merge_filter_outcomes(len(rows), parts)
+
+    def _touched_at(self, rows: np.ndarray, touched: set[int]) -> np.ndarray:
+        """Which of ``rows`` are in ``touched``: a scratch mask over the table's rows,
+        set and cleared per call (np.isin sorts both sides: ~10% of an attempt)."""
+        if not touched:
+            return np.zeros(len(rows), dtype=bool)
+        marks = np.fromiter(touched, dtype=np.int64, count=len(touched))
+        size = max(int(marks.max()), int(rows.max(initial=-1))) + 1
+        if len(self._mask) < size:
+            self._mask = np.zeros(max(size, 2 * len(self._mask)), dtype=bool)
+        self._mask[marks] = True
+        try:
+            return self._mask[rows]
+        finally:
+            self._mask[marks] = False
 
     @staticmethod
     def _again(

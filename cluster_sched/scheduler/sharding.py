@@ -137,9 +137,13 @@ class ShardedSource:
     shards, whose plugins read ``snapshot.num_nodes`` and image spread) get the
     framework's ``snapshot`` service on first use. Clients that can be rebuilt
     (``rebuild(deltas)``) are recovered from the replica when they raise ShardLostError.
+    ``prefetch=False`` asks the shards per attempt only: the per-pod protocol, kept
+    selectable so benchmarks can measure both.
     """
 
-    def __init__(self, router: ShardRouter, clients: list[ShardClient]) -> None:
+    def __init__(
+        self, router: ShardRouter, clients: list[ShardClient], prefetch: bool = True
+    ) -> None:
         if len(clients) != router.n_shards:
             raise ValueError("one client per shard")
         self.router = router
@@ -155,7 +159,7 @@ class ShardedSource:
         self._fused = all(hasattr(c, "submit_filter_score") for c in clients)
         #: the popped batch's questions, answered by one call per shard (shard_prefetch)
         self.prefetch = BatchPrefetch()
-        self._batched = all(hasattr(c, "submit_filter_score_many") for c in clients)
+        self._batched = prefetch and all(hasattr(c, "submit_filter_score_many") for c in clients)
         #: the batch's calls in order: (chunk, reply, the items and positions it answers)
         self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
 

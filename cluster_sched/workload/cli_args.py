@@ -66,6 +66,13 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
         help="attempts on the in-process table take the compiled (numba) path when it applies",
     )
     p.add_argument(
+        "--shard-prefetch",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="shards answer a popped batch's first Filter questions in one call per 16 "
+        "pods (no: one call per attempt, to measure the per-pod protocol)",
+    )
+    p.add_argument(
         "--batch-size",
         type=int,
         default=DEFAULT_BATCH_SIZE,

@@ -67,6 +67,8 @@ class RunOptions:
     batch_size: int = DEFAULT_BATCH_SIZE
     #: the compiled path for attempts on the in-process table
     compiled: bool = True
+    #: shards answer a popped batch's first Filter questions ahead (``shard_prefetch``)
+    shard_prefetch: bool = True
     #: ``--feature-gates`` text (v1.35 defaults when None)
     feature_gates: str | None = None
     #: stop a group after this many seconds even if pods are still pending
@@ -352,6 +354,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
                 config_path=opts.config,
                 redis_url=session.url,
                 compiled=opts.compiled,
+                shard_prefetch=opts.shard_prefetch,
             ),
             seed=opts.seed,
             prefix=opts.prefix,

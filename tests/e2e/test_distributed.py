@@ -90,6 +90,23 @@ def test_placements_equal_the_in_process_executor(
     assert placements == local_placements
 
 
+@pytest.mark.parametrize("prefetch", [True, False], ids=["batched", "per-pod"])
+def test_both_shard_protocols_give_the_in_process_placements(
+    local_placements: dict[str, str], tmp_path: Path, prefetch: bool
+) -> None:
+    """``--no-shard-prefetch`` (the per-pod protocol, kept for measuring it) asks the
+    shards per attempt: no prefetched answer is used, and placements do not change."""
+    flag = "--shard-prefetch" if prefetch else "--no-shard-prefetch"
+    args = ("--executor", "shards", "--shards", "2", "--no-compiled", "--no-report", flag)
+    assert run(tmp_path, *args) == local_placements
+    counts = json.loads((tmp_path / "summary.json").read_text())["shard_speculation"]
+    if prefetch:
+        assert counts["prefetch_hits"] > 0
+    else:
+        assert counts["prefetch_hits"] == counts["prefetch_misses"] == 0
+        assert counts["speculative_score_hits"] > 0, "the per-pod calls still carry scores"
+
+
 def over_commitments(store: Store) -> list[str]:
     """Nodes whose bound pods request more than they have (computed from the store)."""
     nodes = {

@@ -160,6 +160,8 @@ def test_batches_and_shards_give_the_serial_outcome(
         (ExecutorOptions("shards", shards=3), 5),
         # every attempt on the shards: batches prefetched (shard_prefetch)
         (ExecutorOptions("shards", shards=2, compiled=False), 64),
+        # the per-pod protocol under the same batches
+        (ExecutorOptions("shards", shards=2, compiled=False, shard_prefetch=False), 64),
     ):
         assert _outcome(redis_client, docs, options, batch) == serial, (options, batch)
 

@@ -186,6 +186,7 @@ def run_workload(
                 config_path=str(planned.case.scheduler_config_path or "") or None,
                 redis_url=session.url,
                 compiled=args.compiled,
+                shard_prefetch=args.shard_prefetch,
             ),
             seed=args.seed,
             prefix=prefix,
