@@ -107,12 +107,14 @@ def eval_times(window: int) -> tuple[float, float]:
     return t_kernel, t_numpy
 
 
-def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 320) -> float:
+def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 640) -> float:
     """Seconds per pod of whole attempts (numpy path) over ``nodes`` nodes held by
     ``shards`` Ray shard actors (0: the coordinator's own table), each pod assumed before
     the next. ``batch`` > 1: pods go in batches whose first Filter questions the shards
     answer in one call each (``shard_prefetch``); 1: the per-pod protocol (one Filter
-    call per pod, with speculative scores). The first batch warms up and is not timed."""
+    call per pod, with speculative scores). The first batch warms up and is not timed;
+    the figure is the median over groups of at least 32 pods of their mean (two cores
+    shared with Ray's daemons make single groups slow now and then)."""
     router = ShardRouter(max(1, shards))
     cache = Cache(router)
     for i in range(nodes):
@@ -135,7 +137,9 @@ def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 320) -> fl
         [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(size)]
         for i in range(max(2, pods // size + 1))
     ]
-    timed = 0.0
+    group = max(size, 32)
+    groups: list[float] = []
+    timed, counted = 0.0, 0
     try:
         for k, chunk in enumerate(chunks):
             start = time.perf_counter()
@@ -158,10 +162,14 @@ def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 320) -> fl
                 source.end_batch()
             if k:
                 timed += time.perf_counter() - start
+                counted += size
+                if counted >= group:
+                    groups.append(timed / counted)
+                    timed, counted = 0.0, 0
     finally:
         for c in clients:
             c.close()
-    return timed / (size * (len(chunks) - 1))
+    return statistics.median(groups)
 
 
 def _workload(nodes: int, pods: int, path: Path) -> Path:
@@ -196,8 +204,10 @@ spec:
     return path
 
 
-def measured(workload: Path, *extra: str) -> float:
-    """pods/s (first pop to last bind) of one ``cluster-sched run``."""
+def measured(workload: Path, *extra: str, repeat: int = 1) -> float:
+    """pods/s (first pop to last bind) of ``cluster-sched run``, median of ``repeat`` runs."""
+    if repeat > 1:
+        return statistics.median(measured(workload, *extra) for _ in range(repeat))
     with tempfile.TemporaryDirectory() as out:
         argv = ["run", str(workload), "--output", out, "--quiet", "--no-report", "--seed", "1"]
         with contextlib.redirect_stdout(io.StringIO()):
@@ -217,6 +227,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5000, help="nodes of the validation runs")
     ap.add_argument("--pods", type=int, default=2000, help="pods of the validation runs")
     ap.add_argument("--batch", type=int, default=64, help="batch size (run's --batch-size)")
+    ap.add_argument("--repeat", type=int, default=3, help="full runs per figure (median)")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     windows = {n: num_feasible_nodes_to_find(0, n) for n in (*SIZES, args.nodes)}
@@ -239,16 +250,19 @@ def main() -> None:
         )
     with tempfile.TemporaryDirectory() as tmp:
         wl = _workload(args.nodes, args.pods, Path(tmp) / "w.yaml")
-        local_c = measured(wl)
-        local_n = measured(wl, "--no-compiled")
+        r = args.repeat
+        local_c = measured(wl, repeat=r)
+        local_n = measured(wl, "--no-compiled", repeat=r)
         # Both protocols under the same popped batches, so the loop outside the attempt
         # is the one the dispatch run measures; only how the shards are asked differs.
         batch = ("--batch-size", str(args.batch))
         flag = {"per-pod": "--no-shard-prefetch", "batched": "--shard-prefetch"}
         ray = {
-            (p, s): measured(wl, *ray_args(s), *batch, flag[p]) for p in protocols for s in (1, 2)
+            (p, s): measured(wl, *ray_args(s), *batch, flag[p], repeat=r)
+            for p in protocols
+            for s in (1, 2)
         }
-        ray_dispatch = measured(wl, "--executor", "ray", "--shards", "2", *batch)
+        ray_dispatch = measured(wl, "--executor", "ray", "--shards", "2", *batch, repeat=r)
     t_loop_c = max(1.0 / local_c - evals[w0][0], 0.0)
     t_loop_n = max(1.0 / local_n - t_local, 0.0)
     # The Ray executor's loop (binding as Ray tasks, Ray's daemons on the same cores),
