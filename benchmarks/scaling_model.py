@@ -42,7 +42,7 @@ import random
 import statistics
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +157,7 @@ def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 640) -> fl
                     fwk, CycleState(), pod, router.table, cache.snapshot, None, source
                 )
                 host = res.suggested_host
+                assert host is not None, "every node fits these pods"
                 cache.assume_pod(replace(pod, node_name=host), host)
             if size > 1 and shards:
                 source.end_batch()
@@ -204,10 +205,8 @@ spec:
     return path
 
 
-def measured(workload: Path, *extra: str, repeat: int = 1) -> float:
-    """pods/s (first pop to last bind) of ``cluster-sched run``, median of ``repeat`` runs."""
-    if repeat > 1:
-        return statistics.median(measured(workload, *extra) for _ in range(repeat))
+def measured(workload: Path, *extra: str) -> float:
+    """pods/s (first pop to last bind) of one ``cluster-sched run``."""
     with tempfile.TemporaryDirectory() as out:
         argv = ["run", str(workload), "--output", out, "--quiet", "--no-report", "--seed", "1"]
         with contextlib.redirect_stdout(io.StringIO()):
@@ -222,12 +221,66 @@ def ray_args(shards: int) -> list[str]:
     return ["--executor", "ray", "--shards", str(shards), "--no-compiled"]
 
 
+PROTOCOL_FLAG = {"per-pod": "--no-shard-prefetch", "batched": "--shard-prefetch"}
+
+
+@dataclass
+class Round:
+    """One round's parts and full runs, measured back to back: this machine's speed
+    drifts between minutes (Ray's daemons, neighbours), so a prediction is compared with
+    the runs of its own round."""
+
+    t_local: float
+    t_att: dict[tuple[str, int], float]
+    fit: dict[str, tuple[float, float]]
+    local_c: float
+    ray: dict[tuple[str, int], float]
+    dispatch: float
+    t_loop_c: float
+    t_loop_r: float
+
+
+def measure_round(
+    wl: Path, nodes: int, protocols: dict[str, int], evals: tuple[float, float], cores: int
+) -> Round:
+    t_kernel, t_numpy = evals
+    t_local = attempt_time(nodes, 0)
+    t_att = {(p, s): attempt_time(nodes, s, b) for p, b in protocols.items() for s in (1, 2)}
+    # per protocol, its cost outside the shards' evaluation: t_fixed(S) = a + b S
+    fit: dict[str, tuple[float, float]] = {}
+    for p in protocols:
+        fixed = {s: t_att[p, s] - t_numpy / s * max(1.0, s / cores) for s in (1, 2)}
+        fit[p] = (2 * fixed[1] - fixed[2], fixed[2] - fixed[1])
+    local_c = measured(wl)
+    # Both protocols under the same popped batches, so the loop outside the attempt is
+    # the one the dispatch run measures; only how the shards are asked differs.
+    batch = ("--batch-size", str(max(protocols.values())))
+    ray = {
+        (p, s): measured(wl, *ray_args(s), *batch, PROTOCOL_FLAG[p])
+        for p in protocols
+        for s in (1, 2)
+    }
+    # The Ray executor's loop (binding as Ray tasks, Ray's daemons on the same cores),
+    # from the dispatch run, whose attempts are the compiled path's on the replica.
+    dispatch = measured(wl, "--executor", "ray", "--shards", "2", *batch)
+    t_loop_c = max(1.0 / local_c - t_kernel, 0.0)
+    t_loop_r = max(1.0 / dispatch - t_kernel, 0.0)
+    return Round(t_local, t_att, fit, local_c, ray, dispatch, t_loop_c, t_loop_r)
+
+
+def predict(
+    t_loop_r: float, fit: tuple[float, float], t_numpy: float, shards: int, cores: int
+) -> float:
+    a, b = fit
+    return 1.0 / (t_loop_r + a + b * shards + t_numpy / shards * max(1.0, shards / cores))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=5000, help="nodes of the validation runs")
     ap.add_argument("--pods", type=int, default=2000, help="pods of the validation runs")
     ap.add_argument("--batch", type=int, default=64, help="batch size (run's --batch-size)")
-    ap.add_argument("--repeat", type=int, default=3, help="full runs per figure (median)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of parts + full runs")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
     windows = {n: num_feasible_nodes_to_find(0, n) for n in (*SIZES, args.nodes)}
@@ -235,64 +288,50 @@ def main() -> None:
     for w, (k, n) in evals.items():
         print(f"window {w:>6} nodes: compiled {k * 1e6:8.1f} us/pod, numpy {n * 1e6:8.1f} us/pod")
     w0 = windows[args.nodes]
-    t_local = attempt_time(args.nodes, 0)
     protocols = {"per-pod": 1, "batched": args.batch}
-    t_att = {(p, s): attempt_time(args.nodes, s, b) for p, b in protocols.items() for s in (1, 2)}
-    # per protocol, its cost outside the shards' evaluation: t_fixed(S) = a + b S
-    fit: dict[str, tuple[float, float]] = {}
-    for p in protocols:
-        fixed = {s: t_att[p, s] - evals[w0][1] / s * max(1.0, s / cores) for s in (1, 2)}
-        fit[p] = (2 * fixed[1] - fixed[2], fixed[2] - fixed[1])
-        print(
-            f"{p} attempt at {args.nodes} nodes (numpy path): local {t_local * 1e6:.0f} us, "
-            f"1 Ray shard {t_att[p, 1] * 1e6:.0f} us, 2 Ray shards {t_att[p, 2] * 1e6:.0f} us; "
-            f"t_fixed(S) = {fit[p][0] * 1e6:.0f} + {fit[p][1] * 1e6:.0f} S us"
-        )
+    rounds: list[Round] = []
+    ratios: dict[tuple[str, int], list[float]] = {(p, s): [] for p in protocols for s in (1, 2)}
     with tempfile.TemporaryDirectory() as tmp:
         wl = _workload(args.nodes, args.pods, Path(tmp) / "w.yaml")
-        r = args.repeat
-        local_c = measured(wl, repeat=r)
-        local_n = measured(wl, "--no-compiled", repeat=r)
-        # Both protocols under the same popped batches, so the loop outside the attempt
-        # is the one the dispatch run measures; only how the shards are asked differs.
-        batch = ("--batch-size", str(args.batch))
-        flag = {"per-pod": "--no-shard-prefetch", "batched": "--shard-prefetch"}
-        ray = {
-            (p, s): measured(wl, *ray_args(s), *batch, flag[p], repeat=r)
-            for p in protocols
-            for s in (1, 2)
-        }
-        ray_dispatch = measured(wl, "--executor", "ray", "--shards", "2", *batch, repeat=r)
-    t_loop_c = max(1.0 / local_c - evals[w0][0], 0.0)
-    t_loop_n = max(1.0 / local_n - t_local, 0.0)
-    # The Ray executor's loop (binding as Ray tasks, Ray's daemons on the same cores),
-    # from the dispatch run, whose attempts are the compiled path's on the replica.
-    t_loop_r = max(1.0 / ray_dispatch - evals[w0][0], 0.0)
-    print(
-        f"\nmeasured at {args.nodes} nodes / {args.pods} pods: in-process {local_c:.0f} pods/s "
-        f"(numpy path {local_n:.0f}), Ray 2 shards with dispatch {ray_dispatch:.0f}; "
-        f"t_loop compiled {t_loop_c * 1e6:.0f} us, numpy {t_loop_n * 1e6:.0f} us, "
-        f"Ray executor {t_loop_r * 1e6:.0f} us"
-    )
-
-    def predicted(p: str, n: int, s: int, c: int) -> float:
-        a, b = fit[p]
-        return 1.0 / (t_loop_r + a + b * s + evals[windows[n]][1] / s * max(1.0, s / c))
-
-    print(f"\nvalidation (Ray, --no-compiled; C = {cores} cores):")
-    for p in protocols:
-        for s in (1, 2):
-            pred = predicted(p, args.nodes, s, cores)
-            got = ray[p, s]
+        for k in range(args.rounds):
+            r = measure_round(wl, args.nodes, protocols, evals[w0], cores)
+            rounds.append(r)
             print(
-                f"  {p}, {s} shard(s): measured {got:.0f} pods/s, predicted {pred:.0f} ({got / pred:.2f}x)"
+                f"\nround {k + 1}: attempt at {args.nodes} nodes (numpy path) local "
+                f"{r.t_local * 1e6:.0f} us; in-process {r.local_c:.0f} pods/s, Ray 2 shards "
+                f"with dispatch {r.dispatch:.0f} ({r.dispatch / r.local_c:.2f}x); t_loop "
+                f"compiled {r.t_loop_c * 1e6:.0f} us, Ray executor {r.t_loop_r * 1e6:.0f} us"
             )
-    print(
-        f"  (2 shards with cost-based dispatch: {ray_dispatch:.0f} pods/s, "
-        f"{ray_dispatch / local_c:.2f}x in-process; it calibrates the Ray loop, not checked)"
-    )
+            for p in protocols:
+                a, b = r.fit[p]
+                print(
+                    f"  {p}: attempt 1 / 2 Ray shards {r.t_att[p, 1] * 1e6:.0f} / "
+                    f"{r.t_att[p, 2] * 1e6:.0f} us, t_fixed(S) = {a * 1e6:.0f} + {b * 1e6:.0f} S us"
+                )
+                for s in (1, 2):
+                    pred = predict(r.t_loop_r, r.fit[p], evals[w0][1], s, cores)
+                    ratios[p, s].append(r.ray[p, s] / pred)
+                    print(
+                        f"    {s} shard(s) (--no-compiled): measured {r.ray[p, s]:.0f} pods/s, "
+                        f"predicted {pred:.0f} ({r.ray[p, s] / pred:.2f}x)"
+                    )
+    print(f"\nvalidation, measured / predicted over {args.rounds} rounds (C = {cores} cores):")
+    for (p, s), got in ratios.items():
+        print(
+            f"  {p}, {s} shard(s): median {statistics.median(got):.2f}x "
+            f"(range {min(got):.2f}-{max(got):.2f}x)"
+        )
 
-    print("\npredicted pods/s (one core per shard):")
+    def med(values: list[float]) -> float:
+        return statistics.median(values)
+
+    t_loop_c = med([r.t_loop_c for r in rounds])
+    t_loop_r = med([r.t_loop_r for r in rounds])
+    fit = {
+        p: (med([r.fit[p][0] for r in rounds]), med([r.fit[p][1] for r in rounds]))
+        for p in protocols
+    }
+    print("\npredicted pods/s (one core per shard; the rounds' median parts):")
     cols = [(p, s) for p in protocols for s in SHARDS]
     print(
         "| nodes | window | in-process / dispatch | "
@@ -302,7 +341,9 @@ def main() -> None:
     print("|---|---|---|" + "---|" * len(cols))
     for n in SIZES:
         inproc = 1.0 / (t_loop_c + evals[windows[n]][0])
-        cells = " | ".join(f"{predicted(p, n, s, s):,.0f}" for p, s in cols)
+        cells = " | ".join(
+            f"{predict(t_loop_r, fit[p], evals[windows[n]][1], s, s):,.0f}" for p, s in cols
+        )
         print(f"| {n:,} | {windows[n]:,} | {inproc:,.0f} | {cells} |")
 
 
