@@ -131,7 +131,8 @@ def _reuse_line(summary: dict[str, object]) -> str:
         line += (
             f"; shards: prefetched answers used {rate('prefetch_hits', 'prefetch_misses')}, "
             "speculative scores used "
-            f"{rate('speculative_score_hits', 'speculative_score_misses')}"
+            f"{rate('speculative_score_hits', 'speculative_score_misses')}, "
+            f"rows scored on the replica {int(c.get('speculative_score_local_rows', 0))}"
         )
     return line
 

@@ -27,9 +27,10 @@ Filter question, the prefetched answer is used only if all of these hold:
 
 Rows whose pods changed since the batch started (earlier pods of the batch assumed,
 bindings confirmed, pods deleted: every change the replica received, recorded by the
-router) are evaluated again on the coordinator's replica, Filter and, for those that
-pass, PreScore and Score on a copy of the state; the other rows keep the shards'
-answers. Scores then serve the Score phase under ``speculation``'s rules.
+router) are filtered again on the coordinator's replica, and those that pass are
+scored there by the Score phase, with the cycle's own state after its PreScore (as
+the in-process executor scores them); the other rows keep the shards' answers, whose
+scores serve the Score phase under ``speculation``'s rules.
 
 Why it is exact. Filter and Score of one node are functions of the pod, its CycleState
 and that node's row; the state is the same (same plugins on the same pod), a row
@@ -232,19 +233,8 @@ class BatchPrefetch:
         table: NodeTable,
         scores: SpeculativeScores,
     ) -> FilterOutcome:
-        """Rows changed since the batch started, on the replica: Filter, then PreScore
-        and Score of those that pass on a copy of the state."""
+        """Rows changed since the batch started, Filter on the replica; those that pass
+        are scored there too, by the Score phase with the cycle's state (``speculation``)."""
         outcome = fwk.run_filter(state, pod, NodeSlice(table, rows))
-        passing = rows[outcome.passed]
-        if len(passing):
-            copy = state.clone()
-            nodes = NodeSlice(table, passing)
-            if fwk.run_pre_score(copy, pod, fwk.handle.snapshot, nodes).is_success:
-                scores.keep(
-                    state,
-                    pod,
-                    passing,
-                    fwk.run_score(copy, pod, nodes),
-                    frozenset(copy.skip_score_plugins),
-                )
+        scores.keep_local(state, pod, rows[outcome.passed])
         return outcome

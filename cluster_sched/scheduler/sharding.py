@@ -387,7 +387,7 @@ class ShardedSource:
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]:
         def run() -> dict[str, np.ndarray]:
-            kept = self.speculative.take(fwk, state, pod, rows)
+            kept = self.speculative.take(fwk, state, pod, rows, self.table)
             if kept is not None:
                 return kept
             return merge_scores(len(rows), self._fan_out("score", fwk, state, pod, rows))

@@ -18,6 +18,11 @@ a second fan-out if they are the scores the shard would have returned then:
   plugins Skip on the coordinator, and each shard skipped exactly the plugins the
   coordinator skipped.
 
+Rows the coordinator evaluated itself instead of a shard (``shard_prefetch``: rows
+changed since the batch started) are kept as rows only (``keep_local``) and scored by
+the Score phase on the replica with the cycle's own state, as the in-process executor
+would: no second PreScore on a copy for them.
+
 Otherwise the scores are dropped and Score fans out as before. A score of one node
 depends on the pod, the state and that node's row only (normalisation happens on the
 coordinator, over the feasible rows), so rows scored early or in another chunk are the
@@ -33,7 +38,9 @@ import numpy as np
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
 
 __all__ = ["SpeculativeScores", "speculation_wanted"]
@@ -63,8 +70,16 @@ class SpeculativeScores:
     state: CycleState | None = None
     pod: Pod | None = None
     parts: list[_Part] = field(default_factory=list)
+    #: rows to score on the replica with the cycle's state (see the module docstring)
+    local: list[np.ndarray] = field(default_factory=list)
     hits: int = 0
     misses: int = 0
+    #: rows the Score phase read on the replica instead of a shard's answer
+    local_rows: int = 0
+
+    def _for(self, state: CycleState, pod: Pod) -> None:
+        if self.state is not state or self.pod is not pod:
+            self.state, self.pod, self.parts, self.local = state, pod, [], []
 
     def keep(
         self,
@@ -75,41 +90,66 @@ class SpeculativeScores:
         skipped: frozenset[str],
     ) -> None:
         """Scores of ``rows`` (replica rows that passed Filter) from one shard."""
-        if self.state is not state or self.pod is not pod:
-            self.state, self.pod, self.parts = state, pod, []
+        self._for(state, pod)
         if len(rows):
             self.parts.append(_Part(rows, scores, skipped))
 
+    def keep_local(self, state: CycleState, pod: Pod, rows: np.ndarray) -> None:
+        """``rows`` passed Filter on the replica: Score reads them there."""
+        self._for(state, pod)
+        if len(rows):
+            self.local.append(rows)
+
     def take(
-        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray
+        self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, table: NodeTable
     ) -> dict[str, np.ndarray] | None:
         """The scores of ``rows`` if they are exact (module docstring), else None."""
-        parts, same = self.parts, self.state is state and self.pod is pod
-        self.state, self.pod, self.parts = None, None, []
-        if not same or not parts:
+        parts, local = self.parts, self.local
+        same = self.state is state and self.pod is pod
+        self.state, self.pod, self.parts, self.local = None, None, [], []
+        if not same or not (parts or local):
             return None
         coordinator_skip = frozenset(state.skip_score_plugins)
-        if not CROSS_NODE & {pl.name for pl in fwk.pre_score} <= coordinator_skip or any(
-            p.skipped != coordinator_skip for p in parts
+        if parts and (
+            not CROSS_NODE & {pl.name for pl in fwk.pre_score} <= coordinator_skip
+            or any(p.skipped != coordinator_skip for p in parts)
         ):
             self.misses += 1
             return None
-        held = np.concatenate([p.rows for p in parts])
+        held = np.concatenate([p.rows for p in parts] + local)
         order = np.argsort(held, kind="stable")
         at = np.minimum(np.searchsorted(held[order], rows), len(held) - 1)
         if not np.array_equal(held[order][at], rows):
             self.misses += 1
             return None
         pick = order[at]
+        n_shard = sum(len(p.rows) for p in parts)
+        from_shard = pick < n_shard
+        here = np.flatnonzero(~from_shard)
+        computed = fwk.run_score(state, pod, NodeSlice(table, rows[here])) if len(here) else {}
         names = {name for p in parts for name in p.scores}
+        if parts and len(here) and set(computed) != names:
+            self.misses += 1
+            return None
         out: dict[str, np.ndarray] = {}
-        for name in names:
+        there = np.flatnonzero(from_shard)
+        for name in names or computed:
             if any(name not in p.scores for p in parts):
                 self.misses += 1
                 return None
-            out[name] = np.concatenate([p.scores[name] for p in parts])[pick]
+            full = np.zeros(len(rows), dtype=np.int64)
+            if parts:
+                full[there] = np.concatenate([p.scores[name] for p in parts])[pick[there]]
+            if len(here):
+                full[here] = computed[name]
+            out[name] = full
         self.hits += 1
+        self.local_rows += len(here)
         return out
 
     def counters(self) -> dict[str, int]:
-        return {"speculative_score_hits": self.hits, "speculative_score_misses": self.misses}
+        return {
+            "speculative_score_hits": self.hits,
+            "speculative_score_misses": self.misses,
+            "speculative_score_local_rows": self.local_rows,
+        }

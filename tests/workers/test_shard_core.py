@@ -253,7 +253,14 @@ def _plain_pods(n: int) -> list[Any]:
     ]
 
 
-def _sequence(source_for: Any, shards: int, n_nodes: int, n_pods: int) -> tuple[list[Any], Any]:
+def _small_pods(n: int) -> list[Any]:
+    """Pods many of which fit on one node: the rows earlier pods landed on still pass."""
+    return [make_pod(f"small-{i}").req(cpu="300m", memory="1Gi").obj() for i in range(n)]
+
+
+def _sequence(
+    source_for: Any, shards: int, n_nodes: int, n_pods: int, pods_of: Any = _plain_pods
+) -> tuple[list[Any], Any]:
     router = ShardRouter(shards) if shards else None
     cache = Cache(router) if router is not None else Cache()
     for i in range(n_nodes):
@@ -262,7 +269,7 @@ def _sequence(source_for: Any, shards: int, n_nodes: int, n_pods: int) -> tuple[
     table = router.table if router is not None else cache.sink.table  # type: ignore[attr-defined]
     fwk = framework(cache)
     sched = Scheduler(0, random.Random(7))
-    pods = _plain_pods(n_pods)
+    pods = pods_of(n_pods)
     if source is not None:
         source.prefetch_batch(
             {fwk.profile_name: fwk},
@@ -308,6 +315,29 @@ def test_a_prefetched_batch_gives_the_single_table_sequence(
         # windows of 143 rows: predicted while every row passes, then an earlier pod's
         # node is in the window, it moves, and the prediction is not used
         assert hits >= 2 and misses >= 1
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_rows_changed_in_the_batch_are_scored_on_the_replica_with_the_cycles_state(
+    shards: int,
+) -> None:
+    """Small pods on a full scan: from the second pod on, rows earlier pods of the batch
+    landed on are stale and still pass. They are filtered again and scored on the
+    replica (``keep_local``), the others keep the shards' scores: every Score phase is
+    served without a second call, and the placements are the single table's."""
+    want, _ = _sequence(None, 0, 24, 60, _small_pods)
+    got, src = _sequence(
+        lambda router: ShardedSource(router, [WireClient(i) for i in range(router.n_shards)]),
+        shards,
+        24,
+        60,
+        _small_pods,
+    )
+    assert got == want
+    assert (src.prefetch.hits, src.prefetch.misses) == (60, 0)
+    counts = src.speculative.counters()
+    assert counts["speculative_score_hits"] == 60 and counts["speculative_score_misses"] == 0
+    assert counts["speculative_score_local_rows"] >= 60 - 1
 
 
 def test_a_shard_lost_on_its_batch_call_is_rebuilt_and_the_sequence_unchanged() -> None:
