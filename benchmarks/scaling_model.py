@@ -26,9 +26,13 @@ Model (per pod; the coordinator is serial):
 Validation: the model's figures for 1 and 2 shards against full ``cluster-sched run
 --executor ray --shards S --no-compiled --batch-size 64`` runs, ``--no-shard-prefetch``
 for the per-pod protocol (the same popped batches: the loop around the attempt is the
-dispatch run's). A benchmark: it prints figures and asserts nothing.
+dispatch run's). Parts and full runs are measured in rounds, back to back, and each
+round's prediction is compared with that round's runs (this machine's speed drifts by
+tens of percent between minutes); the table uses the rounds' median parts. A benchmark:
+it prints figures and asserts nothing.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py [--nodes 5000] [--pods 2000]
+[--rounds 3]
 """
 
 from __future__ import annotations

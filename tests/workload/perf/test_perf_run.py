@@ -20,6 +20,7 @@ from cluster_sched.cli import main
 from cluster_sched.config.load import load_config
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.store.store import Store
+from cluster_sched.workload.cli_args import add_executor_options
 from cluster_sched.workload.perf.command import run_workload, verdict
 from cluster_sched.workload.perf.config import PlannedWorkload, load_test_cases, select_workloads
 from cluster_sched.workload.perf.executor import Outcome
@@ -43,13 +44,12 @@ PERCENTILES = {"Average", "Perc50", "Perc90", "Perc95", "Perc99"}
 
 
 def perf_args(redis_url: str, **overrides: Any) -> argparse.Namespace:
+    executor = argparse.ArgumentParser()
+    add_executor_options(executor)  # the command's own defaults, so new options follow
     values = {
+        **vars(executor.parse_args([])),
         "redis": redis_url,
-        "executor": "local",
-        "shards": 1,
-        "ray_address": None,
         "batch_size": DEFAULT_BATCH_SIZE,
-        "compiled": True,
         "seed": 1,
         "timeout": 120.0,
     }
