@@ -70,8 +70,6 @@ from workers.shard_wire import (
     encode_filter_outcome,
     encode_filter_score,
     encode_request,
-    snapshot_facts,
-    wire_deltas,
 )
 
 __all__ = [
@@ -79,17 +77,7 @@ __all__ = [
     "DEFAULT_SHARD_CPUS",
     "RayShardClient",
     "ShardActor",
-    "decode_filter_outcome",
-    "decode_filter_score",
-    "decode_scores",
-    "encode_batch_request",
-    "encode_deltas",
-    "encode_filter_outcome",
-    "encode_filter_score",
-    "encode_request",
     "ray_shard_clients",
-    "snapshot_facts",
-    "wire_deltas",
 ]
 
 ACTOR_NAME_PREFIX: Final = "cluster-sched-shard-"

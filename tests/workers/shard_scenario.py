@@ -32,15 +32,15 @@ from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.sharding import ShardedSource, ShardLostError, ShardRouter
 from cluster_sched.testing.builders import make_node, make_pod
-from workers.ray_shard import (
-    ShardActor,
+from workers.ray_shard import ShardActor
+from workers.shard_wire import (
     decode_filter_outcome,
     decode_filter_score,
     decode_scores,
+    encode_batch_request,
     encode_request,
     wire_deltas,
 )
-from workers.shard_wire import encode_batch_request
 
 IMAGE = "registry.example/app:1"
 HOST = "kubernetes.io/hostname"

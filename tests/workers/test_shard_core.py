@@ -34,7 +34,7 @@ from tests.workers.shard_scenario import (
     run_sequence,
     summary,
 )
-from workers.ray_shard import wire_deltas
+from workers.shard_wire import wire_deltas
 
 
 @pytest.fixture(scope="module")
