@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+from basic_workload import write_basic_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 BASIC = ROOT / "examples" / "scheduling-basic.yaml"
@@ -42,51 +42,8 @@ MB = 1024 * 1024
 
 
 def large_workload(path: Path, nodes: int, pods: int) -> Path:
-    """SchedulingBasic's node and pod templates at any size."""
-    doc = {
-        "apiVersion": "cluster-sched.io/v1alpha1",
-        "kind": "Workload",
-        "metadata": {"name": f"scheduling-basic-{nodes}n-{pods}p"},
-        "spec": {
-            "nodeGroups": [
-                {
-                    "count": nodes,
-                    "template": {
-                        "apiVersion": "v1",
-                        "kind": "Node",
-                        "metadata": {"name": "node"},
-                        "status": {
-                            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                        },
-                    },
-                    "labels": {"topology.kubernetes.io/zone": ["zone-a", "zone-b", "zone-c"]},
-                }
-            ],
-            "podGroups": [
-                {
-                    "name": "measured",
-                    "count": pods,
-                    "template": {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "metadata": {"name": "pod", "namespace": "default"},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "pause",
-                                    "image": "registry.k8s.io/pause:3.10",
-                                    "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-                                }
-                            ]
-                        },
-                    },
-                }
-            ],
-        },
-    }
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    """SchedulingBasic's node and pod templates at any size, nodes over three zones."""
+    return write_basic_workload(path, nodes, pods, zones=("zone-a", "zone-b", "zone-c"))
 
 
 # ---------------------------------------------------------------------------- child

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from scaling_model import _workload  # the same SchedulingBasic-shaped workload file
+from basic_workload import write_basic_workload
 
 import cluster_sched.workload.runner as runner
 from cluster_sched.cli import main as cli_main
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="alternating pairs of runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        wl = _workload(args.nodes, args.pods, Path(tmp) / "w.yaml")
+        wl = write_basic_workload(Path(tmp) / "w.yaml", args.nodes, args.pods)
         pairs = (("policy on (as shipped)", True), ("policy off", False)) * args.repeat
         for label, policy in pairs:
             rate, garbage, stats = run(wl, policy)

@@ -35,48 +35,14 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-import yaml
+from basic_workload import write_basic_workload
 
-NODE_TEMPLATE = {
-    "apiVersion": "v1",
-    "kind": "Node",
-    "metadata": {"name": "node"},
-    "status": {
-        "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-        "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-    },
-}
-POD_TEMPLATE = {
-    "apiVersion": "v1",
-    "kind": "Pod",
-    "metadata": {"name": "pod", "namespace": "default"},
-    "spec": {
-        "containers": [
-            {
-                "name": "pause",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-            }
-        ]
-    },
-}
 GiB = 1024**3
 
 
 def write_workload(directory: Path, nodes: int, pods: int) -> Path:
     """SchedulingBasic's shape with ``nodes`` nodes and ``pods`` pods queued at once."""
-    doc = {
-        "apiVersion": "cluster-sched.io/v1alpha1",
-        "kind": "Workload",
-        "metadata": {"name": f"mem-{nodes}-{pods}"},
-        "spec": {
-            "nodeGroups": [{"count": nodes, "template": NODE_TEMPLATE}],
-            "podGroups": [{"name": "pods", "count": pods, "template": POD_TEMPLATE}],
-        },
-    }
-    path = directory / f"mem-{nodes}-{pods}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+    return write_basic_workload(directory / f"mem-{nodes}-{pods}.yaml", nodes, pods)
 
 
 def _rss_run(workload: Path, out: Path, code: str) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from basic_workload import write_basic_workload
 
 from cluster_sched.api.objects import CPU, MEMORY, PODS, Node, ObjectMeta
 from cluster_sched.cache.cache import Cache
@@ -179,38 +180,6 @@ def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 640) -> fl
     return statistics.median(groups)
 
 
-def _workload(nodes: int, pods: int, path: Path) -> Path:
-    path.write_text(
-        f"""apiVersion: cluster-sched.io/v1alpha1
-kind: Workload
-metadata: {{name: scaling-{nodes}}}
-spec:
-  nodeGroups:
-  - count: {nodes}
-    template:
-      apiVersion: v1
-      kind: Node
-      metadata: {{name: node}}
-      status:
-        allocatable: {{cpu: "4", memory: 32Gi, pods: "110"}}
-        capacity: {{cpu: "4", memory: 32Gi, pods: "110"}}
-  podGroups:
-  - name: measured
-    count: {pods}
-    template:
-      apiVersion: v1
-      kind: Pod
-      metadata: {{name: pod, namespace: default}}
-      spec:
-        containers:
-        - name: c
-          image: registry.k8s.io/pause:3.10
-          resources: {{requests: {{cpu: 100m, memory: 500Mi}}}}
-"""
-    )
-    return path
-
-
 def measured(workload: Path, *extra: str) -> float:
     """pods/s (first pop to last bind) of one ``cluster-sched run``."""
     with tempfile.TemporaryDirectory() as out:
@@ -298,7 +267,7 @@ def main() -> None:
     rounds: list[Round] = []
     ratios: dict[tuple[str, int], list[float]] = {(p, s): [] for p in protocols for s in (1, 2)}
     with tempfile.TemporaryDirectory() as tmp:
-        wl = _workload(args.nodes, args.pods, Path(tmp) / "w.yaml")
+        wl = write_basic_workload(Path(tmp) / "w.yaml", args.nodes, args.pods)
         for k in range(args.rounds):
             r = measure_round(wl, args.nodes, protocols, evals[w0], cores)
             rounds.append(r)
