@@ -243,7 +243,7 @@ def measure_round(
     return Round(t_local, t_att, fit, local_c, ray, dispatch, t_loop_c, t_loop_r)
 
 
-def predict(
+def predicted_rate(
     t_loop_r: float, fit: tuple[float, float], t_numpy: float, shards: int, cores: int
 ) -> float:
     a, b = fit
@@ -284,7 +284,7 @@ def main() -> None:
                     f"{r.t_att[p, 2] * 1e6:.0f} us, t_fixed(S) = {a * 1e6:.0f} + {b * 1e6:.0f} S us"
                 )
                 for s in (1, 2):
-                    pred = predict(r.t_loop_r, r.fit[p], evals[w0][1], s, cores)
+                    pred = predicted_rate(r.t_loop_r, r.fit[p], evals[w0][1], s, cores)
                     ratios[p, s].append(r.ray[p, s] / pred)
                     print(
                         f"    {s} shard(s) (--no-compiled): measured {r.ray[p, s]:.0f} pods/s, "
@@ -297,13 +297,13 @@ def main() -> None:
             f"(range {min(got):.2f}-{max(got):.2f}x)"
         )
 
-    def med(values: list[float]) -> float:
-        return statistics.median(values)
-
-    t_loop_c = med([r.t_loop_c for r in rounds])
-    t_loop_r = med([r.t_loop_r for r in rounds])
+    t_loop_c = statistics.median([r.t_loop_c for r in rounds])
+    t_loop_r = statistics.median([r.t_loop_r for r in rounds])
     fit = {
-        p: (med([r.fit[p][0] for r in rounds]), med([r.fit[p][1] for r in rounds]))
+        p: (
+            statistics.median([r.fit[p][0] for r in rounds]),
+            statistics.median([r.fit[p][1] for r in rounds]),
+        )
         for p in protocols
     }
     print("\npredicted pods/s (one core per shard; the rounds' median parts):")
@@ -317,7 +317,7 @@ def main() -> None:
     for n in SIZES:
         inproc = 1.0 / (t_loop_c + evals[windows[n]][0])
         cells = " | ".join(
-            f"{predict(t_loop_r, fit[p], evals[windows[n]][1], s, s):,.0f}" for p, s in cols
+            f"{predicted_rate(t_loop_r, fit[p], evals[windows[n]][1], s, s):,.0f}" for p, s in cols
         )
         print(f"| {n:,} | {windows[n]:,} | {inproc:,.0f} | {cells} |")
 

@@ -127,16 +127,14 @@ class SpeculativeScores:
         from_shard = pick < n_shard
         here = np.flatnonzero(~from_shard)
         computed = fwk.run_score(state, pod, NodeSlice(table, rows[here])) if len(here) else {}
-        names = {name for p in parts for name in p.scores}
-        if parts and len(here) and set(computed) != names:
+        # every part, and the replica's scores, name the same plugins
+        names = set(parts[0].scores) if parts else set(computed)
+        if any(set(p.scores) != names for p in parts) or (len(here) and set(computed) != names):
             self.misses += 1
             return None
         out: dict[str, np.ndarray] = {}
         there = np.flatnonzero(from_shard)
-        for name in names or computed:
-            if any(name not in p.scores for p in parts):
-                self.misses += 1
-                return None
+        for name in names:
             full = np.zeros(len(rows), dtype=np.int64)
             if parts:
                 full[there] = np.concatenate([p.scores[name] for p in parts])[pick[there]]
