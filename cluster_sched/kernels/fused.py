@@ -7,9 +7,11 @@ rounding included, so both agree bit for bit on every input the plugins accept
 (``alloc.min() > 0``; float64 division below 2**46) the same path is taken: they only
 differ once int64 products wrap, and then the reference is what the plugins do.
 
-Per-node work is inline in each pass's loop, calling scalar helpers only: a per-node call
-taking arrays keeps numba's atomic reference counting on them, ten times the arithmetic.
-One file on purpose: numba's on-disk cache only notices edits to the caller's own file.
+Per-node work is inline in each pass's loop, calling scalar helpers only (``kernels.scalar``,
+inlined): a per-node call taking arrays keeps numba's atomic reference counting on them,
+ten times the arithmetic. numba's on-disk cache only notices edits to the caller's own
+file, hence ``SCALAR_DIGEST``. Loops over a window are written branch-free over
+contiguous loads where they can be, so that the compiler vectorises them.
 """
 
 from __future__ import annotations
@@ -19,10 +21,21 @@ import math
 import numpy as np
 from numba import njit
 
-#: Fit scoring strategies (``mode``)
-LEAST_ALLOCATED = 0
-MOST_ALLOCATED = 1
-REQUESTED_TO_CAPACITY_RATIO = 2
+from cluster_sched.kernels.scalar import (
+    INT64_MIN,
+    MAX_NODE_SCORE,
+    REQUESTED_TO_CAPACITY_RATIO,
+    balanced_pair,
+    div_trunc,
+    floordiv,
+    product,
+    slow_per,
+    to_int,
+    wrap_add,
+    wrap_mul,
+    wrap_sub,
+)
+
 #: Where a score resource's "used" amount comes from (``s_srcs``): requested[col], or
 #: the non-zero cpu / memory accounting (NodeResourcesFit scores cpu/memory that way).
 SRC_REQUESTED = 0
@@ -32,91 +45,16 @@ SRC_NONZERO_MEMORY = 2
 #: raises the framework's error with the plugin's name (it needs int64 overflow to happen).
 STATUS_OK = 0
 STATUS_INVALID_SCORE = 1
+#: sha256 of ``kernels/scalar.py``, whose helpers are compiled into these kernels: an
+#: edit there changes this line, so numba's cache of this file is invalidated too.
+SCALAR_DIGEST = "787546c184ab9e5a76611144d9f47bf7c8754775dcf8ad8ece066abbd746d0ff"
 
-_MAX_NODE_SCORE = np.int64(100)
+_MAX_NODE_SCORE = MAX_NODE_SCORE
 _EXACT_FLOAT_LIMIT = np.int64(2**46)  # scorers.EXACT_FLOAT_LIMIT
-_FLOAT_EXACT_DIVIDEND = np.int64(2**53)
-_TIGHT = 4  # resource checks _filter_tight unrolls
-_INT64_MIN = np.iinfo(np.int64).min
+_BLOCK = 256  # window positions _filter checks per vectorised loop
+_INT64_MIN = INT64_MIN
 
 _JIT = njit(cache=True, nogil=True, error_model="numpy")
-#: scalar helpers: inlined by numba (a call between compiled functions is not inlined by
-#: LLVM and costs more than the arithmetic it wraps)
-_SCALAR = njit(cache=True, nogil=True, error_model="numpy", inline="always")
-
-
-# numba marks int64 + - * "no signed wrap" (LLVM then assumes overflow cannot happen);
-# numpy wraps. Sums and products that can overflow use uint64 (modular) arithmetic here.
-@_SCALAR
-def _add(a, b):
-    return np.int64(np.uint64(a) + np.uint64(b))
-
-
-@_SCALAR
-def _sub(a, b):
-    return np.int64(np.uint64(a) - np.uint64(b))
-
-
-@_SCALAR
-def _mul(a, b):
-    return np.int64(np.uint64(a) * np.uint64(b))
-
-
-@_SCALAR
-def _to_int(x):
-    """float64 -> int64 truncating, as numpy's astype on x86-64: out of range (or NaN)
-    gives int64 min. numba's plain cast leaves that undefined."""
-    if not (-9.223372036854775808e18 <= x < 9.223372036854775808e18):
-        return _INT64_MIN
-    return np.int64(x)
-
-
-@_SCALAR
-def _floordiv(a, b):
-    """a // b. For 0 <= a < 2**53 and b > 0, float64 division floors exactly (its
-    rounding error, under a/b * 2**-53, stays below the 1/b gap to the next integer) and
-    is several times faster than a 64-bit integer division."""
-    if 0 <= a < _FLOAT_EXACT_DIVIDEND and b > 0:
-        return np.int64(np.floor(np.float64(a) / np.float64(b)))
-    return a // b
-
-
-@_SCALAR
-def _div_trunc(a, b):
-    """plugins._helpers.div_trunc, np.abs wrap-around of int64 min included."""
-    qa = _sub(0, a) if a < 0 else a
-    qb = _sub(0, b) if b < 0 else b
-    q = qa // qb
-    return _sub(0, q) if (a < 0) != (b < 0) else q
-
-
-@_SCALAR
-def _product(mode, a, r):
-    """Least/MostAllocated's fast-path dividend: max(a - r, 0) * 100 or min(r, a) * 100."""
-    if mode == LEAST_ALLOCATED:
-        x = _sub(a, r)
-        if x < 0:
-            x = np.int64(0)
-    else:
-        x = r if r < a else a
-    return _mul(x, _MAX_NODE_SCORE)
-
-
-@_SCALAR
-def _fast_per(mode, int_div, a, r):
-    """scorers' fast path (every allocatable > 0): floor_div(product, a)."""
-    x = _product(mode, a, r)
-    if int_div:
-        return _floordiv(x, a)
-    return np.int64(np.floor(np.float64(x) / np.float64(a)))  # in range: |x| <= 2**63
-
-
-@_SCALAR
-def _slow_per(mode, a, r):
-    """scorers' masked path, for a > 0."""
-    if mode == LEAST_ALLOCATED:
-        return _floordiv(_mul(_sub(a, r), _MAX_NODE_SCORE), a) if r <= a else np.int64(0)
-    return _floordiv(_mul(r if r < a else a, _MAX_NODE_SCORE), a)
 
 
 @_JIT
@@ -125,81 +63,80 @@ def _filter(
     fit_cols, fit_vals, masks, mask_ids, out_rows,
 ):  # fmt: skip
     """Filter the window from ``start`` (rotating), stopping at the ``to_find``-th feasible
-    node as algorithm._find_nodes_that_pass_filters does. Returns (found, evaluated)."""
+    node as algorithm._find_nodes_that_pass_filters does. Returns (found, evaluated).
+
+    The window is walked in blocks of _BLOCK positions, each check (pod count, every
+    resource, every mask) one branch-free loop over the block, which the compiler
+    vectorises. A block whose rows are one run (order[p + j] == order[p] + j: nodes
+    listed as they were added, the usual case) reads column slices; any other block
+    reads through ``order``. The passing rows are then taken in order."""
     n = order.shape[0]
-    q = fit_cols.shape[0]
-    for j in range(q):
+    for j in range(fit_cols.shape[0]):
         if fit_cols[j] < 0:  # no node has the resource: nothing fits
             return 0, n
-    if q <= _TIGHT and mask_ids.shape[0] <= 1:
-        # The common shape (up to 4 resources, other filters combined into one mask),
-        # unrolled: twice as fast. Unused slots check column 0 >= int64 min: always true.
-        c = np.zeros(_TIGHT, dtype=np.int64)
-        v = np.full(_TIGHT, _INT64_MIN, dtype=np.int64)
-        c[:q] = fit_cols
-        v[:q] = fit_vals
-        if mask_ids.shape[0] == 1:
-            return _filter_tight(
-                free, pod_count, allowed_pods, order, start, to_find, c, v,
-                masks[mask_ids[0]], True, out_rows,
-            )  # fmt: skip
-        return _filter_tight(
-            free, pod_count, allowed_pods, order, start, to_find, c, v,
-            pod_count, False, out_rows,
-        )  # fmt: skip
+    ok = np.empty(_BLOCK, dtype=np.bool_)
     found = 0
-    for i in range(n):
+    i = 0
+    while i < n:
         p = start + i
         if p >= n:
             p -= n
-        row = order[p]
-        ok = _sub(allowed_pods[row], pod_count[row]) >= 1
-        for j in range(q):
-            ok = ok and free[fit_cols[j], row] >= fit_vals[j]
-        for j in range(mask_ids.shape[0]):
-            ok = ok and masks[mask_ids[j], row] != 0
-        if ok:
-            out_rows[found] = row
-            found += 1
-            if found == to_find:
-                return found, i + 1
+        blk = min(_BLOCK, n - i, n - p)  # never across the end of ``order``
+        r0 = order[p]
+        off = np.int64(0)
+        for j in range(blk):
+            off |= order[p + j] ^ (r0 + j)
+        if off == 0:  # slices: no negative-index select per load, contiguous loads
+            ap, pc = allowed_pods[r0 : r0 + blk], pod_count[r0 : r0 + blk]
+            for j in range(blk):
+                ok[j] = wrap_sub(ap[j], pc[j]) >= 1
+            for c in range(fit_cols.shape[0]):
+                col, v = free[fit_cols[c], r0 : r0 + blk], fit_vals[c]
+                for j in range(blk):
+                    ok[j] &= col[j] >= v
+            for m in range(mask_ids.shape[0]):
+                mk = masks[mask_ids[m], r0 : r0 + blk]
+                for j in range(blk):
+                    ok[j] &= mk[j] != 0
+            passed = 0
+            for j in range(blk):
+                passed += ok[j]
+            if passed == blk and found + blk <= to_find:  # all pass: the run itself
+                for j in range(blk):
+                    out_rows[found + j] = r0 + j
+                found += blk
+                i += blk
+                if found == to_find:
+                    return found, i
+                continue
+        else:
+            rows = order[p : p + blk]
+            for j in range(blk):
+                ok[j] = wrap_sub(allowed_pods[rows[j]], pod_count[rows[j]]) >= 1
+            for c in range(fit_cols.shape[0]):
+                col, v = free[fit_cols[c]], fit_vals[c]
+                for j in range(blk):
+                    ok[j] &= col[rows[j]] >= v
+            for m in range(mask_ids.shape[0]):
+                mk = masks[mask_ids[m]]
+                for j in range(blk):
+                    ok[j] &= mk[rows[j]] != 0
+        for j in range(blk):
+            if ok[j]:
+                out_rows[found] = order[p + j]
+                found += 1
+                if found == to_find:
+                    return found, i + j + 1
+        i += blk
     return found, n
 
 
 @_JIT
-def _filter_tight(
-    free, pod_count, allowed_pods, order, start, to_find, c, v, mask, use_mask, out_rows
-):  # fmt: skip
-    """_filter with _TIGHT resource checks and one mask (read, not used, if not use_mask)."""
-    n = order.shape[0]
-    c0, c1, c2, c3 = c[0], c[1], c[2], c[3]
-    v0, v1, v2, v3 = v[0], v[1], v[2], v[3]
-    found = 0
-    for i in range(n):
-        p = start + i
-        if p >= n:
-            p -= n
-        row = order[p]
-        ok = (
-            (_sub(allowed_pods[row], pod_count[row]) >= 1)
-            & (free[c0, row] >= v0)
-            & (free[c1, row] >= v1)
-            & (free[c2, row] >= v2)
-            & (free[c3, row] >= v3)
-            & ((not use_mask) | (mask[row] != 0))
-        )
-        if ok:
-            out_rows[found] = row
-            found += 1
-            if found == to_find:
-                return found, i + 1
-    return found, n
-
-
-@_JIT
-def _gather(allocatable, requested, nonzero, rows, found, cols, srcs, reqs, alloc, req):
+def _gather(allocatable, requested, nonzero, rows, found, dense, cols, srcs, reqs, alloc, req):
     """noderesources.allocatable_and_requested into alloc/req int64[m, k] for
-    ``rows[:found]``: zeros where ``cols`` is -1 (a resource the scorer skips)."""
+    ``rows[:found]``: zeros where ``cols`` is -1 (a resource the scorer skips). ``dense``:
+    the rows are rows[0], rows[0] + 1, ...: plain loads, which the compiler vectorises."""
+    r0 = rows[0]
     for i in range(cols.shape[0]):
         col = cols[i]
         if col < 0:
@@ -207,30 +144,41 @@ def _gather(allocatable, requested, nonzero, rows, found, cols, srcs, reqs, allo
             req[i, :found] = 0
             continue
         src = srcs[i]
+        a_col = allocatable[col]
         used = requested[col] if src == SRC_REQUESTED else nonzero[src - 1]
         pod = reqs[i]
-        for k in range(found):
-            row = rows[k]
-            alloc[i, k] = allocatable[col, row]
-            req[i, k] = _add(used[row], pod)
+        if dense:  # slices: k >= 0 is known, so no negative-index select per load
+            a_win = a_col[r0 : r0 + found]
+            u_win = used[r0 : r0 + found]
+            for k in range(found):
+                alloc[i, k] = a_win[k]
+                req[i, k] = wrap_add(u_win[k], pod)
+        else:
+            for k in range(found):
+                row = rows[k]
+                alloc[i, k] = a_col[row]
+                req[i, k] = wrap_add(used[row], pod)
 
 
 @_JIT
 def _window_flags(alloc, req, found, mode):
     """The numpy scorers' path choice over the whole [m, k] matrix: (every allocatable
-    > 0, and then whether floor_div must divide in int64 rather than float64)."""
+    > 0, and then whether floor_div must divide in int64 rather than float64). One
+    branch-free reduction (vectorised); the maxima only matter when the minimum is > 0."""
     m = alloc.shape[0]
     if m == 0 or found == 0 or mode == REQUESTED_TO_CAPACITY_RATIO:
         return False, False
+    amin = np.iinfo(np.int64).max
     amax = _INT64_MIN
     bmax = _INT64_MIN
     for i in range(m):
         for k in range(found):
             a = alloc[i, k]
-            if a <= 0:
-                return False, False
-            amax = max(amax, _product(mode, a, req[i, k]))
+            amin = min(amin, a)
+            amax = max(amax, product(mode, a, req[i, k]))
             bmax = max(bmax, a)
+    if amin <= 0:
+        return False, False
     return True, (amax >= _EXACT_FLOAT_LIMIT or bmax >= _EXACT_FLOAT_LIMIT)
 
 
@@ -252,7 +200,7 @@ def _fit_into(alloc, req, found, mode, weights, shape_u, shape_s, fit_weight, to
                 r = req[i, k]
                 util = _MAX_NODE_SCORE
                 if a != 0 and r <= a:
-                    util = _mul(r, _MAX_NODE_SCORE) // (a if a > 1 else np.int64(1))
+                    util = wrap_mul(r, _MAX_NODE_SCORE) // (a if a > 1 else np.int64(1))
                 per = shape_s[n_shape - 1]  # scorers.broken_linear: first point util <= u
                 for t in range(n_shape):
                     if util <= shape_u[t]:
@@ -260,24 +208,32 @@ def _fit_into(alloc, req, found, mode, weights, shape_u, shape_s, fit_weight, to
                         if t > 0:
                             pu = shape_u[t - 1]
                             ps = shape_s[t - 1]
-                            d = _div_trunc(_mul(shape_s[t] - ps, _sub(util, pu)), shape_u[t] - pu)
-                            per = _add(ps, d)
+                            d = div_trunc(
+                                wrap_mul(shape_s[t] - ps, wrap_sub(util, pu)), shape_u[t] - pu
+                            )
+                            per = wrap_add(ps, d)
                         break
                 if a > 0 and per > 0:
-                    acc[k] = _add(acc[k], _mul(per, w))
-                    wsum[k] = _add(wsum[k], w)
+                    acc[k] = wrap_add(acc[k], wrap_mul(per, w))
+                    wsum[k] = wrap_add(wsum[k], w)
+        elif fast and not int_div:  # scorers' fast path in float64; split out: it vectorises
+            for k in range(found):
+                a = alloc[i, k]
+                per = np.int64(np.floor(np.float64(product(mode, a, req[i, k])) / np.float64(a)))
+                acc[k] = wrap_add(acc[k], wrap_mul(w, per))
         elif fast:
             for k in range(found):
-                acc[k] = _add(acc[k], _mul(w, _fast_per(mode, int_div, alloc[i, k], req[i, k])))
+                per = floordiv(product(mode, alloc[i, k], req[i, k]), alloc[i, k])
+                acc[k] = wrap_add(acc[k], wrap_mul(w, per))
         else:
             for k in range(found):
                 a = alloc[i, k]
                 if a > 0:
-                    acc[k] = _add(acc[k], _mul(_slow_per(mode, a, req[i, k]), w))
-                    wsum[k] = _add(wsum[k], w)
+                    acc[k] = wrap_add(acc[k], wrap_mul(slow_per(mode, a, req[i, k]), w))
+                    wsum[k] = wrap_add(wsum[k], w)
     s_wsum = np.int64(0)
     for i in range(m):
-        s_wsum = _add(s_wsum, weights[i])
+        s_wsum = wrap_add(s_wsum, weights[i])
     # the default profile's weights sum to 2: floor division by a power of two is an
     # arithmetic shift (also for negative sums), no division per node
     shift = -1
@@ -285,33 +241,38 @@ def _fit_into(alloc, req, found, mode, weights, shape_u, shape_s, fit_weight, to
         shift = 0
         while (np.int64(1) << shift) < s_wsum:
             shift += 1
+    bad = False
+    if mode != REQUESTED_TO_CAPACITY_RATIO and shift >= 0:  # its own loop: it vectorises
+        for k in range(found):
+            s = acc[k] >> shift
+            bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+            totals[k] = wrap_add(totals[k], wrap_mul(s, fit_weight))
+        return STATUS_INVALID_SCORE if bad else STATUS_OK
     status = STATUS_OK
     for k in range(found):
         if mode == REQUESTED_TO_CAPACITY_RATIO:
             s = np.int64(0)
             if wsum[k] > 0:  # math.Round, half away from zero
-                s = _add(_mul(2, acc[k]), wsum[k]) // max(_mul(2, wsum[k]), np.int64(1))
-        elif shift >= 0:
-            s = acc[k] >> shift
+                s = wrap_add(wrap_mul(2, acc[k]), wsum[k]) // max(wrap_mul(2, wsum[k]), np.int64(1))
         elif fast:
-            s = _floordiv(acc[k], s_wsum)
+            s = floordiv(acc[k], s_wsum)
         else:
-            s = _floordiv(acc[k], wsum[k]) if wsum[k] > 0 else np.int64(0)
+            s = floordiv(acc[k], wsum[k]) if wsum[k] > 0 else np.int64(0)
         if s < 0 or s > _MAX_NODE_SCORE:
             status = STATUS_INVALID_SCORE
-        totals[k] = _add(totals[k], _mul(s, fit_weight))
+        totals[k] = wrap_add(totals[k], wrap_mul(s, fit_weight))
     return status
 
 
 @_JIT
-def _balanced_into(allocatable, requested, rows, found, cols, reqs, bal_weight, totals):
+def _balanced_into(allocatable, requested, rows, found, dense, cols, reqs, bal_weight, totals):
     """Add BalancedAllocation's weighted score to ``totals[:found]``:
     scorers.balanced_allocation over allocatable_and_requested(use_requested=True),
     float64 operations in the same order, truncated. ``cols`` -1: a skipped resource."""
     m = cols.shape[0]
     if m == 2 and cols[0] >= 0 and cols[1] >= 0:
         return _balanced_pair_into(
-            allocatable, requested, rows, found, cols, reqs, bal_weight, totals
+            allocatable, requested, rows, found, dense, cols, reqs, bal_weight, totals
         )
     frac = np.empty(m, dtype=np.float64)
     status = STATUS_OK
@@ -325,7 +286,7 @@ def _balanced_into(allocatable, requested, rows, found, cols, reqs, bal_weight, 
                 continue
             a = allocatable[col, row]
             if a > 0:
-                f = np.float64(_add(requested[col, row], reqs[i])) / np.float64(a)
+                f = np.float64(wrap_add(requested[col, row], reqs[i])) / np.float64(a)
                 if f > 1.0:
                     f = 1.0
                 frac[count] = f
@@ -341,61 +302,77 @@ def _balanced_into(allocatable, requested, rows, found, cols, reqs, bal_weight, 
                 d = frac[i] - mean
                 var = var + d * d
             std = math.sqrt(var / count)
-        s = _to_int((1 - std) * 100.0)
+        s = to_int((1 - std) * 100.0)
         if s < 0 or s > _MAX_NODE_SCORE:
             status = STATUS_INVALID_SCORE
-        totals[k] = _add(totals[k], _mul(s, bal_weight))
+        totals[k] = wrap_add(totals[k], wrap_mul(s, bal_weight))
     return status
 
 
 @_JIT
-def _balanced_pair_into(allocatable, requested, rows, found, cols, reqs, bal_weight, totals):
-    """_balanced_into for two resources both in the table (the default cpu + memory),
-    unrolled: std = |f0 - f1| / 2 when both allocatable > 0, else 0 (one or no fraction)."""
-    c0, c1 = cols[0], cols[1]
+def _balanced_pair_into(allocatable, requested, rows, found, dense, cols, reqs, bal_weight, totals):
+    """_balanced_into for two resources both in the table (the default cpu + memory)."""
+    a0s, a1s = allocatable[cols[0]], allocatable[cols[1]]
+    u0s, u1s = requested[cols[0]], requested[cols[1]]
     q0, q1 = reqs[0], reqs[1]
-    status = STATUS_OK
-    for k in range(found):
-        row = rows[k]
-        a0 = allocatable[c0, row]
-        a1 = allocatable[c1, row]
-        std = 0.0
-        if a0 > 0 and a1 > 0:
-            f0 = np.float64(_add(requested[c0, row], q0)) / np.float64(a0)
-            f1 = np.float64(_add(requested[c1, row], q1)) / np.float64(a1)
-            std = abs((min(f0, 1.0) - min(f1, 1.0)) / 2)
-        s = _to_int((1 - std) * 100.0)
-        if s < 0 or s > _MAX_NODE_SCORE:
-            status = STATUS_INVALID_SCORE
-        totals[k] = _add(totals[k], _mul(s, bal_weight))
-    return status
+    bad = False
+    if dense:  # slices, as _gather
+        r0 = rows[0]
+        a0w, a1w = a0s[r0 : r0 + found], a1s[r0 : r0 + found]
+        u0w, u1w = u0s[r0 : r0 + found], u1s[r0 : r0 + found]
+        for k in range(found):
+            s = balanced_pair(a0w[k], a1w[k], wrap_add(u0w[k], q0), wrap_add(u1w[k], q1))
+            bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+            totals[k] = wrap_add(totals[k], wrap_mul(s, bal_weight))
+    else:
+        for k in range(found):
+            row = rows[k]
+            s = balanced_pair(a0s[row], a1s[row], wrap_add(u0s[row], q0), wrap_add(u1s[row], q1))
+            bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+            totals[k] = wrap_add(totals[k], wrap_mul(s, bal_weight))
+    return STATUS_INVALID_SCORE if bad else STATUS_OK
 
 
 @_JIT
-def _normalized_into(norm, norm_ids, norm_reverse, norm_weight, rows, found, totals):
+def _window(col, rows, found, dense):
+    """``col[rows[:found]]``: a slice of ``col`` for dense rows (see _gather), else a copy."""
+    if dense:
+        return col[rows[0] : rows[0] + found]
+    out = np.empty(found, dtype=col.dtype)
+    for k in range(found):
+        out[k] = col[rows[k]]
+    return out
+
+
+@_JIT
+def _normalized_into(norm, norm_ids, norm_reverse, norm_weight, rows, found, dense, totals):
     """Add DefaultNormalizeScore(raw over the window) * weight of each ``norm_ids``
-    column to ``totals[:found]``."""
-    status = STATUS_OK
+    column to ``totals[:found]``. One loop per case (raw maximum > 0, reverse), each
+    without branches, so that they vectorise."""
+    bad = False
     for j in range(norm_ids.shape[0]):
         c = norm_ids[j]
-        raw = norm[c]
+        raw = _window(norm[c], rows, found, dense)
         reverse = norm_reverse[c] != 0
         weight = norm_weight[c]
         mx = _INT64_MIN
         for k in range(found):
-            mx = max(mx, raw[rows[k]])
-        for k in range(found):
-            s = raw[rows[k]]
-            if mx > 0:
-                s = _div_trunc(_mul(_MAX_NODE_SCORE, s), mx)
-                if reverse:
-                    s = _sub(_MAX_NODE_SCORE, s)
-            elif reverse:
-                s = _MAX_NODE_SCORE
-            if s < 0 or s > _MAX_NODE_SCORE:
-                status = STATUS_INVALID_SCORE
-            totals[k] = _add(totals[k], _mul(s, weight))
-    return status
+            mx = max(mx, raw[k])
+        if mx > 0:
+            for k in range(found):
+                s = div_trunc(wrap_mul(_MAX_NODE_SCORE, raw[k]), mx)
+                s = wrap_sub(_MAX_NODE_SCORE, s) if reverse else s
+                bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+                totals[k] = wrap_add(totals[k], wrap_mul(s, weight))
+        elif reverse:
+            for k in range(found):
+                totals[k] = wrap_add(totals[k], wrap_mul(_MAX_NODE_SCORE, weight))
+        else:
+            for k in range(found):
+                s = raw[k]
+                bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+                totals[k] = wrap_add(totals[k], wrap_mul(s, weight))
+    return STATUS_INVALID_SCORE if bad else STATUS_OK
 
 
 @_JIT
@@ -409,22 +386,33 @@ def _score(
     as Framework.weighted_total adds them; returns (best, status of the range check)."""
     totals[:found] = 0
     status = STATUS_OK
+    r0 = rows[0]
+    off = np.int64(0)
+    for k in range(found):  # every feasible row in one run: rows[0], rows[0] + 1, ...
+        off |= rows[k] ^ (r0 + k)
+    dense = off == 0
     if fit_weight != 0:
         m = s_cols.shape[0]
         alloc = np.empty((m, found), dtype=np.int64)
         req = np.empty((m, found), dtype=np.int64)
-        _gather(allocatable, requested, nonzero, rows, found, s_cols, s_srcs, s_reqs, alloc, req)
+        _gather(
+            allocatable, requested, nonzero, rows, found, dense, s_cols, s_srcs, s_reqs, alloc, req
+        )
         st = _fit_into(alloc, req, found, mode, s_weights, shape_u, shape_s, fit_weight, totals)
         status = max(status, st)
     if bal_weight != 0:
-        st = _balanced_into(allocatable, requested, rows, found, b_cols, b_reqs, bal_weight, totals)
+        st = _balanced_into(
+            allocatable, requested, rows, found, dense, b_cols, b_reqs, bal_weight, totals
+        )
         status = max(status, st)
-    st = _normalized_into(norm, norm_ids, norm_reverse, norm_weight, rows, found, totals)
+    st = _normalized_into(norm, norm_ids, norm_reverse, norm_weight, rows, found, dense, totals)
     status = max(status, st)
+    if extra_id >= 0:
+        more = _window(extra[extra_id], rows, found, dense)
+        for k in range(found):
+            totals[k] = wrap_add(totals[k], more[k])
     best = _INT64_MIN
     for k in range(found):
-        if extra_id >= 0:
-            totals[k] = _add(totals[k], extra[extra_id, rows[k]])
         best = max(best, totals[k])
     return best, status
 

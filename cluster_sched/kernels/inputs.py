@@ -22,7 +22,7 @@ from cluster_sched.config.plugin_args import (
 )
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE
-from cluster_sched.kernels import fused
+from cluster_sched.kernels import fused, scalar
 from cluster_sched.plugins import names
 from cluster_sched.plugins.noderesources import balanced_allocation, fit
 from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from cluster_sched.framework.runtime import Framework
 
 _MODES = {
-    LEAST_ALLOCATED: fused.LEAST_ALLOCATED,
-    MOST_ALLOCATED: fused.MOST_ALLOCATED,
-    REQUESTED_TO_CAPACITY_RATIO: fused.REQUESTED_TO_CAPACITY_RATIO,
+    LEAST_ALLOCATED: scalar.LEAST_ALLOCATED,
+    MOST_ALLOCATED: scalar.MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO: scalar.REQUESTED_TO_CAPACITY_RATIO,
 }
 #: The kernel's domain: every allocatable, requested and request value below it, so no
 #: product the scorers form (``x * 100``, weights) can leave int64. The numpy scorers are

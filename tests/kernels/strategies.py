@@ -106,6 +106,37 @@ def tables(draw: st.DrawFn, max_nodes: int = 30) -> NodeTable:
     return table
 
 
+@st.composite
+def wide_tables(draw: st.DrawFn) -> NodeTable:
+    """A table wider than the filter's blocks (kernels.fused._BLOCK = 256 positions):
+    nodes listed as added (one zone: one run of rows) or zones in runs (so ``order()``
+    interleaves and no block is one run), a few removed rows (breaking runs), and a
+    drawn share of nodes that fail the fit (none, a few, half) so windows stop inside,
+    at the end of and across blocks. Values from a seeded generator: node-sized."""
+    n = draw(st.integers(200, 1100))
+    zones = draw(st.sampled_from([1, 1, 2, 3]))
+    run = draw(st.integers(1, n))
+    table = NodeTable(capacity=draw(st.integers(1, n)))
+    for name in TABLE_RESOURCES:
+        table.resource_col(name)
+    for i in range(n):
+        zone = {"topology.kubernetes.io/zone": f"z{(i // run) % zones}"}
+        table.upsert_node(Node(ObjectMeta(f"n{i}", labels=zone)))
+    for i in draw(st.one_of(st.just(set()), st.sets(st.integers(0, n - 1), max_size=3))):
+        table.remove_node(f"n{i}")
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    r, cap = table.allocatable.shape
+    table.allocatable[:] = rng.integers(10**4, 10**12, size=(r, cap))
+    table.requested[:] = table.allocatable // 100 * rng.integers(0, 60, size=(r, cap))
+    full = rng.random(cap) < draw(st.sampled_from([0.0, 0.0, 0.002, 0.02, 0.5]))
+    table.requested[:, full] = table.allocatable[:, full]
+    table.free[:] = table.allocatable - table.requested
+    table.nonzero[:] = table.requested[:2]
+    table.pod_count[:] = rng.integers(0, 20, size=cap)
+    table.allowed_pods[:] = 110
+    return table
+
+
 def _specs(draw: st.DrawFn, with_weights: bool) -> tuple[ResourceSpec, ...]:
     if draw(st.booleans()):  # the default cpu + memory: the scorers' fast paths
         chosen = [CPU, MEMORY]

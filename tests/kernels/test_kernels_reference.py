@@ -26,7 +26,15 @@ from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
 from cluster_sched.plugins.noderesources.fit import Fit
 from cluster_sched.testing.builders import make_pod
-from tests.kernels.strategies import EXAMPLES, assert_same, orders, profiles, queries, tables
+from tests.kernels.strategies import (
+    EXAMPLES,
+    assert_same,
+    orders,
+    profiles,
+    queries,
+    tables,
+    wide_tables,
+)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -38,6 +46,24 @@ def test_kernel_equals_reference(data: st.DataObject) -> None:
     order = data.draw(orders(table))
     n = len(table.order() if order is None else order)
     to_find = data.draw(st.integers(1, n + 3))
+    want = evaluate_pod_reference(table, profile, query, to_find, order)
+    assert_same(evaluate_pod(table, profile, query, to_find, order), want)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_kernel_equals_reference_across_blocks(data: st.DataObject) -> None:
+    """Windows of hundreds of nodes: the filter's vectorised blocks (runs of rows, the
+    all-pass shortcut, a window ending inside or exactly at a block, wrapping around
+    the end of the order) and the scorers' dense-row loads, against the plugins."""
+    table = data.draw(wide_tables())
+    profile = data.draw(profiles())
+    requests = PodRequests.of_pod(make_pod("p").req(cpu="100m", memory="1Mi").obj(), profile)
+    plain = st.builds(PodQuery, st.just(requests), st.integers(0, 10**6))
+    query = data.draw(st.one_of(queries(table, profile), plain, plain))
+    order = data.draw(st.one_of(st.none(), st.none(), orders(table)))
+    n = len(table.order() if order is None else order)
+    to_find = data.draw(st.one_of(st.integers(1, n + 3), st.sampled_from([256, 512, n])))
     want = evaluate_pod_reference(table, profile, query, to_find, order)
     assert_same(evaluate_pod(table, profile, query, to_find, order), want)
 
