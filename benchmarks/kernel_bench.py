@@ -52,6 +52,7 @@ from cluster_sched.kernels import (
     warm_up,
 )
 from cluster_sched.kernels.evaluate import pack_pod_call
+from cluster_sched.kernels.scalar import MAX_NODE_SCORE
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
 from cluster_sched.plugins.noderesources.fit import Fit
@@ -95,7 +96,6 @@ def per_call(fn: Callable[[], object], budget: float = 0.3) -> float:
 
 
 COLD_BYTES = 24 << 20
-_MAX = np.int64(100)
 
 
 @njit(cache=False, nogil=True)
@@ -115,8 +115,8 @@ def _row_major(rm, start, to_find, q0, q1, rows, totals):  # type: ignore[no-unt
         r = start + i - n if start + i >= n else start + i
         if (rm[r, 0] - rm[r, 1] >= 1) & (rm[r, 2] >= q0) & (rm[r, 3] >= q1):
             a0, a1 = rm[r, 4], rm[r, 5]
-            x0 = max(a0 - rm[r, 6] - q0, 0) * _MAX
-            x1 = max(a1 - rm[r, 7] - q1, 0) * _MAX
+            x0 = max(a0 - rm[r, 6] - q0, 0) * MAX_NODE_SCORE
+            x1 = max(a1 - rm[r, 7] - q1, 0) * MAX_NODE_SCORE
             fit = (np.int64(np.floor(x0 / a0)) + np.int64(np.floor(x1 / a1))) >> 1
             f0 = min((rm[r, 8] + q0) / a0, 1.0)
             f1 = min((rm[r, 9] + q1) / a1, 1.0)

@@ -49,10 +49,8 @@ STATUS_INVALID_SCORE = 1
 #: edit there changes this line, so numba's cache of this file is invalidated too.
 SCALAR_DIGEST = "787546c184ab9e5a76611144d9f47bf7c8754775dcf8ad8ece066abbd746d0ff"
 
-_MAX_NODE_SCORE = MAX_NODE_SCORE
 _EXACT_FLOAT_LIMIT = np.int64(2**46)  # scorers.EXACT_FLOAT_LIMIT
 _BLOCK = 256  # window positions _filter checks per vectorised loop
-_INT64_MIN = INT64_MIN
 
 _JIT = njit(cache=True, nogil=True, error_model="numpy")
 
@@ -169,8 +167,8 @@ def _window_flags(alloc, req, found, mode):
     if m == 0 or found == 0 or mode == REQUESTED_TO_CAPACITY_RATIO:
         return False, False
     amin = np.iinfo(np.int64).max
-    amax = _INT64_MIN
-    bmax = _INT64_MIN
+    amax = INT64_MIN
+    bmax = INT64_MIN
     for i in range(m):
         for k in range(found):
             a = alloc[i, k]
@@ -198,9 +196,9 @@ def _fit_into(alloc, req, found, mode, weights, shape_u, shape_s, fit_weight, to
             for k in range(found):
                 a = alloc[i, k]
                 r = req[i, k]
-                util = _MAX_NODE_SCORE
+                util = MAX_NODE_SCORE
                 if a != 0 and r <= a:
-                    util = wrap_mul(r, _MAX_NODE_SCORE) // (a if a > 1 else np.int64(1))
+                    util = wrap_mul(r, MAX_NODE_SCORE) // (a if a > 1 else np.int64(1))
                 per = shape_s[n_shape - 1]  # scorers.broken_linear: first point util <= u
                 for t in range(n_shape):
                     if util <= shape_u[t]:
@@ -245,7 +243,7 @@ def _fit_into(alloc, req, found, mode, weights, shape_u, shape_s, fit_weight, to
     if mode != REQUESTED_TO_CAPACITY_RATIO and shift >= 0:  # its own loop: it vectorises
         for k in range(found):
             s = acc[k] >> shift
-            bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+            bad |= (s < 0) | (s > MAX_NODE_SCORE)
             totals[k] = wrap_add(totals[k], wrap_mul(s, fit_weight))
         return STATUS_INVALID_SCORE if bad else STATUS_OK
     status = STATUS_OK
@@ -258,7 +256,7 @@ def _fit_into(alloc, req, found, mode, weights, shape_u, shape_s, fit_weight, to
             s = floordiv(acc[k], s_wsum)
         else:
             s = floordiv(acc[k], wsum[k]) if wsum[k] > 0 else np.int64(0)
-        if s < 0 or s > _MAX_NODE_SCORE:
+        if s < 0 or s > MAX_NODE_SCORE:
             status = STATUS_INVALID_SCORE
         totals[k] = wrap_add(totals[k], wrap_mul(s, fit_weight))
     return status
@@ -303,7 +301,7 @@ def _balanced_into(allocatable, requested, rows, found, dense, cols, reqs, bal_w
                 var = var + d * d
             std = math.sqrt(var / count)
         s = to_int((1 - std) * 100.0)
-        if s < 0 or s > _MAX_NODE_SCORE:
+        if s < 0 or s > MAX_NODE_SCORE:
             status = STATUS_INVALID_SCORE
         totals[k] = wrap_add(totals[k], wrap_mul(s, bal_weight))
     return status
@@ -322,13 +320,13 @@ def _balanced_pair_into(allocatable, requested, rows, found, dense, cols, reqs, 
         u0w, u1w = u0s[r0 : r0 + found], u1s[r0 : r0 + found]
         for k in range(found):
             s = balanced_pair(a0w[k], a1w[k], wrap_add(u0w[k], q0), wrap_add(u1w[k], q1))
-            bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+            bad |= (s < 0) | (s > MAX_NODE_SCORE)
             totals[k] = wrap_add(totals[k], wrap_mul(s, bal_weight))
     else:
         for k in range(found):
             row = rows[k]
             s = balanced_pair(a0s[row], a1s[row], wrap_add(u0s[row], q0), wrap_add(u1s[row], q1))
-            bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+            bad |= (s < 0) | (s > MAX_NODE_SCORE)
             totals[k] = wrap_add(totals[k], wrap_mul(s, bal_weight))
     return STATUS_INVALID_SCORE if bad else STATUS_OK
 
@@ -355,22 +353,22 @@ def _normalized_into(norm, norm_ids, norm_reverse, norm_weight, rows, found, den
         raw = _window(norm[c], rows, found, dense)
         reverse = norm_reverse[c] != 0
         weight = norm_weight[c]
-        mx = _INT64_MIN
+        mx = INT64_MIN
         for k in range(found):
             mx = max(mx, raw[k])
         if mx > 0:
             for k in range(found):
-                s = div_trunc(wrap_mul(_MAX_NODE_SCORE, raw[k]), mx)
-                s = wrap_sub(_MAX_NODE_SCORE, s) if reverse else s
-                bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+                s = div_trunc(wrap_mul(MAX_NODE_SCORE, raw[k]), mx)
+                s = wrap_sub(MAX_NODE_SCORE, s) if reverse else s
+                bad |= (s < 0) | (s > MAX_NODE_SCORE)
                 totals[k] = wrap_add(totals[k], wrap_mul(s, weight))
         elif reverse:
             for k in range(found):
-                totals[k] = wrap_add(totals[k], wrap_mul(_MAX_NODE_SCORE, weight))
+                totals[k] = wrap_add(totals[k], wrap_mul(MAX_NODE_SCORE, weight))
         else:
             for k in range(found):
                 s = raw[k]
-                bad |= (s < 0) | (s > _MAX_NODE_SCORE)
+                bad |= (s < 0) | (s > MAX_NODE_SCORE)
                 totals[k] = wrap_add(totals[k], wrap_mul(s, weight))
     return STATUS_INVALID_SCORE if bad else STATUS_OK
 
@@ -411,7 +409,7 @@ def _score(
         more = _window(extra[extra_id], rows, found, dense)
         for k in range(found):
             totals[k] = wrap_add(totals[k], more[k])
-    best = _INT64_MIN
+    best = INT64_MIN
     for k in range(found):
         best = max(best, totals[k])
     return best, status
