@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from basic_workload import write_basic_workload
+from cluster_sched.testing.workload_file import write_basic_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 BASIC = ROOT / "examples" / "scheduling-basic.yaml"

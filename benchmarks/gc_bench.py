@@ -22,10 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from basic_workload import write_basic_workload
-
 import cluster_sched.workload.runner as runner
 from cluster_sched.cli import main as cli_main
+from cluster_sched.testing.workload_file import write_basic_workload
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from basic_workload import write_basic_workload
+from cluster_sched.testing.workload_file import write_basic_workload
 
 GiB = 1024**3
 

@@ -51,7 +51,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from basic_workload import write_basic_workload
 
 from cluster_sched.api.objects import CPU, MEMORY, PODS, Node, ObjectMeta
 from cluster_sched.cache.cache import Cache
@@ -66,6 +65,7 @@ from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
 from cluster_sched.testing.builders import make_pod
+from cluster_sched.testing.workload_file import write_basic_workload
 
 SIZES = (5_000, 100_000, 1_000_000)
 SHARDS = (1, 2, 4, 16, 64)

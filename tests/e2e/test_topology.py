@@ -15,11 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-import yaml
-
 from cluster_sched.redis_server import connect
 from cluster_sched.store.store import Store
 from cluster_sched.testing.otlp_receiver import OtlpReceiver
+from cluster_sched.testing.workload_file import write_workload
 from cluster_sched.workload.spec import load_workload
 from infra import launcher
 from tests.workload.checker import Cluster
@@ -29,47 +28,10 @@ EXTENSION_POINT_SPANS = {"preFilter", "filter", "preScore", "score", "reserve", 
 
 
 def _workload(path: Path) -> Path:
-    doc = {
-        "apiVersion": "cluster-sched.io/v1alpha1",
-        "kind": "Workload",
-        "metadata": {"name": "topology"},
-        "spec": {
-            "nodeGroups": [
-                {
-                    "count": NODES,
-                    "template": {
-                        "apiVersion": "v1",
-                        "kind": "Node",
-                        "metadata": {"name": "node"},
-                        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
-                    },
-                    "labels": {"topology.kubernetes.io/zone": ["a", "b", "c"]},
-                }
-            ],
-            "podGroups": [
-                {
-                    "name": "pods",
-                    "count": PODS,
-                    "template": {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "metadata": {"name": "pod", "namespace": "default"},
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "pause",
-                                    "resources": {"requests": {"cpu": "300m", "memory": "1Gi"}},
-                                }
-                            ]
-                        },
-                    },
-                }
-            ],
-        },
-    }
-    path.write_text(yaml.safe_dump(doc))
-    return path
+    return write_workload(
+        path, NODES, PODS, node_cpu="2", node_memory="8Gi", pod_cpu="300m", pod_memory="1Gi",
+        zones=("a", "b", "c"), name="topology",
+    )  # fmt: skip
 
 
 def _bound(store: Store) -> dict[str, str]:
