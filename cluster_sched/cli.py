@@ -35,6 +35,7 @@ from cluster_sched.errors import (
     StoreLostError,
     one_line,
 )
+from cluster_sched.interrupts import ctrl_c_never_swallowed
 from cluster_sched.workload.cli_args import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -214,7 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
-        return int(args.func(args) or 0)
+        with ctrl_c_never_swallowed():
+            return int(args.func(args) or 0)
     except BrokenPipeError:
         return _stdout_gone()
     except KeyboardInterrupt:

@@ -1,45 +1,68 @@
-"""Ctrl-C held back across native code that would swallow it.
+"""Ctrl-C that always stops the command, even when it lands inside a callback.
 
-numba compiles through llvmlite, which calls back into Python from C (its object cache
-notifications). A Ctrl-C that lands in such a callback raises KeyboardInterrupt there,
-where ctypes can only print it ("Exception ignored ...", a traceback) and carry on: the
-run goes on to the end and exits 0, as if the user had not asked it to stop. Inside
-:func:`deferred_interrupt` the signal is only recorded; on leaving, the handler that was
-in place before gets it (Python's default raises KeyboardInterrupt, ``serve``'s stop flag
-is set), so the interruption is late by one compile, never lost.
+Python raises KeyboardInterrupt in whatever Python frame runs when the signal is
+handled. Some frames are called from C code that can only report an exception and carry
+on ("Exception ignored in: ...", a traceback on stderr): the garbage collector's
+callbacks (``gc_policy`` registers one, run at every collection), ``__del__`` methods,
+and llvmlite's callbacks while numba compiles. A Ctrl-C raised there is lost: the run
+goes on to the end and exits 0. :func:`ctrl_c_never_swallowed` (the CLI's ``main``)
+installs a handler that, inside such a frame, sends the signal again a few
+milliseconds later instead of raising, by when the callback has returned: the
+interruption is late by one callback, never lost.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["deferred_interrupt"]
+__all__ = ["ctrl_c_never_swallowed"]
+
+#: Seconds before a deferred Ctrl-C is sent again: far longer than a callback runs.
+RESEND_AFTER = 0.005
+
+_resends: list[threading.Timer] = []
+
+
+def _inside_callback(frame: FrameType | None) -> bool:
+    """True if a frame on the stack is one whose exceptions C code would swallow."""
+    callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    while frame is not None:
+        code = frame.f_code
+        if code in callbacks or code.co_name == "__del__":
+            return True
+        if str(frame.f_globals.get("__name__", "")).startswith("llvmlite."):
+            return True  # numba's compiler, whose object-cache hooks are ctypes callbacks
+        frame = frame.f_back
+    return False
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:
+    if _inside_callback(frame):
+        resend = threading.Timer(RESEND_AFTER, os.kill, (os.getpid(), signum))
+        resend.daemon = True
+        _resends.append(resend)
+        resend.start()
+        return
+    raise KeyboardInterrupt
 
 
 @contextmanager
-def deferred_interrupt(*signums: int) -> Iterator[None]:
-    """Record ``signums`` (SIGINT by default) while the block runs, deliver them after.
-
-    Off the main thread signal handlers cannot be changed (and are never run there), so
-    the block runs as it is."""
-    wanted = signums or (signal.SIGINT,)
+def ctrl_c_never_swallowed() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, except inside a callback (see the module's
+    docstring), for the duration. Off the main thread handlers cannot be set: no-op."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    seen: list[int] = []
-
-    def record(signum: int, frame: FrameType | None) -> None:
-        seen.append(signum)
-
-    previous = {signum: signal.signal(signum, record) for signum in wanted}
+    previous = signal.signal(signal.SIGINT, _on_sigint)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        for signum in dict.fromkeys(seen):
-            signal.raise_signal(signum)  # to the handler restored above
+        signal.signal(signal.SIGINT, previous)
+        while _resends:
+            _resends.pop().cancel()  # the command is over: nothing left to interrupt

@@ -1,56 +1,112 @@
-"""deferred_interrupt: a signal that lands inside the block reaches the handler that was
-in place before, after the block — never inside it, never lost."""
+"""ctrl_c_never_swallowed: a Ctrl-C handled inside a garbage-collector callback or a
+``__del__`` (where Python can only print an exception and drop it) still stops the
+command, a few milliseconds later; anywhere else it raises at once, as Python's own."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
+import sys
 import threading
-from types import FrameType
+import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from cluster_sched.interrupts import deferred_interrupt
+from cluster_sched.interrupts import ctrl_c_never_swallowed
 
 
-def test_ctrl_c_inside_the_block_is_raised_after_it() -> None:
-    reached_end = False
-    with pytest.raises(KeyboardInterrupt), deferred_interrupt():
-        os.kill(os.getpid(), signal.SIGINT)
-        reached_end = True  # the handler ran (it only records): the block goes on
-    assert reached_end
+@pytest.fixture
+def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[type[BaseException]]:
+    """The exceptions Python dropped ("Exception ignored in ..."), by type."""
+    dropped: list[type[BaseException]] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda info: dropped.append(info.exc_type))
+    return dropped
+
+
+def _wait_for_interrupt(seconds: float = 2.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _interrupt_here() -> None:
+    """Send SIGINT and loop: Python runs the handler at the loop's next backward jump,
+    in this frame (a bare return would leave it to the caller's frame)."""
+    os.kill(os.getpid(), signal.SIGINT)
+    for _ in range(1000):
+        pass
+
+
+def _interrupt_from_gc_callback(done: list[str]) -> Callable[[str, dict[str, Any]], None]:
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and not done:
+            _interrupt_here()
+            done.append("callback ran to its end")
+
+    return callback
+
+
+def test_ctrl_c_inside_a_gc_callback_is_delivered_after_it(
+    unraisable: list[type[BaseException]],
+) -> None:
+    done: list[str] = []
+    callback = _interrupt_from_gc_callback(done)
+    with ctrl_c_never_swallowed(), pytest.raises(KeyboardInterrupt):
+        gc.callbacks.append(callback)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(callback)
+        _wait_for_interrupt()
+    assert done == ["callback ran to its end"]
+    assert unraisable == []
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
-def test_the_previous_handler_gets_the_signal_once() -> None:
-    got: list[int] = []
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        got.append(signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
+def test_without_it_the_gc_callback_swallows_ctrl_c(unraisable: list[type[BaseException]]) -> None:
+    """What the handler is for: Python's own handler raises inside the callback, the
+    collector prints the exception and drops it, and nothing stops the loop."""
+    done: list[str] = []
+    callback = _interrupt_from_gc_callback(done)
+    gc.callbacks.append(callback)
     try:
-        with deferred_interrupt(signal.SIGTERM):
-            os.kill(os.getpid(), signal.SIGTERM)
-            os.kill(os.getpid(), signal.SIGTERM)
-            assert got == []
-        assert got == [signal.SIGTERM]
-        assert signal.getsignal(signal.SIGTERM) is stop
+        gc.collect()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        gc.callbacks.remove(callback)
+    _wait_for_interrupt(0.2)  # no KeyboardInterrupt: it was lost
+    assert done == []  # the callback itself was cut short
+    assert unraisable == [KeyboardInterrupt]
 
 
-def test_no_signal_leaves_the_handler_as_it_was() -> None:
-    with deferred_interrupt():
-        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+def test_ctrl_c_inside_del_is_delivered_after_it(unraisable: list[type[BaseException]]) -> None:
+    class Interrupting:
+        def __del__(self) -> None:
+            _interrupt_here()
+
+    with ctrl_c_never_swallowed(), pytest.raises(KeyboardInterrupt):
+        Interrupting()  # freed at once: __del__ runs here
+        _wait_for_interrupt()
+    assert unraisable == []
 
 
-def test_off_the_main_thread_the_block_runs_unchanged() -> None:
+def test_elsewhere_ctrl_c_raises_at_once() -> None:
+    reached = False
+    with ctrl_c_never_swallowed(), pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs within a few bytecodes
+            pass
+        reached = True
+    assert not reached
+
+
+def test_off_the_main_thread_it_changes_nothing() -> None:
     seen: list[object] = []
 
     def body() -> None:
-        with deferred_interrupt():
+        with ctrl_c_never_swallowed():
             seen.append(signal.getsignal(signal.SIGINT))
 
     worker = threading.Thread(target=body)

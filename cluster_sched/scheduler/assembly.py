@@ -24,7 +24,6 @@ from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.waiting_pods import WaitingPods
-from cluster_sched.interrupts import deferred_interrupt
 from cluster_sched.kernels import warm_up
 from cluster_sched.plugins.defaultpreemption.reprieve import warm_up as warm_up_reprieve
 from cluster_sched.queue.nominator import Nominator
@@ -249,9 +248,8 @@ def _fast_path(options: ExecutorOptions, *, timed: bool) -> FastPath | None:
     every attempt fans out to the shards, so each shard call shows."""
     if not options.compiled or (timed and options.executor != "local"):
         return None
-    with deferred_interrupt():  # a Ctrl-C inside numba's compiler would be swallowed
-        warm_up()
-        warm_up_reprieve()  # preemption's dry-run kernel: loaded now, not at the first one
+    warm_up()
+    warm_up_reprieve()  # preemption's dry-run kernel: loaded now, not at the first preemption
     return FastPath(share_pre_cycle=not timed)
 
 
