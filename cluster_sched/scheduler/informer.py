@@ -15,6 +15,7 @@ after a watch error, so it never keeps a stale view of that object.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -212,11 +213,11 @@ class Informer:
         if kind not in WATCHED_KINDS:
             return
         new: Any = None
-        if (kind == "Pod" or kind == "Node") and etype != EventType.DELETED:
-            doc = self.sharing.manifest(doc)
         if etype == EventType.MODIFIED and kind == "Pod":
-            new = _bound_fast_path(self.pods.get(key), doc)
+            new = bound_fast_path(self.pods.get(key), doc, self.sharing)
         if new is None and etype != EventType.DELETED:
+            if kind == "Pod" or kind == "Node":
+                doc = self.sharing.manifest(doc)
             try:
                 new = parse_object(doc)
             except InvalidObjectError as err:
@@ -253,32 +254,74 @@ class Informer:
                 self.handlers.on_other(kind, old_o, new)
 
 
-def _bound_fast_path(old: Pod | None, doc: Mapping[str, Any]) -> Pod | None:
-    """The binding of a pod we already parsed changes only spec.nodeName and
-    metadata.resourceVersion: reuse the parsed pod instead of decoding it again."""
+#: What a binding may change in a pod's status (bind.lua): the PodScheduled condition set
+#: and status.nominatedNodeName cleared. Neither the condition list nor anything else a
+#: Pod is parsed from changes otherwise.
+_BIND_STATUS = frozenset({"conditions", "nominatedNodeName"})
+_BIND_PARTS = frozenset({"metadata", "spec", "status"})
+
+
+def _equal_except(new: Mapping[str, Any], old: Mapping[str, Any], skip: frozenset[str]) -> bool:
+    """``new`` and ``old`` hold the same keys with equal values, keys in ``skip`` aside."""
+    kept = 0
+    for k, v in new.items():
+        if k not in skip:
+            kept += 1
+            if k not in old or old[k] != v:
+                return False
+    return kept == sum(1 for k in old if k not in skip)
+
+
+def bound_fast_path(
+    old: Pod | None, doc: Mapping[str, Any], sharing: ManifestSharing
+) -> Pod | None:
+    """The binding of a pod we already parsed (``old``, unbound), or None to parse ``doc``.
+
+    A binding (bind.lua) sets spec.nodeName and metadata.resourceVersion, sets the
+    PodScheduled condition and clears status.nominatedNodeName. When ``doc`` differs
+    from the parsed pod's manifest in nothing else, the parsed pod is reused with those
+    fields changed, and the new manifest is the old one's shared parts plus the changed
+    ones: no decoding, no sharing pass over the whole tree. Anything else (another field
+    changed, a value of the wrong type) returns None, and the caller parses ``doc``."""
     if old is None or old.raw is None or old.node_name:
         return None
     raw = old.raw
     spec, old_spec = doc.get("spec"), raw.get("spec")
     meta, old_meta = doc.get("metadata"), raw.get("metadata")
-    if not isinstance(spec, dict) or not isinstance(meta, dict) or not old_spec or not old_meta:
+    status, old_status = doc.get("status"), raw.get("status") or {}
+    if not (
+        isinstance(spec, dict)
+        and isinstance(meta, dict)
+        and isinstance(status, dict)
+        and isinstance(old_spec, dict)
+        and isinstance(old_meta, dict)
+        and isinstance(old_status, dict)
+    ):
         return None
     node = spec.get("nodeName")
-    if not node or not isinstance(node, str) or doc.get("status") != raw.get("status"):
+    nominated = status.get("nominatedNodeName") or ""
+    rv = meta.get("resourceVersion")
+    if not node or type(node) is not str or type(nominated) is not str or type(rv) is not str:
         return None
-    if len(spec) != len(old_spec) + ("nodeName" not in old_spec) or len(meta) != len(old_meta):
+    if not (
+        _equal_except(doc, raw, _BIND_PARTS)
+        and _equal_except(spec, old_spec, frozenset({"nodeName"}))
+        and _equal_except(meta, old_meta, frozenset({"resourceVersion"}))
+        and _equal_except(status, old_status, _BIND_STATUS)
+    ):
         return None
-    for k, v in spec.items():
-        if k != "nodeName" and old_spec.get(k) != v:
-            return None
-    for k, v in meta.items():
-        if k != "resourceVersion" and old_meta.get(k) != v:
-            return None
+    manifest = {
+        **raw,
+        "metadata": {**old_meta, "resourceVersion": rv},
+        "spec": {**old_spec, "nodeName": sys.intern(node)},
+        "status": sharing.level_one("status", status),
+    }
     return replace(
         old,
-        node_name=node,
-        raw=doc,
-        meta=replace(old.meta, resource_version=str(meta.get("resourceVersion", ""))),
+        node_name=manifest["spec"]["nodeName"],
+        nominated_node_name=nominated,
+        raw=manifest,
+        meta=replace(old.meta, resource_version=rv),
     )
 
 

@@ -70,14 +70,16 @@ class ManifestSharing:
         out: dict[str, Any] = {}
         for key, value in doc.items():
             if isinstance(value, dict):
-                out[key] = self._level_one(key, value)
+                out[key] = self.level_one(key, value)
             elif isinstance(value, str) and len(value) <= _INTERN_MAX_LEN:
                 out[key] = sys.intern(value)
             else:
                 out[key] = value
         return out
 
-    def _level_one(self, field: str, value: dict[str, Any]) -> dict[str, Any]:
+    def level_one(self, field: str, value: dict[str, Any]) -> dict[str, Any]:
+        """``value`` (the manifest's ``field``: metadata, spec, status) as a new dict
+        whose containers and short repeated strings are shared."""
         out: dict[str, Any] = {}
         meta = field == "metadata"
         for key, item in value.items():
