@@ -13,11 +13,12 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import redis
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import StoreError
 from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
@@ -186,7 +187,7 @@ class QueueBase:
         self, info: QueuedPodInfo, dest: Location, now: float, expected_rev: str = ""
     ) -> Placement:
         if dest is Location.ACTIVE and info.initial_attempt_timestamp is None:
-            info = replace(info, initial_attempt_timestamp=now)
+            info = evolve(info, initial_attempt_timestamp=now)
         score, tiebreak = self._sort_key(info)
         dest_score = self.backoff_expiry(info) if dest is Location.BACKOFF else info.timestamp
         return Placement(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import msgpack  # type: ignore[import-untyped]
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.errors import StoreError
 
 __all__ = [
@@ -146,13 +147,13 @@ class QueuedPodInfo:
         events it registered release the pod.
         """
         if gating_plugin:
-            return replace(
+            return evolve(
                 self,
                 gated=True,
                 gating_plugin=gating_plugin,
                 unschedulable_plugins=self.unschedulable_plugins | {gating_plugin},
             )
-        return replace(self, gated=False, gating_plugin="")
+        return evolve(self, gated=False, gating_plugin="")
 
 
 class Popped(NamedTuple):

@@ -8,9 +8,10 @@ store objects, per-node arithmetic) happens here, after the scheduling loop has 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.manifest import parse_node, parse_pod
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.errors import InvalidObjectError
@@ -63,7 +64,7 @@ def _parsed(docs: Iterable[Mapping[str, Any]], parse: Any) -> list[Any]:
     out = []
     for doc in docs:
         try:
-            out.append(replace(parse(doc), raw=None))
+            out.append(evolve(parse(doc), raw=None))
         except InvalidObjectError:
             continue
     return out

@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.manifest import parse_object
 from cluster_sched.api.objects import (
     TERMINAL_POD_PHASES,
@@ -316,12 +317,12 @@ def bound_fast_path(
         "spec": {**old_spec, "nodeName": sys.intern(node)},
         "status": sharing.level_one("status", status),
     }
-    return replace(
+    return evolve(
         old,
         node_name=manifest["spec"]["nodeName"],
         nominated_node_name=nominated,
         raw=manifest,
-        meta=replace(old.meta, resource_version=rv),
+        meta=evolve(old.meta, resource_version=rv),
     )
 
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
@@ -187,7 +187,7 @@ class SchedulingCycle:
         self.metrics.observe_algorithm(time.perf_counter() - start)
         host = result.suggested_host
         assert host is not None
-        assumed = replace(pod, node_name=host)
+        assumed = evolve(pod, node_name=host)
         try:
             self.cache.assume_pod(assumed, host)
         except SchedulerError as exc:
@@ -302,7 +302,7 @@ class SchedulingCycle:
         diagnosis = Diagnosis()
         diagnosis.add_status(host, status)
         plugins = frozenset(diagnosis.unschedulable_plugins)
-        info = replace(info, unschedulable_plugins=plugins, pending_plugins=frozenset())
+        info = evolve(info, unschedulable_plugins=plugins, pending_plugins=frozenset())
         return info, Status(status.code, (fit_error_message(1, diagnosis),), status.plugin)
 
     def finish_binding(self, outcome: BindingOutcome) -> None:
@@ -323,7 +323,7 @@ class SchedulingCycle:
         info = job.info
         if job.waiting and status.plugin in {pl.name for pl in fwk.permit}:
             info, status = self._rejected_on_node(info, job.node_name, status)
-        original = self.pods.get(job.pod.key) or replace(job.pod, node_name="")
+        original = self.pods.get(job.pod.key) or evolve(job.pod, node_name="")
         # Forgetting an assumed pod frees its node like a deleted pod (upstream
         # handleBindingCycleError); a rejected pod itself stays unschedulable.
         if forgotten and not status.is_rejected:
@@ -363,7 +363,7 @@ class SchedulingCycle:
             if post is not None and status.is_success and post.nominated_node_name:
                 nominated_node = post.nominated_node_name
                 self.stats.on_preempted(list(post.victims), pod.key)
-        info = replace(
+        info = evolve(
             info,
             unschedulable_plugins=frozenset(diagnosis.unschedulable_plugins),
             pending_plugins=frozenset(diagnosis.pending_plugins),
