@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.errors import StoreError
 from cluster_sched.framework import events as ev
 from cluster_sched.queue import requeueing as rq
@@ -183,7 +183,7 @@ class CycleQueue(QueueBase):
         now = self._clock.now()
         placements: list[Placement] = []
         for pod_info, pod_cycle in failed:
-            info = self._admit(replace(pod_info, timestamp=now))
+            info = self._admit(evolve(pod_info, timestamp=now))
             strategy = self._in_flight_strategy(info, pod_cycle)
             if info.gated or strategy is rq.Strategy.SKIP:
                 dest = Location.UNSCHEDULABLE

@@ -33,9 +33,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.errors import StoreError
 from cluster_sched.framework import events as ev
@@ -233,9 +233,9 @@ class SchedulingQueue(CycleQueue):
 
     def _merge(self, stored: QueuedPodInfo, new: QueuedPodInfo) -> QueuedPodInfo:
         """The pod changed, its queue bookkeeping did not (upstream updatePod)."""
-        merged = replace(stored, priority=new.priority, nominated_node_name=new.nominated_node_name)
+        merged = evolve(stored, priority=new.priority, nominated_node_name=new.nominated_node_name)
         if self._pre_enqueue is None:  # the caller's gating is all we know
-            merged = replace(merged, gated=new.gated, gating_plugin=new.gating_plugin)
+            merged = evolve(merged, gated=new.gated, gating_plugin=new.gating_plugin)
         return merged
 
     @translate_redis_errors("update a queued pod")
@@ -426,7 +426,7 @@ class SchedulingQueue(CycleQueue):
         cleared = frozenset[str]()
         placements = [
             self._placement(
-                replace(
+                evolve(
                     q.info, timestamp=now, unschedulable_plugins=cleared, pending_plugins=cleared
                 ),
                 Location.BACKOFF,

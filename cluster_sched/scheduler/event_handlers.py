@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import CPU, MEMORY, Node, Pod
 from cluster_sched.api.selectors import label_selector_matches
 from cluster_sched.api.storage import STORAGE_KINDS
@@ -99,8 +99,8 @@ def pod_spec_updated(old: Pod, new: Pod) -> bool:
     scheduler's own status writes, e.g. PodScheduled=False, never requeue a pod)."""
 
     def strip(pod: Pod) -> Pod:
-        meta = replace(pod.meta, resource_version="")
-        return replace(pod, meta=meta, nominated_node_name="", phase="", start_time=None)
+        meta = evolve(pod.meta, resource_version="")
+        return evolve(pod, meta=meta, nominated_node_name="", phase="", start_time=None)
 
     return strip(old) != strip(new)
 

@@ -14,9 +14,9 @@ order): explain stays a dry run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
@@ -151,7 +151,7 @@ def _pre_score(
 def _reserve_permit(
     fwk: Framework, state: CycleState, pod: Pod, node: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    assumed = replace(pod, node_name=node)
+    assumed = evolve(pod, node_name=node)
     reserve: dict[str, Any] = {}
     permit: dict[str, Any] = {}
     try:

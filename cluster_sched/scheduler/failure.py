@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.errors import ClusterSchedError
 from cluster_sched.framework.runtime import Framework
@@ -53,14 +53,14 @@ class FailureHandler:
         self.stats.failed_attempts += 1
         if status.code == Code.ERROR:
             self.stats.errors += 1
-            info = replace(info, unschedulable_plugins=frozenset(), pending_plugins=frozenset())
+            info = evolve(info, unschedulable_plugins=frozenset(), pending_plugins=frozenset())
         current = self.pods.get(pod.key)
         if current is None or current.node_name:
             # Deleted meanwhile, or bound by someone else: nothing to requeue.
             self.queue.done(pod.key)
         else:
             self.queue.add_unschedulable_if_not_present(
-                replace(
+                evolve(
                     info,
                     priority=current.priority,
                     nominated_node_name=nominated_node or info.nominated_node_name,

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.manifest import parse_object
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.config.load import parse_config
@@ -109,7 +109,7 @@ class ShardCore:
         pod = parse_object(obj)
         if not isinstance(pod, Pod):
             raise ValueError(f"pod delta holds a {type(pod).__name__}, not a Pod")
-        return pod if pod.node_name == node else replace(pod, node_name=node)
+        return pod if pod.node_name == node else evolve(pod, node_name=node)
 
     def set_snapshot(self, num_nodes: int, images: Mapping[str, tuple[int, int]] | None) -> None:
         """The coordinator's cluster-wide facts for the next call."""
