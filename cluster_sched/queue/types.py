@@ -153,6 +153,8 @@ class QueuedPodInfo:
                 gating_plugin=gating_plugin,
                 unschedulable_plugins=self.unschedulable_plugins | {gating_plugin},
             )
+        if not self.gated and not self.gating_plugin:
+            return self  # immutable: nothing to release (every ungated pod, every add)
         return evolve(self, gated=False, gating_plugin="")
 
 
