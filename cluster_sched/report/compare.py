@@ -33,7 +33,8 @@ class Figure:
     path: tuple[str, ...]
     #: "higher", "lower" or "" (neither is better)
     better: str = ""
-    #: measured on the wall clock: differs between runs even on a virtual clock
+    #: measured on the machine (wall clock or CPU time): differs between runs even on a
+    #: virtual clock
     wall: bool = False
 
 
@@ -47,6 +48,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("latency p99 (ms)", ("latency_ms", "p99"), "lower"),
     Figure("attempts per pod", ("attempts_per_pod", "mean"), "lower"),
     Figure("attempt p50 (ms)", ("attempt_latency_ms", "p50"), "lower", wall=True),
+    Figure("process CPU per pod (µs)", ("process_cpu_us_per_pod",), "lower", wall=True),
     Figure("nodes used (end)", ("placement", "nodes_used"), "lower"),
     Figure(
         "cpu on used nodes (end)", ("placement", "utilisation_used_nodes", "cpu", "mean"), "higher"

@@ -7,8 +7,9 @@ per node, so recording costs the scheduling loop nothing it would notice; the re
 
 from __future__ import annotations
 
+import time
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import overload
 
@@ -86,6 +87,11 @@ class RunStats:
     attempt_seconds: array[float] = field(default_factory=lambda: array("d"))
     first_pop: float | None = None
     last_bind: float | None = None
+    #: this process's CPU seconds (``cpu_clock``) at the first pop and at the last bind:
+    #: CPU per pod moves far less than throughput when the host is shared
+    first_pop_cpu: float | None = None
+    last_bind_cpu: float | None = None
+    cpu_clock: Callable[[], float] = time.process_time
     preempted: set[str] = field(default_factory=set)
     preemptors: set[str] = field(default_factory=set)
     failed_attempts: int = 0
@@ -107,6 +113,7 @@ class RunStats:
     def on_pop(self, key: str, now: float) -> None:
         if self.first_pop is None:
             self.first_pop = now
+            self.first_pop_cpu = self.cpu_clock()
         self.attempts[key] = self.attempts.get(key, 0) + 1
 
     def on_bound(self, key: str, node: str, now: float, cpu: int = 0, memory: int = 0) -> None:
@@ -118,6 +125,7 @@ class RunStats:
         self.placement_log.append((now, key, node, cpu, memory))
         if key in self.attempts:
             self.last_bind = now
+            self.last_bind_cpu = self.cpu_clock()
 
     def on_unbound(self, key: str, now: float | None = None) -> None:
         if self.bound_node.pop(key, None) is not None:
@@ -142,6 +150,11 @@ class RunStats:
         span = (
             (self.last_bind - self.first_pop)
             if self.first_pop is not None and self.last_bind is not None
+            else 0.0
+        )
+        cpu_span = (
+            self.last_bind_cpu - self.first_pop_cpu
+            if self.first_pop_cpu is not None and self.last_bind_cpu is not None
             else 0.0
         )
         attempts = np.asarray(list(self.attempts.values()) or [0], dtype=np.float64)
@@ -170,4 +183,7 @@ class RunStats:
                 "max": int(attempts.max()),
             },
             "duration_s": round(span, 3),
+            "process_cpu_us_per_pod": (
+                round(cpu_span / len(scheduled) * 1e6, 1) if scheduled else 0.0
+            ),
         }

@@ -118,6 +118,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
         f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
         f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
+        f"cpu            {summary.get('process_cpu_us_per_pod', 0.0)} µs per pod in this process (first pop to last bind)",
     ]
     placement = summary.get("placement")
     if placement:
