@@ -259,6 +259,8 @@ class Informer:
 #: and status.nominatedNodeName cleared. Neither the condition list nor anything else a
 #: Pod is parsed from changes otherwise.
 _BIND_STATUS = frozenset({"conditions", "nominatedNodeName"})
+_BIND_SPEC = frozenset({"nodeName"})
+_BIND_META = frozenset({"resourceVersion"})
 _BIND_PARTS = frozenset({"metadata", "spec", "status"})
 
 
@@ -306,8 +308,8 @@ def bound_fast_path(
         return None
     if not (
         _equal_except(doc, raw, _BIND_PARTS)
-        and _equal_except(spec, old_spec, frozenset({"nodeName"}))
-        and _equal_except(meta, old_meta, frozenset({"resourceVersion"}))
+        and _equal_except(spec, old_spec, _BIND_SPEC)
+        and _equal_except(meta, old_meta, _BIND_META)
         and _equal_except(status, old_status, _BIND_STATUS)
     ):
         return None
