@@ -155,6 +155,8 @@ class QueueBase:
         self._waiters = 0
         self._waiters_lock = threading.Lock()
         self.last_pop_cycle = 0
+        #: Pods whose cycle ended (``CycleQueue.done_later``), forgotten by the next pop.
+        self._finished: list[str] = []
         """Scheduling cycle of this instance's latest pop (race-free, unlike
         scheduling_cycle() when several processes pop)."""
 

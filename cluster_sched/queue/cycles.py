@@ -1,7 +1,8 @@
 """The queue's side of a scheduling cycle: hand pods out, take them back.
 
 ``pop`` / ``pop_many`` move pods from activeQ into flight, each with its own scheduling
-cycle; ``done`` / ``done_many`` forget pods whose cycle placed them;
+cycle; ``done`` / ``done_many`` forget pods whose cycle placed them (``done_later``:
+with the next pop, in the same script run);
 ``add_unschedulable_if_not_present`` (and its ``_many``) returns pods whose attempt
 failed. Every batch call is one script run whose per-pod effect is exactly that of the
 single calls in a row, so a caller may batch without changing any pod's outcome: a
@@ -74,9 +75,18 @@ class CycleQueue(QueueBase):
     def _pop_ready(self, max_pods: int) -> list[Popped]:
         popped: list[Popped] = []
         while not popped:
-            replies = self._scripts.pop_many(
-                self._keys, self._clock.now(), max_pods, from_backoff=self._pop_from_backoff_q
-            )
+            finished, self._finished = self._finished, []
+            try:
+                replies = self._scripts.pop_many(
+                    self._keys,
+                    self._clock.now(),
+                    max_pods,
+                    from_backoff=self._pop_from_backoff_q,
+                    finished=finished,
+                )
+            except BaseException:
+                self._finished[:0] = finished  # still owed: sent with the next call
+                raise
             if not replies:
                 break
             for r in replies:
@@ -124,6 +134,21 @@ class CycleQueue(QueueBase):
         failure, or a delete), as upstream calls Done only then: a binding that fails
         is judged with the events of its whole cycle."""
         return self._scripts.done(self._keys, pod_key)
+
+    def done_later(self, pod_key: str) -> None:
+        """:meth:`done`, sent with the next pop (same script run, before it pops) or
+        :meth:`flush_done`: no round trip of its own. Only the pod's in-flight record
+        waits; nothing else reads it between two pops of this process."""
+        self._finished.append(pod_key)
+
+    def flush_done(self) -> int:
+        """Send the :meth:`done_later` calls now (idle loop, shutdown)."""
+        finished, self._finished = self._finished, []
+        try:
+            return self.done_many(finished)
+        except BaseException:
+            self._finished[:0] = finished
+            raise
 
     @translate_redis_errors("finish scheduling cycles")
     def done_many(self, pod_keys: Sequence[str]) -> int:

@@ -124,11 +124,18 @@ class QueueScripts:
         return [_ADD_CODES[c] for c in codes]
 
     def pop_many(
-        self, keys: QueueKeys, now: float, max_pods: int, *, from_backoff: bool = False
+        self,
+        keys: QueueKeys,
+        now: float,
+        max_pods: int,
+        *,
+        from_backoff: bool = False,
+        finished: Sequence[str] = (),
     ) -> list[PopReply]:
         """Up to ``max_pods`` pods, in pop order, each with its own cycle; with
-        ``from_backoff``, one backoffQ pod when activeQ is empty."""
-        args = [_num(float(now)), str(max_pods), "1" if from_backoff else "0"]
+        ``from_backoff``, one backoffQ pod when activeQ is empty. ``finished``: pods
+        whose cycle ended, done first (as :meth:`done_many`) in the same script run."""
+        args = [_num(float(now)), str(max_pods), "1" if from_backoff else "0", *finished]
         reply = self._run("pop_many", keys.core, args)
         return [
             PopReply(

@@ -52,9 +52,6 @@ log = logging.getLogger(__name__)
 
 #: How often (seconds) the loop reads the event stream while pods keep coming.
 INFORMER_POLL_INTERVAL = 0.02
-#: queue.done calls are sent together: in-flight bookkeeping may lag by this much.
-DONE_BATCH = 32
-DONE_INTERVAL = 0.01
 #: How often (seconds) the scheduler_pending_pods gauges are refreshed.
 GAUGE_INTERVAL = 1.0
 #: How often (seconds) assumed pods whose binding never arrived are expired.
@@ -113,9 +110,7 @@ class Coordinator:
         #: batch sees never depends on wall-clock timing (runs repeat exactly).
         self.informer_poll_interval = INFORMER_POLL_INTERVAL
         self._last_cleanup = 0.0
-        self._pending_done: list[str] = []
         self._last_gauges = 0.0
-        self._last_done = 0.0
         self.cycle = SchedulingCycle(
             frameworks=parts.frameworks,
             cache=parts.cache,
@@ -171,28 +166,20 @@ class Coordinator:
         return n
 
     def done(self, pod_key: str) -> None:
-        """Queue.done, batched: sent with the next loop turn (in-flight bookkeeping only)."""
-        self._pending_done.append(pod_key)
+        """Queue.done for a pod its cycle assumed: sent with the next pop, in the same
+        script run (in-flight bookkeeping only; no round trip of its own)."""
+        self.queue.done_later(pod_key)
 
-    def flush_done(self, force: bool = True) -> None:
-        if (
-            not force
-            and len(self._pending_done) < DONE_BATCH
-            and time.monotonic() - self._last_done < DONE_INTERVAL
-        ):
-            return
-        self._last_done = time.monotonic()
-        if self._pending_done:
-            keys, self._pending_done = self._pending_done, []
-            self.queue.done_many(keys)
+    def flush_done(self) -> None:
+        """Send the pending Done calls now (the loop is idle or stopping)."""
+        self.queue.flush_done()
 
     # ------------------------------------------------------------------ the loop
 
     def housekeeping(self) -> None:
-        """What the loop does between two cycles: batched acknowledgements, watch events
-        (at most every INFORMER_POLL_INTERVAL), binding outcomes, gauges, expiry."""
+        """What the loop does between two cycles: watch events (at most every
+        INFORMER_POLL_INTERVAL), binding outcomes, gauges, expiry."""
         now = time.monotonic()
-        self.flush_done(force=False)
         if now - self._last_poll >= self.informer_poll_interval:
             self.poll_informer()
         self.process_binding_outcomes()

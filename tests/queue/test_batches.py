@@ -292,3 +292,66 @@ def test_batch_round_trip_done_and_failed(queue: SchedulingQueue, clock: FakeClo
         Location.IN_FLIGHT: 0,
     }
     assert queue.add_unschedulable_if_not_present_many([]) == []
+
+
+@PROPERTY
+@given(
+    priorities=st.lists(priorities, min_size=1, max_size=20),
+    first=st.integers(min_value=1, max_value=20),
+    second=st.integers(min_value=1, max_value=20),
+    data=st.data(),
+)
+def test_done_later_equals_done_many_then_pop(
+    redis_client: redis.Redis, priorities: list[int], first: int, second: int, data: st.DataObject
+) -> None:
+    """Done calls riding on the next pop leave exactly the state of done_many followed
+    by that pop: same pods popped, same cycles, same Redis keys."""
+    clock = FakeClock(T0)
+    carried = SchedulingQueue(redis_client, prefix=f"{{a{uuid.uuid4().hex}}}", clock=clock)
+    carried.add_many([info(f"p{i}", prio, T0 + i) for i, prio in enumerate(priorities)])
+    taken = carried.pop_many(first, timeout=0)
+    finished = [p.info.pod_key for p in taken if data.draw(st.booleans())]
+    separate = twin(redis_client, carried, clock=clock)
+    separate.last_pop_cycle = carried.last_pop_cycle
+
+    for key in finished:
+        carried.done_later(key)
+    assert separate.done_many(finished) == len(finished)
+    got = carried.pop_many(second, timeout=0)
+    want = separate.pop_many(second, timeout=0)
+
+    assert [(p.info.pod_key, p.cycle) for p in got] == [(p.info.pod_key, p.cycle) for p in want]
+    assert dump(redis_client, carried.keys) == dump(redis_client, separate.keys)
+    assert all(carried.location(key) is None for key in finished)
+    assert carried.flush_done() == 0  # nothing left owed
+
+
+def test_done_later_lands_before_the_pop_that_carries_it(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    """A pod whose Done is still owed may come back to the queue (its binding failed)
+    and be popped again by the very pop that carries the Done: it must stay in flight."""
+    queue.add_many([info("p", 0, clock.now())])
+    (popped,) = queue.pop_many(1, timeout=0)
+    queue.done_later("default/p")
+    failed = Popped(replace(popped.info, unschedulable_plugins=frozenset({FIT})), popped.cycle)
+    assert queue.add_unschedulable_if_not_present_many([failed]) == [Location.UNSCHEDULABLE]
+    assert queue.activate(["default/p"]) == 1
+
+    (again,) = queue.pop_many(1, timeout=0)
+
+    assert again.info.pod_key == "default/p" and again.cycle == popped.cycle + 1
+    assert queue.location("default/p") is Location.IN_FLIGHT
+
+
+def test_flush_done_sends_what_no_pop_carried(queue: SchedulingQueue, clock: FakeClock) -> None:
+    queue.add_many([info(f"p{i}", 0, clock.now() + i) for i in range(3)])
+    batch = queue.pop_many(3, timeout=0)
+    for p in batch[:2]:
+        queue.done_later(p.info.pod_key)
+    assert queue.location("default/p0") is Location.IN_FLIGHT  # owed, not yet sent
+
+    assert queue.flush_done() == 2
+
+    assert [queue.location(f"default/p{i}") for i in range(3)] == [None, None, Location.IN_FLIGHT]
+    assert queue.flush_done() == 0

@@ -86,6 +86,21 @@ local function forget(pod)
   redis.call('HDEL', K_REV, pod)
 end
 
+-- Upstream Done for ARGV[first..]: forget each pod still in flight (a pod that went
+-- back to a sub-queue in the meantime stays there). Returns how many were forgotten.
+local function finish_cycles(first)
+  local forgotten = 0
+  for i = first, #ARGV do
+    local pod = ARGV[i]
+    if location(pod) == 'inflight' then
+      detach(pod, 'inflight')
+      forget(pod)
+      forgotten = forgotten + 1
+    end
+  end
+  return forgotten
+end
+
 local function wake()
   redis.call('LPUSH', K_WAKE, '1')
   redis.call('LTRIM', K_WAKE, 0, WAKE_TOKENS - 1)

@@ -3,13 +3,4 @@
 -- ARGV[1..n]: pod keys
 -- Returns: how many of them were in flight and are now forgotten (a pod that went back
 --   to a sub-queue in the meantime stays there).
-local forgotten = 0
-for i = 1, #ARGV do
-  local pod = ARGV[i]
-  if location(pod) == 'inflight' then
-    detach(pod, 'inflight')
-    forget(pod)
-    forgotten = forgotten + 1
-  end
-end
-return forgotten
+return finish_cycles(1)
