@@ -38,7 +38,6 @@ malformed pod in plain YAML is reported (object and field) and skipped.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,7 @@ import numpy as np
 
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
+from cluster_sched.api.tree import copy_tree
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.workload.arrivals import Arrival, Lifetime, parse_arrival, parse_lifetime
 from cluster_sched.workload.snapshot import build_snapshot, unknown_field_errors
@@ -153,7 +153,7 @@ def _key(doc: Mapping[str, Any]) -> str:
 def _instance(
     template: Mapping[str, Any], name: str, labels: Mapping[str, Sequence[str]], i: int
 ) -> dict[str, Any]:
-    doc = copy.deepcopy(dict(template))
+    doc = copy_tree(dict(template))
     meta = dict(doc.get("metadata") or {})
     meta.pop("generateName", None)
     meta["name"] = name

@@ -23,7 +23,6 @@ image).
 
 from __future__ import annotations
 
-import copy
 import csv
 import io
 import json
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster_sched.api.files import read_text
+from cluster_sched.api.tree import copy_tree
 from cluster_sched.errors import InvalidObjectError
 
 __all__ = ["TraceRecord", "read_trace", "trace_pod", "write_trace_jsonl"]
@@ -169,7 +169,7 @@ def trace_pod(
     record: TraceRecord, name: str, template: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The Pod manifest of one record, on ``template`` (namespace, image, ...)."""
-    doc = copy.deepcopy(dict(template or {}))
+    doc = copy_tree(dict(template or {}))
     doc.setdefault("apiVersion", "v1")
     doc["kind"] = "Pod"
     meta = dict(doc.get("metadata") or {})

@@ -12,7 +12,6 @@ counting per namespace and prefix, so a seeded run names everything the same way
 
 from __future__ import annotations
 
-import copy
 import random
 import re
 import uuid
@@ -22,6 +21,7 @@ from typing import Any
 
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
+from cluster_sched.api.tree import copy_tree
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.kinds import NAMESPACED_KINDS
 from cluster_sched.workload.perf.ops import CreateNodes
@@ -97,7 +97,7 @@ class Template:
     def render(self, index: int, count: int) -> dict[str, Any]:
         """The object for the ``index``-th of ``count`` objects (a fresh dict)."""
         if self._static is not None:
-            return copy.deepcopy(self._static)
+            return copy_tree(self._static)
         env = {**self.params, "Index": index, "Count": count}
 
         def substitute(match: re.Match[str]) -> str:
