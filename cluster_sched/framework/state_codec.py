@@ -215,24 +215,68 @@ def encode_value(obj: Any) -> bytes:
         raise StateCodecError(f"cannot encode value: {exc}") from exc
 
 
+#: (key, id(value)) -> (value, the entry's msgpack bytes): a CycleState entry whose value
+#: is a frozen dataclass or a tuple of scalars (the pods of a Deployment share their PreFilter/PreScore state
+#: objects, so most entries of most states were packed before)
+_ENTRIES: OrderedDict[tuple[str, int], tuple[Any, bytes]] = OrderedDict()
+#: plugin-name set -> its packed sorted list (the skip sets repeat from pod to pod)
+_NAME_LISTS: OrderedDict[frozenset[str], bytes] = OrderedDict()
+_HEADERS: Final = msgpack.Packer()
+_STATE_KEYS: Final = tuple(
+    msgpack.packb(k) for k in ("data", "skip_filter", "skip_score", "activate")
+)
+
+
+#: scalar types a remembered tuple may hold (immutable all the way down)
+_SCALARS: Final = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _packed_entry(key: str, value: Any) -> bytes:
+    t = type(value)
+    if t is tuple:
+        memo = all(type(item) in _SCALARS for item in value)
+    else:
+        memo = dataclasses.is_dataclass(t) and _class_info(t)[1]
+    if memo:
+        hit = _ENTRIES.get((key, id(value)))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+    packed = _pack(key) + _pack(value)
+    if memo and len(packed) <= MEMO_MAX_BYTES:
+        _remember(_ENTRIES, (key, id(value)), (value, packed))
+    return packed
+
+
+def _packed_names(names: set[str]) -> bytes:
+    key = frozenset(names)
+    hit = _NAME_LISTS.get(key)
+    if hit is None:
+        hit = _pack(sorted(key))
+        _remember(_NAME_LISTS, key, hit)
+    return hit
+
+
 def encode_state(state: CycleState) -> bytes:
-    """A CycleState's data and skip/activate sets as msgpack bytes."""
-    doc = {
-        "data": state._data,
-        "skip_filter": sorted(state.skip_filter_plugins),
-        "skip_score": sorted(state.skip_score_plugins),
-        "activate": sorted(state.pods_to_activate),
-    }
+    """A CycleState's data and skip/activate sets as msgpack bytes: the map
+    ``{"data", "skip_filter", "skip_score", "activate"}`` (sets as sorted lists),
+    byte for byte what packing that map gives, assembled from remembered pieces."""
+    data = state._data
+    parts = [_HEADERS.pack_map_header(4), _STATE_KEYS[0], _HEADERS.pack_map_header(len(data))]
     try:
-        return _pack(doc)
+        for key, value in data.items():
+            parts.append(_packed_entry(key, value))
     except (StateCodecError, TypeError, ValueError, OverflowError) as exc:
         # name the key that failed, so the plugin storing it is obvious
-        for key, value in state._data.items():
+        for key, value in data.items():
             try:
                 _pack(value)
             except (StateCodecError, TypeError, ValueError, OverflowError) as inner:
                 raise StateCodecError(f"CycleState key {key!r}: {inner}") from inner
         raise StateCodecError(f"cannot encode CycleState: {exc}") from exc
+    parts += (_STATE_KEYS[1], _packed_names(state.skip_filter_plugins))
+    parts += (_STATE_KEYS[2], _packed_names(state.skip_score_plugins))
+    parts += (_STATE_KEYS[3], _packed_names(state.pods_to_activate))
+    return b"".join(parts)
 
 
 # ---------------------------------------------------------------------------- decoding

@@ -76,6 +76,11 @@ class _Bindings:
     provisions: tuple[str, ...] = ()
 
 
+#: Reserve's decision for a pod with nothing to bind: one frozen object for every such pod
+#: (its encoding for the binder is remembered by identity, see state_codec)
+_ALL_BOUND = _Bindings(all_bound=True)
+
+
 class VolumeBinding:
     name = NAME
 
@@ -222,7 +227,7 @@ class VolumeBinding:
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         s: ClaimsState | None = state.get(STATE_KEY)
         if s is None or not s.unbound:
-            state.write(BINDINGS_KEY, _Bindings(all_bound=True))
+            state.write(BINDINGS_KEY, _ALL_BOUND)
             return SUCCESS
         slice_ = _node_slice(self._handle, node_name)
         if slice_ is None:

@@ -105,6 +105,49 @@ def test_cycle_state_round_trips(data: dict[str, Any], skips: set[str]) -> None:
     assert back.pods_to_activate == {"default/a"}
 
 
+shared_values = st.sampled_from(
+    [
+        Taint("k", "v", "NoSchedule"),
+        Taint("a", "", "NoExecute"),
+        (1, "x"),
+        np.arange(3),
+    ]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.text(min_size=1, max_size=8), values | shared_values, max_size=4),
+            st.sets(st.text(max_size=6), max_size=3),
+            st.sets(st.text(max_size=6), max_size=3),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_encoded_state_is_the_plain_map_packed(
+    states: list[tuple[dict[str, Any], set[str], set[str]]],
+) -> None:
+    """encode_state assembles remembered pieces; the bytes are those of packing the map
+    itself, for states met once or again (the same value objects under the same keys)."""
+    for data, skip_filter, activate in states * 2:
+        state = CycleState()
+        for k, v in data.items():
+            state.write(k, v)
+        state.skip_filter_plugins = set(skip_filter)
+        state.skip_score_plugins = {"NodeAffinity", "InterPodAffinity"}
+        state.pods_to_activate = set(activate)
+        plain = {
+            "data": dict(data),
+            "skip_filter": sorted(skip_filter),
+            "skip_score": ["InterPodAffinity", "NodeAffinity"],
+            "activate": sorted(activate),
+        }
+        assert encode_state(state) == encode_value(plain)
+
+
 def test_pods_and_nodes_travel_as_dataclasses() -> None:
     pod = (
         make_pod("web-1")
