@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
 from cluster_sched.config.types import SchedulerConfiguration
+from cluster_sched.errors import StoreError
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.gc_policy import collect_when_idle
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
@@ -147,6 +148,10 @@ class Coordinator:
 
     def close(self) -> None:
         self.binder.close()
+        try:  # Done calls no pop carried: a successor would requeue those pods otherwise
+            self.flush_done()
+        except StoreError as exc:  # Redis gone: the successor's requeue_in_flight copes
+            log.warning("could not finish the last scheduling cycles: %s", exc)
         self.queue.close()
         close_source = getattr(self.source, "close", None)
         if close_source is not None:

@@ -59,6 +59,28 @@ def test_pod_that_fits_is_assumed_bound_confirmed(h: Harness) -> None:
     assert h.coord.stats.bound_node == {"default/p": "n1"}
 
 
+def test_done_rides_on_the_next_pop_and_close_sends_what_is_left(h: Harness) -> None:
+    """An assumed pod's Done waits for the next pop (no round trip of its own); when the
+    coordinator stops, close sends it, so no successor finds the pod left in flight."""
+    h.apply(node("n1"), pod("a"), pod("b"))
+    h.start()
+    first = h.queue.pop(timeout=2.0)
+    assert first is not None
+    h.coord.schedule_one(first, h.queue.last_pop_cycle)
+    assert h.queue.location(first.pod_key) is Location.IN_FLIGHT  # Done owed
+
+    second = h.queue.pop(timeout=2.0)  # carries the first pod's Done
+    assert second is not None
+    assert h.queue.location(first.pod_key) is None
+    h.coord.schedule_one(second, h.queue.last_pop_cycle)
+    assert h.queue.location(second.pod_key) is Location.IN_FLIGHT
+
+    h.coord.close()
+
+    assert h.queue.location(second.pod_key) is None
+    assert h.queue.counts()[Location.IN_FLIGHT] == 0
+
+
 def test_deleted_pod_is_skipped(h: Harness) -> None:
     h.apply(node("n1"), pod("p"))
     h.start()
