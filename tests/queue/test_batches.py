@@ -355,3 +355,58 @@ def test_flush_done_sends_what_no_pop_carried(queue: SchedulingQueue, clock: Fak
 
     assert [queue.location(f"default/p{i}") for i in range(3)] == [None, None, Location.IN_FLIGHT]
     assert queue.flush_done() == 0
+
+
+# What a pod is when a batch of adds arrives: not queued yet (most batches are all new
+# pods: add.lua writes those per key for the whole batch), queued, in flight, gated.
+ADD_STATES = ("new", "new", "new", "active", "pool", "flying")
+
+
+@PROPERTY
+@given(
+    pods=st.lists(
+        st.tuples(st.sampled_from(ADD_STATES), priorities, st.booleans()), min_size=1, max_size=25
+    ),
+    repeat=st.lists(st.integers(min_value=0, max_value=24), max_size=3),
+    burst=st.booleans(),
+)
+def test_add_many_equals_single_adds(
+    redis_client: redis.Redis, pods: list[tuple[str, int, bool]], repeat: list[int], burst: bool
+) -> None:
+    """add_many over any batch (new pods, queued ones, pods in flight, gated ones, a pod
+    twice) leaves the state and gives the answers of single adds in a row; ``burst``
+    makes the batch what most are, new ungated pods only, beside pods queued before."""
+    clock = FakeClock(T0)
+    common: dict[str, Any] = {"clock": clock, "plugin_events": PLUGIN_EVENTS}
+    batched = SchedulingQueue(redis_client, prefix=f"{{a{uuid.uuid4().hex}}}", **common)
+    batched.add_many([info(f"f{i}", 9, T0) for i, p in enumerate(pods) if p[0] == "flying"])
+    while batched.pop(timeout=0) is not None:
+        pass
+    batched.add_many([info(f"q{i}", 0, T0) for i, p in enumerate(pods) if p[0] == "active"])
+    batched.add_many(
+        [info(f"u{i}", 0, T0, gated=True) for i, p in enumerate(pods) if p[0] == "pool"]
+    )
+    prefix = {"new": "n", "active": "q", "pool": "u", "flying": "f"}
+    batch = [
+        info(f"{prefix[state]}{i}", prio, T0 + i, gated=gated)
+        for i, (state, prio, gated) in enumerate(pods)
+    ]
+    batch += [batch[i] for i in repeat if i < len(batch)]
+    if burst:
+        batch = [info(f"n{i}", prio, T0 + i, attempts=i % 3) for i, (_, prio, _) in enumerate(pods)]
+    single = twin(redis_client, batched, **common)
+    clock.step(1)
+
+    got = batched.add_many(batch)
+    want = [single.add(i) for i in batch]
+
+    assert got == want
+    assert dump(redis_client, batched.keys) == dump(redis_client, single.keys)
+
+
+def test_a_burst_of_new_pods_is_queued_in_order(queue: SchedulingQueue, clock: FakeClock) -> None:
+    pods = [info(f"p{i}", i % 3, clock.now() + i) for i in range(2500)]
+    assert queue.add_many(pods) == [Location.ACTIVE] * 2500
+    popped = queue.pop_many(2500, timeout=0)
+    expected = sorted(pods, key=lambda i: (priority_sort_key(i), i.pod_key))
+    assert [p.info.pod_key for p in popped] == [i.pod_key for i in expected]
