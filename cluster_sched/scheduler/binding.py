@@ -178,17 +178,14 @@ class LocalBindingExecutor(ThreadedOutcomes):
             if job is None:
                 return
             jobs = [job]
-            # Linger briefly so a burst of cycles shares one bind_many and one events
-            # write: at most BATCH_LINGER after the first job, the pods' bindings wait.
-            deadline = time.monotonic() + BATCH_LINGER
+            # Linger so a burst of cycles shares one bind_many and one events write: the
+            # pods' bindings wait BATCH_LINGER after the first job. Slept out rather than
+            # waited on the queue: a timed get wakes this thread (and takes the GIL from
+            # the scheduling loop) on every job submitted meanwhile.
+            time.sleep(BATCH_LINGER)
             while len(jobs) < self._batch:
-                remaining = deadline - time.monotonic()
                 try:
-                    nxt = (
-                        self._jobs.get(timeout=remaining)
-                        if remaining > 0
-                        else self._jobs.get_nowait()
-                    )
+                    nxt = self._jobs.get_nowait()
                 except queue.Empty:
                     break
                 if nxt is None:
