@@ -219,6 +219,10 @@ def encode_value(obj: Any) -> bytes:
 #: is a frozen dataclass or a tuple of scalars (the pods of a Deployment share their PreFilter/PreScore state
 #: objects, so most entries of most states were packed before)
 _ENTRIES: OrderedDict[tuple[str, int], tuple[Any, bytes]] = OrderedDict()
+#: CycleState key -> its packed form (a profile's plugins write a few dozen keys)
+_KEYS: dict[str, bytes] = {}
+#: CycleState key -> id of the value last encoded under it (a hint only: ids are reused)
+_LAST: dict[str, int] = {}
 #: plugin-name set -> its packed sorted list (the skip sets repeat from pod to pod)
 _NAME_LISTS: OrderedDict[frozenset[str], bytes] = OrderedDict()
 _HEADERS: Final = msgpack.Packer()
@@ -231,20 +235,54 @@ _STATE_KEYS: Final = tuple(
 _SCALARS: Final = frozenset({str, int, float, bool, type(None), bytes})
 
 
-def _packed_entry(key: str, value: Any) -> bytes:
-    t = type(value)
-    if t is tuple:
-        memo = all(type(item) in _SCALARS for item in value)
-    else:
-        memo = dataclasses.is_dataclass(t) and _class_info(t)[1]
-    if memo:
+def _pack_entries(data: dict[str, Any], parts: list[bytes]) -> None:
+    """Append the packed entries of ``data``, in order. A value remembered under its key
+    is taken as it is; one met a second time in a row under its key (the pods of a shape
+    share their PreFilter/PreScore values) is packed alone and remembered; the others (a
+    pod's own affinity terms, counts) are packed together, a run of them per call, and
+    not remembered: remembering them would only churn the memo."""
+    run: dict[str, Any] = {}
+    for key, value in data.items():
         hit = _ENTRIES.get((key, id(value)))
         if hit is not None and hit[0] is value:
-            return hit[1]
-    packed = _pack(key) + _pack(value)
-    if memo and len(packed) <= MEMO_MAX_BYTES:
-        _remember(_ENTRIES, (key, id(value)), (value, packed))
+            packed = hit[1]
+        elif _LAST.get(key) == id(value):
+            packed = _packed_key(key) + _pack(value)
+            if _rememberable(value) and len(packed) <= MEMO_MAX_BYTES:
+                _remember(_ENTRIES, (key, id(value)), (value, packed))
+        else:
+            if key in _LAST or len(_LAST) < MEMO_SIZE:
+                _LAST[key] = id(value)
+            run[key] = value
+            continue
+        if run:
+            parts.append(_without_header(run))
+            run = {}
+        parts.append(packed)
+    if run:
+        parts.append(_without_header(run))
+
+
+def _without_header(run: dict[str, Any]) -> bytes:
+    """The entries of ``run`` packed, without the map header in front of them."""
+    return _pack(run)[len(_HEADERS.pack_map_header(len(run))) :]
+
+
+def _packed_key(key: str) -> bytes:
+    packed = _KEYS.get(key)
+    if packed is None:
+        packed = _pack(key)
+        if len(_KEYS) < MEMO_SIZE:
+            _KEYS[key] = packed
     return packed
+
+
+def _rememberable(value: Any) -> bool:
+    """Immutable as the memo needs it: a frozen dataclass, or a tuple of scalars."""
+    t = type(value)
+    if t is tuple:
+        return all(type(item) in _SCALARS for item in value)
+    return dataclasses.is_dataclass(t) and _class_info(t)[1]
 
 
 def _packed_names(names: set[str]) -> bytes:
@@ -263,8 +301,7 @@ def encode_state(state: CycleState) -> bytes:
     data = state._data
     parts = [_HEADERS.pack_map_header(4), _STATE_KEYS[0], _HEADERS.pack_map_header(len(data))]
     try:
-        for key, value in data.items():
-            parts.append(_packed_entry(key, value))
+        _pack_entries(data, parts)
     except (StateCodecError, TypeError, ValueError, OverflowError) as exc:
         # name the key that failed, so the plugin storing it is obvious
         for key, value in data.items():

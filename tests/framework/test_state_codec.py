@@ -148,6 +148,22 @@ def test_encoded_state_is_the_plain_map_packed(
         assert encode_state(state) == encode_value(plain)
 
 
+def test_long_runs_of_new_values_encode_as_the_plain_map() -> None:
+    """Values met for the first time are packed a run at a time, the run's map header cut
+    off: runs longer than 15 entries have a longer header (map16)."""
+    shared = Taint("k", "v", "NoSchedule")
+    for _ in range(3):  # first sight, second sight (remembered), then memo hits
+        state = CycleState()
+        state.write("A-shared", shared)
+        for i in range(20):
+            state.write(f"own{i:02d}", [i, str(i)])
+        state.write("Z-shared", shared)
+        for i in range(17):
+            state.write(f"tail{i:02d}", {"n": i})
+        plain = {"data": dict(state._data), "skip_filter": [], "skip_score": [], "activate": []}
+        assert encode_state(state) == encode_value(plain)
+
+
 def test_pods_and_nodes_travel_as_dataclasses() -> None:
     pod = (
         make_pod("web-1")
