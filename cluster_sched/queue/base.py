@@ -157,6 +157,10 @@ class QueueBase:
         self.last_pop_cycle = 0
         #: Pods whose cycle ended (``CycleQueue.done_later``), forgotten by the next pop.
         self._finished: list[str] = []
+        #: Writes of this queue that may have put pods into the unschedulable pool, and
+        #: their count when a full scan last found the pool empty (see ``_unschedulable``).
+        self._pool_writes = 0
+        self._pool_empty_at = -1
         """Scheduling cycle of this instance's latest pop (race-free, unlike
         scheduling_cycle() when several processes pop)."""
 
@@ -270,12 +274,29 @@ class QueueBase:
         return True
 
     def _unschedulable(self, entered_before: float | None = None) -> list[Queued]:
+        """The pool's pods (those that entered before ``entered_before``).
+
+        Every cluster event and every batch of bound pods scans the pool, and it is
+        usually empty. The coordinator's queue is the pool's only writer (a deposed
+        leader's writes are fenced out), so once a full scan found it empty, scans are
+        skipped until this queue writes a placement into it (``_placed``)."""
+        writes = self._pool_writes
+        if writes == self._pool_empty_at:
+            return []
         upper: float | str = "+inf" if entered_before is None else f"({entered_before!r}"
         pods = [
             as_text(m) for m in self._client.zrangebyscore(self._keys.unschedulable, "-inf", upper)
         ]
+        if not pods and entered_before is None:
+            self._pool_empty_at = writes
         queued = self._read(pods)
         return [q for q in queued.values() if q.where is Location.UNSCHEDULABLE]
+
+    def _placed(self, placements: Sequence[Placement]) -> None:
+        """Called after a script wrote ``placements`` (or failed to): one bound for the
+        pool makes the next scan read it."""
+        if any(p.dest == "unschedulable" for p in placements):
+            self._pool_writes += 1
 
     # --- introspection (debugging, tests, the cache dumper) ------------------------
 
@@ -347,9 +368,12 @@ class QueueBase:
         """Run requeue.lua in batches; emit metrics for pods that changed sub-queue."""
         results: list[str] = []
         for chunk in chunks(placements):
-            results += self._scripts.requeue(
-                self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
-            )
+            try:
+                results += self._scripts.requeue(
+                    self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
+                )
+            finally:
+                self._placed(chunk)
         for result, source in zip(results, sources, strict=True):
             if result and result != Location.IN_FLIGHT and result != source:
                 self._emit(result, event_label)

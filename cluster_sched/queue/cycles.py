@@ -220,9 +220,12 @@ class CycleQueue(QueueBase):
         self.in_flight_events.finished(info.pod_key for info, _ in failed)
         results: list[Location | None] = []
         for chunk in chunks(placements):
-            replies = self._scripts.add_unschedulable(
-                self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
-            )
+            try:
+                replies = self._scripts.add_unschedulable(
+                    self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
+                )
+            finally:
+                self._placed(chunk)
             for placement, (status, where) in zip(chunk, replies, strict=True):
                 if status == "present":
                     log.warning(

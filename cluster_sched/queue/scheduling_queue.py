@@ -102,7 +102,11 @@ class SchedulingQueue(CycleQueue):
         results: list[Location | None] = []
         label = ev.EVENT_UNSCHEDULED_POD_ADD.label
         for chunk in chunks(placements):
-            for reply in self._scripts.add(self._keys, chunk):
+            try:
+                replies = self._scripts.add(self._keys, chunk)
+            finally:
+                self._placed(chunk)
+            for reply in replies:
                 results.append(Location(reply) if reply else None)
                 if reply:
                     self._emit(reply, label)
