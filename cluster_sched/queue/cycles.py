@@ -138,7 +138,7 @@ class CycleQueue(QueueBase):
     def done_later(self, pod_key: str) -> None:
         """:meth:`done`, sent with the next pop (same script run, before it pops) or
         :meth:`flush_done`: no round trip of its own. Only the pod's in-flight record
-        waits; nothing else reads it between two pops of this process."""
+        waits, by at most one batch (the pending-pods gauge counts it until then)."""
         self._finished.append(pod_key)
 
     def flush_done(self) -> int:

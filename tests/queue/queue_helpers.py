@@ -25,6 +25,10 @@ INTER_POD = "InterPodAffinity"
 GATES = "SchedulingGates"
 
 NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD)
+#: The event that opens the SchedulingGates gate.
+GATES_GONE = ClusterEvent(
+    EventResource.UNSCHEDULABLE_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+)
 
 #: A small profile: which plugin wakes on which events.
 PLUGIN_EVENTS: dict[str, tuple[ClusterEvent, ...]] = {

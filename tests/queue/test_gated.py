@@ -6,13 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cluster_sched.clock import FakeClock
-from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.queue import Location, QueuedPodInfo, SchedulingQueue
-from tests.queue.queue_helpers import GATES, NODE_ADD, info
-
-GATES_GONE = ClusterEvent(
-    EventResource.UNSCHEDULABLE_POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
-)
+from tests.queue.queue_helpers import GATES, GATES_GONE, NODE_ADD, info
 
 
 def test_gated_pod_is_never_popped(queue: SchedulingQueue, clock: FakeClock) -> None:

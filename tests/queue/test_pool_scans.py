@@ -10,8 +10,7 @@ import redis
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import Location, QueuedPodInfo, SchedulingQueue
-from tests.queue.queue_helpers import FIT, GATES, NODE_ADD, info, park
-from tests.queue.test_gated import GATES_GONE
+from tests.queue.queue_helpers import FIT, GATES, GATES_GONE, NODE_ADD, info, park
 
 
 def scans(client: redis.Redis) -> int:
