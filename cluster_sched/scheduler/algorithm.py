@@ -331,9 +331,14 @@ class Scheduler:
         feasible_parts: list[np.ndarray] = []
         found = 0
         pos = 0
+        # The nominated nodes' rows, once for every window (nominations and the pods
+        # they name do not change during the search).
+        nominated_rows = table.rows_of(nominated.keys()) if nominated else None
         while pos < n and found < to_find:
             chunk = rotated[pos : pos + window]
-            passed, statuses = self._filter_rows(fwk, state, pod, table, chunk, nominated, source)
+            passed, statuses = self._filter_rows(
+                fwk, state, pod, table, chunk, nominated, source, nominated_rows
+            )
             cum = np.cumsum(passed)
             if found + (int(cum[-1]) if len(cum) else 0) >= to_find:
                 cut = int(np.searchsorted(cum, to_find - found)) + 1
@@ -379,15 +384,19 @@ class Scheduler:
         rows: np.ndarray,
         nominated: NominatedPods | None,
         source: NodeSource,
+        nominated_rows: np.ndarray | None = None,
     ) -> tuple[np.ndarray, FilterVerdicts]:
         """Filter ``rows``; nodes with nominated pods of priority >= the pod's get the
         two-pass treatment (RunFilterPluginsWithNominatedPods). Returns the pass mask and
-        the verdicts (callable: position -> that node's Status)."""
+        the verdicts (callable: position -> that node's Status). ``nominated_rows``: the
+        rows of ``nominated``'s nodes, when the caller already has them."""
         special: dict[int, Status] = {}
         with_nominated: list[int] = []
         ges: list[list[Pod]] = []
         if nominated:
-            hits = np.flatnonzero(np.isin(rows, table.rows_of(nominated.keys())))
+            if nominated_rows is None:
+                nominated_rows = table.rows_of(nominated.keys())
+            hits = np.flatnonzero(np.isin(rows, nominated_rows))
             for i in hits.tolist():
                 name = table.names[int(rows[i])]
                 assert name is not None
