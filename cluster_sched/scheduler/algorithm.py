@@ -331,13 +331,11 @@ class Scheduler:
         feasible_parts: list[np.ndarray] = []
         found = 0
         pos = 0
-        # The nominated nodes' rows, once for every window (nominations and the pods
-        # they name do not change during the search).
-        nominated_rows = table.rows_of(nominated.keys()) if nominated else None
+        noms = table.rows_of(nominated.keys()) if nominated else None  # once for all windows
         while pos < n and found < to_find:
             chunk = rotated[pos : pos + window]
             passed, statuses = self._filter_rows(
-                fwk, state, pod, table, chunk, nominated, source, nominated_rows
+                fwk, state, pod, table, chunk, nominated, source, noms
             )
             cum = np.cumsum(passed)
             if found + (int(cum[-1]) if len(cum) else 0) >= to_find:
@@ -386,17 +384,15 @@ class Scheduler:
         source: NodeSource,
         nominated_rows: np.ndarray | None = None,
     ) -> tuple[np.ndarray, FilterVerdicts]:
-        """Filter ``rows``; nodes with nominated pods of priority >= the pod's get the
-        two-pass treatment (RunFilterPluginsWithNominatedPods). Returns the pass mask and
-        the verdicts (callable: position -> that node's Status). ``nominated_rows``: the
-        rows of ``nominated``'s nodes, when the caller already has them."""
+        """Filter ``rows``; nodes with nominated pods of priority >= the pod's (their rows:
+        ``nominated_rows`` if known) get the two-pass treatment (RunFilterPluginsWithNominatedPods).
+        Returns the pass mask and the verdicts (callable: position -> that node's Status)."""
         special: dict[int, Status] = {}
         with_nominated: list[int] = []
         ges: list[list[Pod]] = []
         if nominated:
-            if nominated_rows is None:
-                nominated_rows = table.rows_of(nominated.keys())
-            hits = np.flatnonzero(np.isin(rows, nominated_rows))
+            noms = table.rows_of(nominated.keys()) if nominated_rows is None else nominated_rows
+            hits = np.flatnonzero(np.isin(rows, noms))
             for i in hits.tolist():
                 name = table.names[int(rows[i])]
                 assert name is not None
