@@ -44,6 +44,7 @@ import numpy as np
 
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.store.codec import map_header, map_header_len
 
 __all__ = [
     "ALLOWED_MODULE_PREFIX",
@@ -216,8 +217,8 @@ def encode_value(obj: Any) -> bytes:
 
 
 #: (key, id(value)) -> (value, the entry's msgpack bytes): a CycleState entry whose value
-#: is a frozen dataclass or a tuple of scalars (the pods of a Deployment share their PreFilter/PreScore state
-#: objects, so most entries of most states were packed before)
+#: is a frozen dataclass or a tuple of scalars (the pods of a Deployment share their
+#: PreFilter/PreScore state objects, so most entries of most states were packed before)
 _ENTRIES: OrderedDict[tuple[str, int], tuple[Any, bytes]] = OrderedDict()
 #: CycleState key -> its packed form (a profile's plugins write a few dozen keys)
 _KEYS: dict[str, bytes] = {}
@@ -225,12 +226,9 @@ _KEYS: dict[str, bytes] = {}
 _LAST: dict[str, int] = {}
 #: plugin-name set -> its packed sorted list (the skip sets repeat from pod to pod)
 _NAME_LISTS: OrderedDict[frozenset[str], bytes] = OrderedDict()
-_HEADERS: Final = msgpack.Packer()
 _STATE_KEYS: Final = tuple(
     msgpack.packb(k) for k in ("data", "skip_filter", "skip_score", "activate")
 )
-
-
 #: scalar types a remembered tuple may hold (immutable all the way down)
 _SCALARS: Final = frozenset({str, int, float, bool, type(None), bytes})
 
@@ -265,7 +263,7 @@ def _pack_entries(data: dict[str, Any], parts: list[bytes]) -> None:
 
 def _without_header(run: dict[str, Any]) -> bytes:
     """The entries of ``run`` packed, without the map header in front of them."""
-    return _pack(run)[len(_HEADERS.pack_map_header(len(run))) :]
+    return _pack(run)[map_header_len(len(run)) :]
 
 
 def _packed_key(key: str) -> bytes:
@@ -299,7 +297,7 @@ def encode_state(state: CycleState) -> bytes:
     ``{"data", "skip_filter", "skip_score", "activate"}`` (sets as sorted lists),
     byte for byte what packing that map gives, assembled from remembered pieces."""
     data = state._data
-    parts = [_HEADERS.pack_map_header(4), _STATE_KEYS[0], _HEADERS.pack_map_header(len(data))]
+    parts = [map_header(4), _STATE_KEYS[0], map_header(len(data))]
     try:
         _pack_entries(data, parts)
     except (StateCodecError, TypeError, ValueError, OverflowError) as exc:

@@ -20,6 +20,8 @@ from cluster_sched.errors import StoreError
 __all__ = [
     "Encoder",
     "gc_paused",
+    "map_header",
+    "map_header_len",
     "pack",
     "rfc3339",
     "rfc3339_micro",
@@ -42,7 +44,8 @@ _METADATA_KEY = msgpack.packb("metadata")
 _UID_KEY = msgpack.packb("uid")
 
 
-def _map_header(n: int) -> bytes:
+def map_header(n: int) -> bytes:
+    """The msgpack header of a map of ``n`` entries (fixmap, map16 or map32)."""
     if n < 16:
         return bytes((0x80 + n,))
     if n < 65536:
@@ -50,7 +53,7 @@ def _map_header(n: int) -> bytes:
     return b"\xdf" + n.to_bytes(4, "big")
 
 
-def _map_header_len(n: int) -> int:
+def map_header_len(n: int) -> int:
     return 1 if n < 16 else 3 if n < 65536 else 5
 
 
@@ -94,10 +97,10 @@ class Encoder:
         rest_bytes = self.pack(rest)
         self.converted = converted or self.converted
         pairs = len(meta) + 1 + (1 if set_uid or uid is not None else 0)
-        head = _map_header(len(rest) + 1) + _METADATA_KEY + _map_header(pairs)
+        head = map_header(len(rest) + 1) + _METADATA_KEY + map_header(pairs)
         if uid is not None:
             head += _UID_KEY + self._packer.pack(uid)
-        tail = meta_bytes[_map_header_len(len(meta)) :] + rest_bytes[_map_header_len(len(rest)) :]
+        tail = meta_bytes[map_header_len(len(meta)) :] + rest_bytes[map_header_len(len(rest)) :]
         return head, tail
 
 
