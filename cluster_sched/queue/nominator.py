@@ -228,6 +228,17 @@ class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    def live_items(self) -> list[tuple[str, list[Pod]]]:
+        """``(node, pods)`` for every node listed, each pod looked up once (``items()``
+        looks each node's pods up twice: once to list the node, once to read it)."""
+        lookup = self._lookup
+        out = []
+        for node, keys in list(self._by_node.items()):
+            pods = [p for p in map(lookup, keys) if p is not None]
+            if pods:
+                out.append((node, pods))
+        return out
+
     def __bool__(self) -> bool:
         """Any node with a live nomination: stops at the first (``if nominated:`` in
         every Filter call would otherwise count them all)."""

@@ -14,14 +14,12 @@ first); ``hint_status`` is how a failed hint enters the diagnosis.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from cluster_sched.api.objects import Pod
-from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FilterVerdicts, FitError
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
@@ -29,7 +27,6 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.crossnode import nodes_independent
 from cluster_sched.scheduler.extenders import (
     extenders_of,
     find_nodes_that_pass_extenders,
@@ -43,10 +40,12 @@ from cluster_sched.scheduler.host_selection import (
     select_host,
 )
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
-
-#: node name -> pods nominated to it, only for nodes that have any (the nominator's view
-#: for this cycle). A mapping, so Filter touches only those few nodes individually.
-NominatedPods = Mapping[str, Sequence[Pod]]
+from cluster_sched.scheduler.nominated_filter import (
+    NominatedPods,
+    NominatedRows,
+    filter_with_nominated,
+    nominated_rows,
+)
 
 
 @dataclass(slots=True)
@@ -331,7 +330,7 @@ class Scheduler:
         feasible_parts: list[np.ndarray] = []
         found = 0
         pos = 0
-        noms = table.rows_of(nominated.keys()) if nominated else None  # once for all windows
+        noms = nominated_rows(nominated, table, pod) if nominated else None  # once for all windows
         while pos < n and found < to_find:
             chunk = rotated[pos : pos + window]
             passed, statuses = self._filter_rows(
@@ -382,61 +381,18 @@ class Scheduler:
         rows: np.ndarray,
         nominated: NominatedPods | None,
         source: NodeSource,
-        nominated_rows: np.ndarray | None = None,
+        noms: NominatedRows | None = None,
     ) -> tuple[np.ndarray, FilterVerdicts]:
-        """Filter ``rows``; nodes with nominated pods of priority >= the pod's (their rows:
-        ``nominated_rows`` if known) get the two-pass treatment (RunFilterPluginsWithNominatedPods).
+        """Filter ``rows``; nodes with nominated pods of priority >= the pod's (``noms``,
+        if the search worked them out) get the two-pass treatment (``nominated_filter``).
         Returns the pass mask and the verdicts (callable: position -> that node's Status)."""
-        special: dict[int, Status] = {}
-        with_nominated: list[int] = []
-        ges: list[list[Pod]] = []
-        if nominated:
-            noms = table.rows_of(nominated.keys()) if nominated_rows is None else nominated_rows
-            hits = np.flatnonzero(np.isin(rows, noms))
-            for i in hits.tolist():
-                name = table.names[int(rows[i])]
-                assert name is not None
-                ge = [p for p in nominated[name] if p.priority >= pod.priority and p.uid != pod.uid]
-                if ge:
-                    with_nominated.append(i)
-                    ges.append(ge)
-        batch_first = bool(with_nominated) and nodes_independent(fwk, state)
-        if not batch_first:
-            for i, ge in zip(with_nominated, ges, strict=True):
-                special[i] = self._filter_with_nominated(fwk, state, pod, table, int(rows[i]), ge)
+        if noms is None and nominated:
+            noms = nominated_rows(nominated, table, pod, among=rows)
         outcome = source.filter(fwk, state, pod, rows)
-        verdicts = FilterVerdicts.of(outcome, fwk.filter_names).with_overrides(special)
-        if batch_first:
-            # Pass 1 for all those nodes at once on one copy of their rows (the pods added
-            # touch no cycle state); pass 2 is the plain outcome above.
-            at = np.asarray(with_nominated, dtype=np.int64)
-            sub = table.subset(rows[at])
-            sub.add_pods(
-                [j for j, ge in enumerate(ges) for _ in ge], [p for ge in ges for p in ge], 1
-            )
-            first = fwk.run_filter(state, pod, NodeSlice(sub, np.arange(len(at), dtype=np.int64)))
-            verdicts = verdicts.overlay(at, FilterVerdicts.of(first, fwk.filter_names))
+        verdicts = FilterVerdicts.of(outcome, fwk.filter_names)
+        if noms is not None:
+            verdicts = filter_with_nominated(fwk, state, pod, table, rows, noms, verdicts)
         return verdicts.codes == 0, verdicts
-
-    def _filter_with_nominated(
-        self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int, ge: list[Pod]
-    ) -> Status:
-        """Pass 1 with the nominated pods added (state and node), pass 2 without them."""
-        sub = table.subset(np.asarray([row], dtype=np.int64))
-        state1 = state.clone()
-        node_name = table.names[row]
-        assert node_name is not None
-        for p in ge:
-            sub.add_pod(0, p)
-            s = fwk.run_pre_filter_add_pod(state1, pod, p, node_name)
-            if not s.is_success:
-                # upstream addGENominatedPods: an AddPod failure fails the whole attempt
-                raise SchedulerError(s.message())
-        first = fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64)))
-        if not fwk.filter_status(first, 0).is_success:
-            return fwk.filter_status(first, 0)
-        rows = np.asarray([row], dtype=np.int64)
-        return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, rows)), 0)
 
     # ------------------------------------------------------------------ scoring
 

@@ -156,8 +156,8 @@ class EventHandlers:
         # or update cancels or replaces the pending add.
         self._pending_adds: dict[str, Pod] = {}
         self._pending_assigned: list[Pod] = []
-        #: cluster events from node / storage changes with their (old, new) objects,
-        #: applied once per event kind per batch (order kept)
+        #: cluster events from node / storage changes and assigned pods' deletes with
+        #: their (old, new) objects, applied once per event kind per batch (order kept)
         self._pending_moves: dict[ClusterEvent, list[tuple[Any, Any]]] = {}
 
     def flush(self) -> None:
@@ -292,7 +292,9 @@ class EventHandlers:
     def delete_pod_from_cache(self, pod: Pod) -> None:
         self.cache.remove_pod(pod)
         self.stats.on_unbound(pod.key, self.clock.now())
-        self.queue.move_all_to_active_or_backoff_queue(EVENT_ASSIGNED_POD_DELETE, old=pod)
+        # Deferred like node events: a wave of preemptions deletes victims by the
+        # hundred, and each delete would otherwise scan the unschedulable pool.
+        self._pending_moves.setdefault(EVENT_ASSIGNED_POD_DELETE, []).append((pod, None))
 
     def _affinity_match(
         self, info: QueuedPodInfo, assigned: Pod, ns: Callable[[str], Mapping[str, str]]

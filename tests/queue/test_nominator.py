@@ -79,3 +79,27 @@ def test_queue_update_carries_the_nomination(queue: SchedulingQueue) -> None:
     queue.update(pod, named, pod_updated=False)
     queue.update(named, pod, pod_updated=False)
     assert queue.nominator.nominated_node_for_pod("default/a") is None
+
+
+def test_live_items_are_the_views_items_with_each_pod_looked_up_once(
+    redis_client: redis.Redis,
+) -> None:
+    known = {"ns/a": "A", "ns/b": "B", "ns/d": "D"}
+    looked_up: list[str] = []
+
+    def lookup(key: str) -> object:
+        looked_up.append(key)
+        return known.get(key)
+
+    nominator = Nominator(redis_client, pod_lookup=lookup)  # type: ignore[arg-type]
+    nominator.add_nominated_pod("ns/a", "node-1", 1)
+    nominator.add_nominated_pod("ns/gone", "node-1", 1)  # not known: left out
+    nominator.add_nominated_pod("ns/b", "node-1", 1)
+    nominator.add_nominated_pod("ns/c", "node-2", 1)  # a node with no known pod: left out
+    nominator.add_nominated_pod("ns/d", "node-3", 1)
+    view = nominator.nominated_pods()
+    looked_up.clear()
+    live = view.live_items()
+    assert sorted(looked_up) == ["ns/a", "ns/b", "ns/c", "ns/d", "ns/gone"]
+    assert live == [(node, list(pods)) for node, pods in view.items()]
+    assert live == [("node-1", ["A", "B"]), ("node-3", ["D"])]

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+import redis
 
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
@@ -194,6 +195,31 @@ def test_assigned_pod_update_and_delete_go_to_the_cache(h: Harness) -> None:
     assert h.cache.get_pod("default/running") is None
     assert h.requested_cpu("n1") == 0
     assert h.queue.location("default/waiting") is Location.BACKOFF
+
+
+def test_assigned_pods_deleted_in_one_batch_are_one_scan_of_the_pool(
+    h: Harness, redis_client: redis.Redis
+) -> None:
+    running = [with_uid(pod(f"r{i}", cpu="500m").node("n1"), f"r{i}") for i in range(4)]
+    for p in running:
+        on_pod(h, None, p)
+    h.apply(pod("waiting", cpu="1"))
+    h.cycle()
+    assert h.queue.location("default/waiting") is Location.UNSCHEDULABLE
+    before = _pool_scans(redis_client)
+    for p in running[:3]:  # one informer batch: deletes wait for its end
+        h.coord.handlers.on_pod(p, None)
+        assert h.cache.get_pod(p.key) is None, "the cache forgets at once"
+    assert h.queue.location("default/waiting") is Location.UNSCHEDULABLE
+    h.coord.handlers.flush()
+    assert h.queue.location("default/waiting") is Location.BACKOFF
+    assert _pool_scans(redis_client) == before + 1
+    assert h.requested_cpu("n1") == 500
+
+
+def _pool_scans(client: redis.Redis) -> int:
+    stats = client.info("commandstats").get("cmdstat_zrangebyscore") or {}
+    return int(stats.get("calls", 0))
 
 
 def test_deleting_a_pod_waiting_on_permit_rejects_it(h: Harness) -> None:

@@ -17,7 +17,7 @@ from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_message, node_codes
 from cluster_sched.framework.status import Status
-from cluster_sched.scheduler import algorithm
+from cluster_sched.scheduler import nominated_filter
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.explain import build_framework
 from cluster_sched.scheduler.nodesource import LocalSource
@@ -76,7 +76,7 @@ def _statuses(seed: int) -> list[Status]:
 @pytest.mark.parametrize("seed", range(30))
 def test_first_pass_in_bulk_equals_node_by_node(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     bulk = _statuses(seed)
-    monkeypatch.setattr(algorithm, "nodes_independent", lambda fwk, state: False)
+    monkeypatch.setattr(nominated_filter, "nodes_independent", lambda fwk, state: False)
     assert _statuses(seed) == bulk
 
 

@@ -1,0 +1,130 @@
+"""Filter with nominated pods (upstream RunFilterPluginsWithNominatedPods), many nodes at once.
+
+A node holding nominated pods of priority >= the pod's is filtered twice: first as if
+those pods ran there (a failure is the node's answer), then as it is. After a wave of
+preemptions most nodes hold a nomination, so which nodes those are, and which of their
+pods count, is worked out once per search (``NominatedRows``), not once per window or
+node: the nominations and the pods they name do not change during one search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.errors import SchedulerError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.diagnosis import FilterVerdicts
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.status import Status
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.crossnode import nodes_independent
+from cluster_sched.queue.nominator import NominatedPodsView
+
+#: node name -> pods nominated to it, only for nodes that have any (the nominator's view
+#: for this cycle). A mapping, so Filter touches only those few nodes individually.
+NominatedPods = Mapping[str, Sequence[Pod]]
+
+#: looked up node by node (not by a walk over every nomination) below this many rows
+_FEW_ROWS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class NominatedRows:
+    """The rows ``pod`` is filtered twice on, sorted, and per row the nominated pods
+    that count there (priority >= the pod's, not the pod itself), in nomination order."""
+
+    rows: np.ndarray
+    pods: dict[int, list[Pod]]
+
+
+def nominated_rows(
+    nominated: NominatedPods, table: NodeTable, pod: Pod, among: np.ndarray | None = None
+) -> NominatedRows:
+    """``NominatedRows`` of ``pod`` over the whole table, or only ``among`` those rows."""
+    index = table.index
+    prio, uid = pod.priority, pod.uid
+    items: Iterable[tuple[str, Sequence[Pod]]]
+    if among is not None and len(among) < _FEW_ROWS:
+        items = _items_at(nominated, table, among)
+    elif isinstance(nominated, NominatedPodsView):
+        items = nominated.live_items()
+    else:
+        items = nominated.items()
+    pods: dict[int, list[Pod]] = {}
+    for name, noms in items:
+        row = index.get(name)
+        if row is None:
+            continue
+        ge = [p for p in noms if p.priority >= prio and p.uid != uid]
+        if ge:
+            pods[row] = ge
+    rows = np.fromiter(sorted(pods), dtype=np.int64, count=len(pods))
+    return NominatedRows(rows, pods)
+
+
+def _items_at(
+    nominated: NominatedPods, table: NodeTable, rows: np.ndarray
+) -> Iterable[tuple[str, Sequence[Pod]]]:
+    for row in rows.tolist():
+        name = table.names[row]
+        if name is None:
+            continue
+        try:  # one __getitem__: ``in`` then ``[]`` would walk a view's entry twice
+            yield name, nominated[name]
+        except KeyError:
+            continue
+
+
+def filter_with_nominated(
+    fwk: Any,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    rows: np.ndarray,
+    noms: NominatedRows,
+    verdicts: FilterVerdicts,
+) -> FilterVerdicts:
+    """``verdicts`` (Filter of ``rows`` as they are: the second pass) with each row of
+    ``noms`` answering its first pass, with its nominated pods added, where that fails."""
+    hits = np.flatnonzero(np.isin(rows, noms.rows)) if len(noms.rows) else noms.rows
+    if not len(hits):
+        return verdicts
+    ges = [noms.pods[int(rows[i])] for i in hits.tolist()]
+    if not nodes_independent(fwk, state):
+        special = {
+            i: _one_node(fwk, state, pod, table, int(rows[i]), ge)
+            for i, ge in zip(hits.tolist(), ges, strict=True)
+        }
+        return verdicts.with_overrides(special)
+    # Pass 1 for all those nodes at once on one copy of their rows (the pods added
+    # touch no cycle state); pass 2 is ``verdicts``.
+    sub = table.subset(rows[hits])
+    sub.add_pods([j for j, ge in enumerate(ges) for _ in ge], [p for ge in ges for p in ge], 1)
+    first = fwk.run_filter(state, pod, NodeSlice(sub, np.arange(len(hits), dtype=np.int64)))
+    return verdicts.overlay(hits, FilterVerdicts.of(first, fwk.filter_names))
+
+
+def _one_node(
+    fwk: Any, state: CycleState, pod: Pod, table: NodeTable, row: int, ge: list[Pod]
+) -> Status:
+    """Pass 1 with the nominated pods added (state and node), pass 2 without them."""
+    sub = table.subset(np.asarray([row], dtype=np.int64))
+    state1 = state.clone()
+    node_name = table.names[row]
+    assert node_name is not None
+    for p in ge:
+        sub.add_pod(0, p)
+        s = fwk.run_pre_filter_add_pod(state1, pod, p, node_name)
+        if not s.is_success:
+            # upstream addGENominatedPods: an AddPod failure fails the whole attempt
+            raise SchedulerError(s.message())
+    first = fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64)))
+    if not fwk.filter_status(first, 0).is_success:
+        return fwk.filter_status(first, 0)  # type: ignore[no-any-return]
+    rows = np.asarray([row], dtype=np.int64)
+    return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, rows)), 0)  # type: ignore[no-any-return]
