@@ -7,9 +7,10 @@ sees them: ``node_of`` maps pod -> node, one ZSET per node lists its pods in ins
 order (upstream returns them in the order they were nominated), and ``priority`` keeps
 each pod's priority so callers can filter without loading pods.
 
-Every change is one ``nominate.lua`` call guarded by the node the caller read as current;
-a concurrent change makes the call retry, so two processes never leave a pod listed
-under two nodes.
+Every change is one ``nominate.lua`` call guarded by the node the caller believes is
+current (first this process's view, which is right unless another process changed it;
+then what it reads from Redis); a concurrent change makes the call refuse and retry, so
+two processes never leave a pod listed under two nodes.
 
 The Nominator is also the one in-memory view Filter reads (node -> nominated pods): every
 change this process makes goes through ``_set``, which updates Redis and then the view,
@@ -120,6 +121,15 @@ class Nominator:
         return (as_text(node) if node else "", int(priority) if priority else 0)
 
     def _set(self, pod_key: str, node_name: str, priority: int | None) -> None:
+        if priority is not None:
+            # First try this process's view as the current node: one round trip when
+            # no other process changed it (the script checks, and refuses otherwise).
+            guess = self._node_of.get(pod_key, "")
+            if self._scripts.nominate(
+                self._keys, pod_key, current_node=guess, node=node_name, priority=priority
+            ):
+                self._remember(pod_key, node_name)
+                return
         for _ in range(_MAX_RETRIES):
             current, current_priority = self._current(pod_key)
             applied = self._scripts.nominate(
@@ -146,7 +156,7 @@ class Nominator:
     @translate_redis_errors("delete a nominated pod")
     def delete_nominated_pod_if_exists(self, pod_key: str) -> None:
         """Forget ``pod_key``'s nomination; a no-op if it has none."""
-        if self._client.hexists(self._keys.node_of, pod_key):
+        if pod_key in self._node_of or self._client.hexists(self._keys.node_of, pod_key):
             self._set(pod_key, "", 0)
         else:
             self._remember(pod_key, "")
@@ -169,6 +179,9 @@ class Nominator:
         the pod, before the status write. Otherwise the new pod's value wins (set,
         changed or removed). ``priority`` None keeps the recorded one.
         """
+        if old_key == new_key and priority is not None and (node_name or old_node_name):
+            self._set(new_key, node_name, priority)  # nothing here depends on the current node
+            return
         current, current_priority = self._current(old_key)
         node = current if not node_name and not old_node_name else node_name
         if priority is None:

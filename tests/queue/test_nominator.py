@@ -103,3 +103,41 @@ def test_live_items_are_the_views_items_with_each_pod_looked_up_once(
     assert sorted(looked_up) == ["ns/a", "ns/b", "ns/c", "ns/d", "ns/gone"]
     assert live == [(node, list(pods)) for node, pods in view.items()]
     assert live == [("node-1", ["A", "B"]), ("node-3", ["D"])]
+
+
+def _calls(client: redis.Redis, command: str) -> int:
+    stats = client.info("commandstats").get(f"cmdstat_{command}") or {}
+    return int(stats.get("calls", 0))
+
+
+def test_a_nomination_this_process_knows_is_one_round_trip(redis_client: redis.Redis) -> None:
+    nominator = Nominator(redis_client)
+    nominator.add_nominated_pod("ns/p", "node-1", 5)
+    reads, runs = _calls(redis_client, "hget"), _calls(redis_client, "evalsha")
+    nominator.add_nominated_pod("ns/p", "node-2", 5)  # moved
+    nominator.update_nominated_pod("ns/p", "ns/p", "node-3", old_node_name="node-2", priority=5)
+    nominator.delete_nominated_pod_if_exists("ns/p")
+    # Each change is one script run, whose own HGET is the only read of the node.
+    assert _calls(redis_client, "evalsha") - runs == 3
+    assert _calls(redis_client, "hget") - reads == 3
+    assert nominator.nominated_node_for_pod("ns/p") is None
+    assert nominator.nominated_pods_for_node("node-3") == []
+
+
+def test_a_nomination_changed_by_another_process_is_reread_not_overwritten_blindly(
+    redis_client: redis.Redis,
+) -> None:
+    a, b = Nominator(redis_client), Nominator(redis_client)
+    a.add_nominated_pod("ns/p", "node-1", 5)
+    b.add_nominated_pod("ns/p", "node-2", 5)  # a's view still says node-1
+    a.add_nominated_pod("ns/p", "node-3", 7)
+    assert a.nominated_node_for_pod("ns/p") == "node-3"
+    assert [a.nominated_pods_for_node(n) for n in ("node-1", "node-2", "node-3")] == [
+        [],
+        [],
+        ["ns/p"],
+    ]
+    assert a.nominated_pods_with_priority("node-3") == [("ns/p", 7)]
+    b.update_nominated_pod("ns/p", "ns/p", "", old_node_name="node-3", priority=7)  # stale view
+    assert a.nominated_node_for_pod("ns/p") is None
+    assert a.nominated_pods_for_node("node-3") == []
