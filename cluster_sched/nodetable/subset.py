@@ -33,7 +33,7 @@ def subset_of(self: Any, rows: np.ndarray, row_columns: tuple[str, ...]) -> Any:
     t.nodes = [self.nodes[r] for r in rows.tolist()]
     t.index = {n: i for i, n in enumerate(t.names) if n is not None}
     t._free_rows = []
-    t.row_pods = [dict(self.row_pods[r]) for r in rows.tolist()]
+    t.row_pods = [d.copy() for d in map(self.row_pods.__getitem__, rows.tolist())]
     remap = {int(r): i for i, r in enumerate(rows.tolist())}
     t._image_rows = {
         img: {remap[r]: size for r, size in present.items() if r in remap}

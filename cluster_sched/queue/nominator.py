@@ -241,13 +241,27 @@ class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
-    def live_items(self) -> list[tuple[str, list[Pod]]]:
+    def live_items(
+        self, at_least: int | None = None, except_uid: str | None = None
+    ) -> list[tuple[str, list[Pod]]]:
         """``(node, pods)`` for every node listed, each pod looked up once (``items()``
-        looks each node's pods up twice: once to list the node, once to read it)."""
+        looks each node's pods up twice: once to list the node, once to read it). With
+        ``at_least``: only pods of that priority or more, other than ``except_uid``, and
+        only nodes left with some (the pods Filter adds before checking a node)."""
         lookup = self._lookup
         out = []
+        if at_least is None:
+            for node, keys in list(self._by_node.items()):
+                pods = [p for p in map(lookup, keys) if p is not None]
+                if pods:
+                    out.append((node, pods))
+            return out
         for node, keys in list(self._by_node.items()):
-            pods = [p for p in map(lookup, keys) if p is not None]
+            pods = [
+                p
+                for p in map(lookup, keys)
+                if p is not None and p.priority >= at_least and p.uid != except_uid
+            ]
             if pods:
                 out.append((node, pods))
         return out

@@ -48,21 +48,25 @@ def nominated_rows(
     """``NominatedRows`` of ``pod`` over the whole table, or only ``among`` those rows."""
     index = table.index
     prio, uid = pod.priority, pod.uid
-    items: Iterable[tuple[str, Sequence[Pod]]]
-    if among is not None and len(among) < _FEW_ROWS:
-        items = _items_at(nominated, table, among)
-    elif isinstance(nominated, NominatedPodsView):
-        items = nominated.live_items()
-    else:
-        items = nominated.items()
     pods: dict[int, list[Pod]] = {}
-    for name, noms in items:
-        row = index.get(name)
-        if row is None:
-            continue
-        ge = [p for p in noms if p.priority >= prio and p.uid != uid]
-        if ge:
-            pods[row] = ge
+    if (among is None or len(among) >= _FEW_ROWS) and isinstance(nominated, NominatedPodsView):
+        for name, ge in nominated.live_items(prio, uid):  # filtered as it is read
+            row = index.get(name)
+            if row is not None:
+                pods[row] = ge
+    else:
+        items: Iterable[tuple[str, Sequence[Pod]]] = (
+            _items_at(nominated, table, among)
+            if among is not None and len(among) < _FEW_ROWS
+            else nominated.items()
+        )
+        for name, noms in items:
+            row = index.get(name)
+            if row is None:
+                continue
+            ge = [p for p in noms if p.priority >= prio and p.uid != uid]
+            if ge:
+                pods[row] = ge
     rows = np.fromiter(sorted(pods), dtype=np.int64, count=len(pods))
     return NominatedRows(rows, pods)
 

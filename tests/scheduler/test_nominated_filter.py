@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+import redis
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
+from cluster_sched.queue import Nominator
 from cluster_sched.scheduler.nominated_filter import nominated_rows
 from cluster_sched.testing.builders import make_namespace, make_node, make_pod
 
@@ -60,3 +62,30 @@ def test_nominated_rows_are_the_pods_that_count_node_by_node(
     assert {r: ge for r, ge in few.pods.items() if r in set(among)} == wanted
     assert all(expect[r] == ge for r, ge in few.pods.items())
     assert few.rows.tolist() == sorted(few.pods)
+
+
+_prefixes = iter(range(1_000_000))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(nominations, st.integers(0, 30))
+def test_the_nominators_view_gives_the_rows_a_plain_mapping_gives(
+    redis_client: redis.Redis, noms: dict[str, list[tuple[int, bool]]], priority: int
+) -> None:
+    pod = make_pod("p").uid("uid-p").priority(priority).obj()
+    pods: dict[str, Pod] = {pod.key: pod}
+    nominator = Nominator(redis_client, prefix=f"{{nf{next(_prefixes)}}}", pod_lookup=pods.get)
+    for node, entries in noms.items():
+        for j, (p, itself) in enumerate(entries):
+            other = make_pod(f"{node}-{j}").uid(f"u-{node}-{j}").priority(p).obj()
+            nominee = pod if itself else other
+            if j % 3 != 2:  # every third one unknown to the process: left out
+                pods[nominee.key] = nominee
+            nominator.add_nominated_pod(nominee.key, node, nominee.priority)
+    view = nominator.nominated_pods()
+    got = nominated_rows(view, TABLE, pod)  # type: ignore[arg-type]
+    plain = nominated_rows(dict(view.items()), TABLE, pod)  # type: ignore[arg-type]
+    assert got.pods == plain.pods
+    assert got.rows.tolist() == plain.rows.tolist()
