@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from cluster_sched.clock import FakeClock
 from cluster_sched.store import BindOutcome, Store
 from cluster_sched.store.accounting import requested_by_node
 from cluster_sched.testing import make_node, make_pod
@@ -124,3 +128,40 @@ def test_fit_skips_mirror_the_profiles_ignored_resources(store: Store) -> None:
         check_fit=True,
     )
     assert ignored.outcome is BindOutcome.BOUND and unchecked.outcome is BindOutcome.BOUND
+
+
+_prefixes = iter(range(1_000_000))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 2), st.integers(1, 3)), max_size=14),
+)
+def test_one_call_binds_as_the_same_bindings_one_call_each(
+    redis_client: redis.Redis, clock: FakeClock, cpus: list[int], plan: list[tuple[int, int, int]]
+) -> None:
+    """Several bindings to one node in one call (the node's sums read once and written
+    once, the revision counter advanced once): the same outcomes, revisions, Events and
+    sums as one call per binding. Pods named twice are refused as already bound; pods
+    beyond the applied ones do not exist."""
+    stores = []
+    for _ in range(2):
+        store = Store(redis_client, f"{{bf{next(_prefixes)}}}", clock=clock)
+        nodes = [make_node(f"n{i}").capacity(cpu=str(c), pods=3) for i, c in enumerate(cpus)]
+        pods = [make_pod(f"p{j}").req(cpu=f"{(j % 3 + 1) * 500}m") for j in range(6)]
+        _apply(store, *nodes, *pods)
+        stores.append(store)
+    bindings = [(f"default/p{j}", f"n{n % len(cpus)}", None) for j, n, _ in plan]
+    together = stores[0].bind_many(bindings, scheduled_events=True, check_fit=True)
+    apart = [stores[1].bind_many([b], scheduled_events=True, check_fit=True)[0] for b in bindings]
+    assert [(r.outcome, r.rv) for r in together] == [(r.outcome, r.rv) for r in apart]
+    for kind in ("Scheduled", "OverCommit"):
+        assert [(e["key"], e["message"]) for e in stores[0].events(reason=kind)] == [
+            (e["key"], e["message"]) for e in stores[1].events(reason=kind)
+        ]
+    sums = [requested_by_node(redis_client, s.keys) for s in stores]
+    assert sums[0] == sums[1]
+    assert stores[0].list("Pod") == stores[1].list("Pod")
