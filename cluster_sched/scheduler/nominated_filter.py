@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FilterVerdicts
 from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
@@ -39,7 +39,7 @@ class NominatedRows:
     that count there (priority >= the pod's, not the pod itself), in nomination order."""
 
     rows: np.ndarray
-    pods: dict[int, list[Pod]]
+    pods: dict[int, Sequence[Pod]]
 
 
 def nominated_rows(
@@ -48,25 +48,22 @@ def nominated_rows(
     """``NominatedRows`` of ``pod`` over the whole table, or only ``among`` those rows."""
     index = table.index
     prio, uid = pod.priority, pod.uid
-    pods: dict[int, list[Pod]] = {}
-    if (among is None or len(among) >= _FEW_ROWS) and isinstance(nominated, NominatedPodsView):
-        for name, ge in nominated.live_items(prio, uid):  # filtered as it is read
-            row = index.get(name)
-            if row is not None:
-                pods[row] = ge
+    items: Iterable[tuple[str, Sequence[Pod]]]
+    filtered = False
+    if among is not None and len(among) < _FEW_ROWS:
+        items = _items_at(nominated, table, among)
+    elif isinstance(nominated, NominatedPodsView):
+        items, filtered = nominated.live_items(prio, uid), True  # filtered as it is read
     else:
-        items: Iterable[tuple[str, Sequence[Pod]]] = (
-            _items_at(nominated, table, among)
-            if among is not None and len(among) < _FEW_ROWS
-            else nominated.items()
-        )
-        for name, noms in items:
-            row = index.get(name)
-            if row is None:
-                continue
-            ge = [p for p in noms if p.priority >= prio and p.uid != uid]
-            if ge:
-                pods[row] = ge
+        items = nominated.items()
+    pods: dict[int, Sequence[Pod]] = {}
+    for name, noms in items:
+        row = index.get(name)
+        if row is None:
+            continue
+        ge = noms if filtered else [p for p in noms if p.priority >= prio and p.uid != uid]
+        if ge:
+            pods[row] = ge
     rows = np.fromiter(sorted(pods), dtype=np.int64, count=len(pods))
     return NominatedRows(rows, pods)
 
@@ -85,7 +82,7 @@ def _items_at(
 
 
 def filter_with_nominated(
-    fwk: Any,
+    fwk: Framework,
     state: CycleState,
     pod: Pod,
     table: NodeTable,
@@ -114,7 +111,7 @@ def filter_with_nominated(
 
 
 def _one_node(
-    fwk: Any, state: CycleState, pod: Pod, table: NodeTable, row: int, ge: list[Pod]
+    fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int, ge: Sequence[Pod]
 ) -> Status:
     """Pass 1 with the nominated pods added (state and node), pass 2 without them."""
     sub = table.subset(np.asarray([row], dtype=np.int64))
@@ -129,6 +126,6 @@ def _one_node(
             raise SchedulerError(s.message())
     first = fwk.run_filter(state1, pod, NodeSlice(sub, np.zeros(1, dtype=np.int64)))
     if not fwk.filter_status(first, 0).is_success:
-        return fwk.filter_status(first, 0)  # type: ignore[no-any-return]
+        return fwk.filter_status(first, 0)
     rows = np.asarray([row], dtype=np.int64)
-    return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, rows)), 0)  # type: ignore[no-any-return]
+    return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, rows)), 0)
