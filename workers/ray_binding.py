@@ -69,7 +69,7 @@ from cluster_sched.scheduler.binding_cycle import (
     wait_on_permit,
 )
 from cluster_sched.scheduler.profile import new_frameworks
-from cluster_sched.store.fence import Fence
+from cluster_sched.store.fence import Fence, is_fenced_message
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
@@ -77,6 +77,7 @@ from workers.ray_runtime import config_document, ensure_ray, worker_tracing
 __all__ = [
     "DEFAULT_BATCH",
     "DEFAULT_MAX_IN_FLIGHT",
+    "MISSING_FENCE",
     "RayBindingExecutor",
     "bind_task",
     "ray_binding_executor",
@@ -164,12 +165,32 @@ def _decode_pod(obj: Any, node: str) -> Pod:
     return pod
 
 
+#: The outcome of every job of a task that carries no fencing token (a payload from a
+#: coordinator that forgot it, or from another program): refused, nothing written.
+MISSING_FENCE: Final = "binding task carries no fencing token: refused, nothing written"
+
+
+def _task_fence(wire: Any) -> Fence | None:
+    """The task's ``[lease key, token]`` as a Fence; None when absent or malformed. Token
+    0 is the coordinator saying "leader election is off", never a default."""
+    if not isinstance(wire, (list, tuple)) or len(wire) != 2:
+        return None
+    key, token = wire
+    if not isinstance(key, str) or not isinstance(token, int) or isinstance(token, bool):
+        return None
+    return Fence(key, token)
+
+
 def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) -> bytes:
     """The body of one binding task (plain function; ``_remote_bind_task`` wraps it)."""
     req = decode_value(payload)
+    fence = _task_fence(req.get("fence"))
+    if fence is None:
+        # No token, no write: an unfenced write from a deposed leader's task would land.
+        refused = [int(Code.ERROR), [MISSING_FENCE], ""]
+        return encode_value([refused for _ in req.get("jobs") or ()])
     tracing = worker_tracing(trace_endpoint)
-    fence_key, token = req.get("fence") or ("", 0)
-    store = _worker_store(redis_url, prefix, Fence(str(fence_key), int(token)))
+    store = _worker_store(redis_url, prefix, fence)
     frameworks = _worker_frameworks(req["config"], store, redis_url, prefix, tracing)
     jobs: list[_WorkerJob | None] = []
     decode_errors: dict[int, Status] = {}
@@ -413,7 +434,7 @@ class RayBindingExecutor:
 
         try:
             reply = decode_value(ray.get(ref))
-            return [
+            out = [
                 BindingOutcome(
                     job,
                     SUCCESS if code == Code.SUCCESS else Status(Code(code), tuple(reasons), plugin),
@@ -423,6 +444,11 @@ class RayBindingExecutor:
         except Exception as exc:  # the task failed as a whole (worker died, bad reply)
             self.failed_tasks += 1
             return self._recover(jobs, exc)
+        # The task's refusals were counted in the worker; count them where they matter.
+        fenced = sum(1 for o in out if is_fenced_message(o.status.message()))
+        if fenced:
+            self._store.fence.note_refused("ray.bind", fenced)
+        return out
 
     def _recover(self, jobs: list[BindingJob], exc: BaseException) -> list[BindingOutcome]:
         """Outcomes for the jobs of a failed task, from what the store says now."""

@@ -112,7 +112,9 @@ class QueueScripts:
         return str(self._scripts[name].sha)
 
     def _run(self, name: str, keys: Sequence[str], args: Sequence[str | bytes]) -> Any:
-        return self._scripts[name](keys=self.fence.keys(keys), args=self.fence.args(args))
+        fence = self.fence  # read once: the elector may swap it (share_fence)
+        script, keys_, args_ = self._scripts[name], fence.keys(keys), fence.args(args)
+        return fence.call(f"queue.{name}", lambda: script(keys=keys_, args=args_))
 
     def add(self, keys: QueueKeys, placements: Sequence[Placement]) -> list[str]:
         """Per placement, where the pod went, or "" if it was skipped."""

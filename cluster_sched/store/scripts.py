@@ -46,7 +46,7 @@ class Scripts:
     @classmethod
     def register(cls, client: redis.Redis, fence: Fence) -> Scripts:
         def one(name: str) -> FencedScript:
-            return FencedScript(client.register_script(script_source(name)), fence)
+            return FencedScript(client.register_script(script_source(name)), fence, f"store.{name}")
 
         return cls(
             apply=one("apply"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import redis
@@ -14,9 +15,11 @@ from cluster_sched.errors import StoreError
 from cluster_sched.queue import SchedulingQueue
 from cluster_sched.scheduler.leader import LOST_TOKEN, LeaderElector, share_fence
 from cluster_sched.store import Store
-from cluster_sched.store.fence import is_fenced_error
+from cluster_sched.store.fence import is_fenced_error, is_fenced_message
 from cluster_sched.testing import make_node, make_pod
+from cluster_sched.testing.fencing import depose, lead
 from tests.queue.queue_helpers import PLUGIN_EVENTS, T0, info
+from tests.scheduler.coordinator_harness import PERMIT, PROFILE, Harness, config, node, pod
 
 #: Short enough that a test waits out a lease in well under a second.
 FAST = LeaderElectionConfiguration(lease_duration=0.4, renew_deadline=0.3, retry_period=0.05)
@@ -126,3 +129,36 @@ def test_losing_the_lease_stops_leading_and_fences_locally(
     with pytest.raises(StoreError) as err:
         store.record_event("Pod", "default/p", "Scheduled", "x")
     assert is_fenced_error(err.value)
+
+
+def test_a_paused_leaders_binding_comes_back_fenced_and_it_steps_down(
+    make_harness: Any, redis_client: redis.Redis
+) -> None:
+    """A real coordinator leads, assumes a pod and hands its binding over (held in
+    Permit: in flight); the process then 'pauses' past its lease and a standby takes
+    over. When it wakes, the binding it still had in flight comes back FENCED (counted),
+    nothing is bound or recorded, and requeueing the pod is refused too: the coordinator
+    can only stop (``serve`` exits 1). The standby then binds the pod."""
+    h: Harness = make_harness(config(PERMIT))
+    old = lead(redis_client, h.store)
+    h.apply(node("n1"), pod("p").label("permit", "wait"))
+    h.start()
+    h.cycle()
+    waiting = h.coord.frameworks[PROFILE].handle.waiting_pods.get("default/p")
+    assert waiting is not None and h.coord.binder.pending() == 1
+    takeover = depose(old, redis_client)
+    try:
+        waiting.allow(PERMIT)  # the paused leader wakes up; its binding cycle goes on
+        assert h.coord.binder.wait_idle(h.patience)
+        (outcome,) = h.coord.binder.poll()
+        assert is_fenced_message(outcome.status.message()), outcome.status
+        assert dict(h.store.fence.refused) == {"store.bind": 1}
+        assert h.node_of("default/p") is None
+        assert h.store.events(key="default/p") == []
+        with pytest.raises(StoreError) as err:
+            h.coord.cycle.finish_binding(outcome)  # Unreserve, forget, requeue: refused
+        assert is_fenced_error(err.value)
+        assert h.store.fence.refused_total() == 2
+        assert takeover.new_store.bind("default/p", "n1", scheduled_event=True).ok
+    finally:
+        takeover.close()

@@ -18,18 +18,21 @@ from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.state_codec import decode_value, encode_state, encode_value
 from cluster_sched.framework.status import Code
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
 from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.profile import new_framework
+from cluster_sched.store.fence import is_fenced_message
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import BINDING_CYCLE
 from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.testing.builders import make_node, make_pod
+from cluster_sched.testing.fencing import depose, lead
 from cluster_sched.testing.otlp_receiver import OtlpReceiver
-from workers.ray_binding import RayBindingExecutor, ray_binding_executor
+from workers.ray_binding import MISSING_FENCE, RayBindingExecutor, bind_task, ray_binding_executor
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -224,3 +227,58 @@ def test_binding_spans_are_linked_to_their_scheduling_cycle(
     assert all(
         s.trace_id == binding.trace_id for s in children if s.parent_span_id == binding.span_id
     )
+
+
+def test_binding_tasks_in_flight_when_the_leader_is_deposed_are_fenced_and_counted(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    """The leader sends a task with its token; before a worker runs it, the leader
+    'pauses' and a standby takes the lease: the task's bind_many is refused whole, each
+    job's outcome says FENCED, the coordinator counts them, and no pod is bound."""
+    store = Store(redis_client)
+    pods = cluster(store, 3)
+    old = lead(redis_client, store)
+    ex = RayBindingExecutor(store, frameworks(store), redis_url=redis_url, batch=8, max_in_flight=1)
+    takeover = None
+    try:
+        with every_cpu_held(redis_url):  # the task waits for a CPU: in flight, not run
+            for i, pod in enumerate(pods):
+                ex.submit(job(pod, f"n{i}"))
+            ex.wait_idle(0)  # sends what is buffered (nothing can run while CPUs are held)
+            assert ex._in_flight and not ex._buffer, "every job sent, none run"
+            takeover = depose(old, redis_client)
+        outcomes = drain(ex, len(pods))
+    finally:
+        ex.close()
+        if takeover is not None:
+            takeover.close()
+    assert ex.failed_tasks == 0
+    assert all(o.status.code == Code.ERROR for o in outcomes)
+    assert all(is_fenced_message(o.status.message()) for o in outcomes), outcomes
+    assert dict(store.fence.refused) == {"ray.bind": len(pods)}
+    assert [bound_node(store, p.key) for p in pods] == [None] * len(pods)
+    assert store.events(reason="Scheduled") == []
+
+
+@pytest.mark.parametrize(
+    "fence",
+    [None, [], ["{cs}:lease:kube-system/kube-scheduler"], ["k", "7"], ["k", True]],
+    ids=["absent", "empty", "no token", "token not an int", "token a bool"],
+)
+def test_a_task_without_a_fencing_token_writes_nothing(
+    fence: Any, redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A payload without [lease key, token] is refused whole: it used to bind unfenced."""
+    store = Store(redis_client)
+    pods = cluster(store, 2)
+    wire = [
+        [p.raw, f"n{i}", "default-scheduler", encode_state(CycleState()), 1, {}]
+        for i, p in enumerate(pods)
+    ]
+    request: dict[str, Any] = {"config": b"", "jobs": wire}
+    if fence is not None:
+        request["fence"] = fence
+    reply = bind_task(encode_value(request), redis_url, store.keys.prefix, "")
+    assert decode_value(reply) == [[int(Code.ERROR), [MISSING_FENCE], ""]] * len(pods)
+    assert [bound_node(store, p.key) for p in pods] == [None, None]
+    assert store.events() == []
