@@ -12,7 +12,7 @@ every change of holder). The elector follows upstream's LeaderElector:
   which for kube-scheduler is fatal (the process exits and its supervisor restarts it
   as a candidate). ``serve`` exits with status 1.
 - ``close`` releases the lease (ReleaseOnCancel), so a clean restart does not wait out
-  the lease.
+  the lease, and logs the writes Redis refused as FENCED (``Fence.refused``).
 
 Elections alone cannot stop a paused or partitioned ex-leader from writing after its
 lease expired (its renew thread was paused too). Fencing does: every write of the
@@ -205,6 +205,13 @@ class LeaderElector:
             except redis.RedisError as exc:
                 log.warning("releasing lease %s failed: %s", self.lease_key, exc)
         self.fence.token = LOST_TOKEN
+        refused = dict(self.fence.refused)
+        if refused:  # the writes a paused or partitioned term still attempted
+            log.warning(
+                "fenced writes refused: %s (lease %s)",
+                ", ".join(f"{op}={n}" for op, n in sorted(refused.items())),
+                self.lease_key,
+            )
 
 
 def standby(

@@ -36,13 +36,18 @@ PATIENCE = 120.0
 LEASE_KEY = StoreKeys(DEFAULT_PREFIX).lease("kube-system/kube-scheduler")
 
 
-def write_config(tmp: Path) -> Path:
+def write_config(tmp: Path, plugins: tuple[str, ...] = ()) -> Path:
+    """The coordinators' configuration; ``plugins``: out-of-tree plugins (import paths)
+    enabled in the default profile."""
     path = tmp / "scheduler.yaml"
-    doc = {
+    doc: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": LEADER_ELECTION,
     }
+    if plugins:
+        enabled = [{"name": name} for name in plugins]
+        doc["profiles"] = [{"plugins": {"multiPoint": {"enabled": enabled}}}]
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     return path
 

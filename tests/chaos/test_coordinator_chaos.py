@@ -11,8 +11,8 @@ help" means: exactly the room was filled, by processes nobody restarted.
 
 from __future__ import annotations
 
+import re
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +22,6 @@ import redis
 from cluster_sched.store.check import check_store
 from cluster_sched.store.store import Store
 from tests.chaos.chaos_procs import (
-    LEASE,
     Procs,
     bound_count,
     lease,
@@ -31,6 +30,7 @@ from tests.chaos.chaos_procs import (
     wait_until,
     write_config,
 )
+from tests.testing_plugins.cs_chaos_plugins import hold_keys
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -38,6 +38,8 @@ NODES = 10
 #: 2 cpu per node, 200m per pod: room for ROOM pods, PODS are applied.
 ROOM = NODES * 10
 PODS = ROOM + 40
+#: Holds one binding cycle in PreBind until the test releases it.
+HOLD = "tests.testing_plugins.cs_chaos_plugins:HoldBinding"
 
 
 @pytest.fixture
@@ -102,25 +104,34 @@ def test_two_coordinators_started_together_one_leads(
 
 
 def test_paused_leader_is_fenced_and_steps_down(
-    redis_url: str, redis_client: redis.Redis, procs: Procs
+    redis_url: str, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
-    """SIGSTOP the leader for longer than its lease: the standby takes over; when the
-    old leader wakes up, its renewal finds another holder, every write it still had
-    queued is refused by the fencing token, and it exits 1 (upstream's fatal
-    OnStoppedLeading) without having bound anything after the takeover."""
-    store = Store(redis_client)
-    expected = apply_cluster(store, range(0, PODS // 2))
-    old = procs.serve("old")
-    wait_until("a leader", lambda: bool(lease(redis_client).get("holder")))
-    standby = procs.serve("standby")
-    wait_until("binding started", lambda: bound_count(redis_client) >= 20)
-    old.send_signal(signal.SIGSTOP)
-    wait_until("the standby took over", lambda: lease(redis_client).get("token") == "2")
-    expected += apply_pods(store, range(PODS // 2, PODS))
-    time.sleep(LEASE / 4)  # let the new leader pick some of them up while the old sleeps
-    old.send_signal(signal.SIGCONT)
-    assert old.wait(timeout=60) == 1
-    assert "leaderelection lost" in procs.stderr("old")
-    settle(redis_client, procs)
-    assert procs.stop(standby) == 0
-    assert_store_is_sound(store, expected)
+    """SIGSTOP the leader for longer than its lease while one of its binding cycles is
+    in flight (HoldBinding holds it in PreBind): the standby takes over and fills the
+    cluster; when the old leader wakes up, the binding it still had in flight is sent
+    and refused by the fencing token (it reports the refusal), its renewal finds
+    another holder, and it exits 1 (upstream's fatal OnStoppedLeading) without having
+    bound anything after the takeover."""
+    procs = Procs(redis_url, write_config(tmp_path, (HOLD,)), tmp_path)
+    try:
+        store = Store(redis_client)
+        _, held, release = hold_keys(store.keys.prefix)
+        expected = apply_cluster(store, range(0, PODS // 2))
+        old = procs.serve("old")
+        wait_until("a leader", lambda: bool(lease(redis_client).get("holder")))
+        standby = procs.serve("standby")
+        wait_until("a binding cycle held in flight", lambda: bool(redis_client.exists(held)))
+        old.send_signal(signal.SIGSTOP)
+        wait_until("the standby took over", lambda: lease(redis_client).get("token") == "2")
+        expected += apply_pods(store, range(PODS // 2, PODS))
+        settle(redis_client, procs)  # the standby bound every pod it could, held one too
+        redis_client.set(release, "1")  # the held cycle goes on as soon as the old wakes
+        old.send_signal(signal.SIGCONT)
+        assert old.wait(timeout=60) == 1
+        stderr = procs.stderr("old")
+        assert "leaderelection lost" in stderr
+        assert re.search(r"fenced writes refused: .*store\.bind=[1-9]", stderr), stderr
+        assert procs.stop(standby) == 0
+        assert_store_is_sound(store, expected)
+    finally:
+        procs.close()

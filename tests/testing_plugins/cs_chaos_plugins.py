@@ -1,4 +1,5 @@
-"""An out-of-tree plugin that kills the Ray worker running a binding cycle (chaos tests).
+"""Out-of-tree plugins for the chaos tests: one kills the Ray worker running a binding
+cycle, one holds a binding cycle in flight until the test lets it go.
 
 ``tests.testing_plugins.cs_chaos_plugins:KillBindingWorker`` in a profile: for a pod
 labelled ``KILL_AT_LABEL: PreBind`` (or ``PostBind``), the binding task's worker process
@@ -13,11 +14,21 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from typing import Any
 
 from cluster_sched.framework.cycle_state import CycleState
 
 KILL_AT_LABEL = "chaos.example.com/kill-at"
+#: The binding cycle HoldBinding holds: the HOLD_AT-th PreBind of the run, all processes.
+HOLD_AT = 20
+#: Longest hold (a liveness bound: the test releases it long before).
+HOLD_PATIENCE = 120.0
+
+
+def hold_keys(prefix: str) -> tuple[str, str, str]:
+    """HoldBinding's keys: the PreBind counter, "held" (the held pod's key), "release"."""
+    return f"{prefix}:chaos:prebinds", f"{prefix}:chaos:held", f"{prefix}:chaos:release"
 
 
 def _in_ray_worker() -> bool:
@@ -49,3 +60,25 @@ class KillBindingWorker:
 
     def post_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
         self._maybe_kill(pod, "PostBind")
+
+
+class HoldBinding:
+    """PreBind that holds the HOLD_AT-th binding cycle of the run (whichever process
+    runs it) until the test sets the release key: a binding still in flight when its
+    coordinator is paused. It records the held pod's key first, so the test knows when
+    the hold began; every other cycle passes at once."""
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        self.handle = handle
+
+    def pre_bind(self, state: CycleState, pod: Any, node_name: str) -> None:
+        store = getattr(self.handle.binder, "store", None)
+        if store is None:
+            return
+        counter, held, release = hold_keys(store.keys.prefix)
+        if int(store.client.incr(counter)) != HOLD_AT:
+            return
+        store.client.set(held, pod.key)
+        deadline = time.monotonic() + HOLD_PATIENCE
+        while time.monotonic() < deadline and not store.client.exists(release):
+            time.sleep(0.01)
