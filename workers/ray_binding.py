@@ -26,6 +26,11 @@ more: an idle cluster binds at once, a busy one sends at most one task per slot 
 BATCH_WAIT. ``poll`` never blocks (``ray.wait(timeout=0)``), and
 asks Ray at most every ``POLL_INTERVAL``.
 
+Every task carries the coordinator's fencing token (``[lease key, token]``, token 0 when
+leader election is off); the worker's writes carry it, so a task sent before its leader
+was deposed is refused whole (``FENCED``, counted by the coordinator as ``ray.bind``). A
+task without a token writes nothing: each job fails with ``MISSING_FENCE``.
+
 A task that fails as a whole (its worker was killed, Ray lost it) turns into outcomes per
 job from what the store holds (``statuses_from_store``): a pod already bound to the job's
 node (the binding landed before the crash) succeeds; every other job fails with an
