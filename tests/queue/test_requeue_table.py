@@ -119,17 +119,19 @@ ROWS = {
 }
 
 
-def _run(queue: SchedulingQueue, row: Row, batch: int) -> tuple[Location | None, list[int]]:
-    """The five cycles in the coordinator's order; the target's destination and cycles."""
+def _run(queue: SchedulingQueue, row: Row, batch: int) -> tuple[Location | None, list[int], int]:
+    """The five cycles in the coordinator's order; the target's destination, the cycles
+    and how many pops (round trips) handed the five pods out."""
     # One priority; queued 10 s ago, a second apart: the pop order is ORDER, and a
     # requeued target (timestamp refreshed to now) sorts behind f3 and f4 at any batch.
     start = queue.clock.now() - 10.0
     queue.add_many([info(name, ts=start + i) for i, name in enumerate(ORDER)])
     fire_during = WHEN.get(row.when or "")
     cycles: list[int] = []
-    handled = 0
+    handled = pops = 0
     while handled < len(ORDER):
         popped = queue.pop_many(batch, timeout=0)
+        pops += 1
         assert 0 < len(popped) <= batch
         for pod, cycle in popped:
             name = pod.pod_key.removeprefix("default/")
@@ -151,7 +153,7 @@ def _run(queue: SchedulingQueue, row: Row, batch: int) -> tuple[Location | None,
             handled += 1
         queue.cycle_in_progress = None
     queue.flush_done()
-    return queue.location("default/target"), cycles
+    return queue.location("default/target"), cycles, pops
 
 
 @pytest.mark.parametrize("batch", [1, 5])
@@ -165,7 +167,8 @@ def test_requeue_destination(
         pod_lookup=lambda key: key,
         pop_from_backoff_q=row.pop_from_backoff_q,
     )
-    where, cycles = _run(queue, row, batch)
+    where, cycles, pops = _run(queue, row, batch)
+    assert pops == len(ORDER) // batch, "batch 5: the five pods left activeQ together"
     assert cycles == sorted(cycles) and len(set(cycles)) == len(ORDER)
     assert where is row.expected
     assert queue.counts()[Location.IN_FLIGHT] == 0, "every cycle ended"
