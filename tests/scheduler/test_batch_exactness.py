@@ -45,7 +45,7 @@ def _pending_placed(placements: dict[str, str]) -> int:
 
 
 @settings(
-    max_examples=5,
+    max_examples=3,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
