@@ -55,11 +55,13 @@ def pressure_workload(
     low: int | None = None,
     high: int | None = None,
     fill: tuple[int, ...] = (60, 75, 90, 100),
+    ports: float = 0.2,
 ) -> PressureWorkload:
     """``n_nodes`` nodes, filled to one of ``fill`` percent of their cpu; ``low``
     low-priority pending pods (default n/6), ``high`` high-priority arrivals (default
-    n/10) and as many departures; see the module docstring. Rotation needs at least 100
-    nodes that fit a low pod: lower ``fill`` on small tables."""
+    n/10) and as many departures; ``ports``: the share of nodes where a bound pod holds
+    host port 8080. See the module docstring. Rotation needs at least 100 nodes that
+    fit a low pod: lower ``fill`` on small tables."""
     rng = random.Random(seed)
     low = n_nodes // 6 if low is None else low
     high = n_nodes // 10 if high is None else high
@@ -81,7 +83,7 @@ def pressure_workload(
             req = min(rng.choice([1000, 1500, 2000]), target - used)
             p = make_pod(f"{name}-old{j}").req(cpu=f"{req}m", memory="1Gi")
             p = p.priority(rng.choice([0, 5])).label("app", rng.choice(APPS))
-            if j == 0 and rng.random() < 0.2:
+            if j == 0 and rng.random() < ports:
                 p = p.host_port(PORT)
             bound.append(p.node(name).manifest())
             used += req
