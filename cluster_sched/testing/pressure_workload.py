@@ -56,12 +56,14 @@ def pressure_workload(
     high: int | None = None,
     fill: tuple[int, ...] = (60, 75, 90, 100),
     ports: float = 0.2,
+    taints: float = 0.1,
 ) -> PressureWorkload:
     """``n_nodes`` nodes, filled to one of ``fill`` percent of their cpu; ``low``
     low-priority pending pods (default n/6), ``high`` high-priority arrivals (default
     n/10) and as many departures; ``ports``: the share of nodes where a bound pod holds
-    host port 8080. See the module docstring. Rotation needs at least 100 nodes that
-    fit a low pod: lower ``fill`` on small tables."""
+    host port 8080; ``taints``: the share of tainted nodes. See the module docstring.
+    Rotation needs at least 100 nodes that fit a low pod: lower ``fill`` on small
+    tables."""
     rng = random.Random(seed)
     low = n_nodes // 6 if low is None else low
     high = n_nodes // 10 if high is None else high
@@ -72,7 +74,7 @@ def pressure_workload(
         cpu = rng.choice([4000, 8000])
         b = make_node(name).capacity(cpu=f"{cpu}m", memory="32Gi", pods=110)
         b = b.zone(f"z{i % 3}").label("disk", rng.choice(["ssd", "hdd"]))
-        if rng.random() < 0.1:
+        if rng.random() < taints:
             b = b.taint("dedicated", "infra")
         initial.append(b.manifest())
         # low-priority pods fill 60-100% of the node's cpu

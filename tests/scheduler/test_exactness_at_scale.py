@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from cluster_sched.scheduler.assembly import ExecutorOptions
 from cluster_sched.testing.pressure_workload import pressure_workload
@@ -46,17 +44,18 @@ def _assert_pressure(paths: dict[str, int]) -> None:
     assert paths["requeued_pods"] > 0, paths
 
 
-@settings(
-    max_examples=1,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
-@given(seed=st.integers(0, 10_000))
+#: The workload seed of each driver in CI (fixed: a single hypothesis example is always
+#: its minimal one, seed 0, which never used a stale prefetched row). Both make batch
+#: speculation with a stale row fail; ``benchmarks/exactness_matrix.py`` draws others.
+SEEDS = {"rounds": 1, "each pod": 27}
+
+
 def test_every_local_mode_gives_the_serial_outcome_under_pressure(
-    redis_client: redis.Redis, driver: str, seed: int
+    redis_client: redis.Redis, driver: str
 ) -> None:
-    """120 nodes: batch 1/5/7/64 x compiled on/off x in-process, 2 and 3 shards (one
-    random workload per driver in CI: 24 runs each; the benchmark runs more)."""
+    """120 nodes: batch 1/5/7/64 x compiled on/off x in-process, 2 and 3 shards (24
+    runs per driver)."""
+    seed = SEEDS[driver]
     phases = pressure_workload(seed, n_nodes=120, low=16, high=16, fill=(40, 50, 60, 75)).phases()
     serial = run_workload(redis_client, phases, SERIAL, 1)
     _assert_pressure(serial.paths)
@@ -104,7 +103,7 @@ def test_ray_shard_modes_give_the_serial_outcome(
 ) -> None:
     """Real Ray shard actors (2 and 3) and Ray binding tasks, under the driver that moves
     queued pods mid-batch."""
-    phases = pressure_workload(11, n_nodes=120, low=16, high=16, fill=(40, 50, 60, 75)).phases()
+    phases = pressure_workload(27, n_nodes=120, low=16, high=16, fill=(40, 50, 60, 75)).phases()
     serial = run_workload(redis_client, phases, SERIAL, 1)
     _assert_pressure(serial.paths)
     prefetched = 0
