@@ -86,6 +86,9 @@ class Scheduler:
     ) -> None:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.next_start_node_index = 0
+        #: attempts whose window started past the first node (the rotation moved it):
+        #: a path counter the exactness tests assert on
+        self.rotated_windows = 0
         self.rng = rng or random.Random()
         self.fast = fast
         #: profile -> its OpportunisticBatch (``scheduler.batching``; one per framework)
@@ -188,11 +191,11 @@ class Scheduler:
         to_find = num_feasible_nodes_to_find(
             pct if pct is not None else self.percentage_of_nodes_to_score, n
         )
-        found = fast.find_feasible(
-            fwk, state, pod, table, nominated, to_find, self.next_start_node_index % n
-        )
+        start = self.next_start_node_index % n
+        found = fast.find_feasible(fwk, state, pod, table, nominated, to_find, start)
         if found is None:
             return None
+        self.rotated_windows += start > 0
         feasible, evaluated = found.rows, found.evaluated
         self.next_start_node_index = (self.next_start_node_index + evaluated) % n
         result = AttemptResult(None, evaluated, feasible, table, Diagnosis(), num_all_nodes=n)
@@ -318,6 +321,7 @@ class Scheduler:
             # node is as good as another: stop at the first (findNodesThatPassFilters).
             to_find = 1
         start = self.next_start_node_index % n
+        self.rotated_windows += start > 0
         rotated = np.concatenate((nodes[start:], nodes[:start])) if start else nodes
         if not fwk.filter:
             return rotated[:to_find], min(to_find, n)

@@ -147,10 +147,17 @@ class FastPath:
         #: pods served by a shape's columns (one kernel call) / by the general path
         self.shape_hits = 0
         self.shape_misses = 0
+        #: general-path windows that ran past the masked head (tables over
+        #: MIN_MASKED_HEAD nodes): a path counter the exactness tests assert on
+        self.head_overruns = 0
 
     def counters(self) -> dict[str, int]:
         """How often a pod's attempt reused its shape's columns (one kernel call)."""
-        out = {"shape_hits": self.shape_hits, "shape_misses": self.shape_misses}
+        out = {
+            "shape_hits": self.shape_hits,
+            "shape_misses": self.shape_misses,
+            "head_overruns": self.head_overruns,
+        }
         if self.pre_cycle is not None:
             out.update(self.pre_cycle.counters())
         return out
@@ -225,6 +232,7 @@ class FastPath:
             query = PodQuery(requests, masks=(mask,))
             ev = evaluate_pod(table, profile, query, to_find, head)
             if len(ev.feasible_rows) < to_find and len(head) < n:
+                self.head_overruns += 1
                 rest = rotated[len(head) :]
                 mask[rest] = fwk.run_filter(state, pod, NodeSlice(table, rest), only=only).passed
                 ev = evaluate_pod(table, profile, query, to_find, rotated)

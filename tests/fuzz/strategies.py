@@ -7,6 +7,9 @@ rest. The budget is small and the seed fixed for CI (``derandomize``);
 ``CLUSTER_SCHED_FUZZ_EXAMPLES=10000 pytest tests/fuzz`` runs the long campaign (about
 25 minutes on two busy cores; the explain and informer targets take a quarter of the
 budget each; the per-test timeout is lifted, see conftest.py).
+``CLUSTER_SCHED_FUZZ_RANDOM=1`` draws fresh examples instead of the fixed set, so
+repeated runs explore (``benchmarks/fuzz_nightly.py``: a failure prints hypothesis'
+reproduce-with line).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hypothesis import strategies as st
 
 __all__ = [
     "ENV_EXAMPLES",
+    "ENV_RANDOM",
     "config_docs",
     "fuzz_settings",
     "json_values",
@@ -34,6 +38,13 @@ __all__ = [
 ENV_EXAMPLES = "CLUSTER_SCHED_FUZZ_EXAMPLES"
 #: CI's budget per target: fast, and enough to catch a regression in a parser's guards.
 DEFAULT_EXAMPLES = 200
+#: Set (not "0"): random examples, not CI's fixed set (a nightly run that explores).
+ENV_RANDOM = "CLUSTER_SCHED_FUZZ_RANDOM"
+
+
+def explores() -> bool:
+    """Whether this run draws fresh random examples (``ENV_RANDOM``)."""
+    return os.environ.get(ENV_RANDOM, "") not in ("", "0")
 
 
 def budget(share: float = 1.0) -> int:
@@ -43,10 +54,11 @@ def budget(share: float = 1.0) -> int:
 
 
 def fuzz_settings(share: float = 1.0) -> settings:
-    """Fixed seed, no example database, the budget; no health check may veto a target."""
+    """Fixed seed (unless ``ENV_RANDOM``), no example database, the budget; no health
+    check may veto a target."""
     return settings(
         max_examples=budget(share),
-        derandomize=True,
+        derandomize=not explores(),
         database=None,
         deadline=None,
         suppress_health_check=list(HealthCheck),

@@ -7,13 +7,18 @@ manifest either parses or is refused with one of the project's one-line errors; 
 parsed cluster explains without an exception, with every score in its range.
 
 The issue that asked for this measured 1,393 crashes in 5,000 cases (node table columns,
-resource scoring, spread scoring). CI runs a fixed-seed budget; set
-``CLUSTER_SCHED_FUZZ_EXAMPLES`` for a longer run.
+resource scoring, spread scoring). Most nodes are roomy (big amounts of every resource)
+and most pending pods ask for little, so that two or more nodes are usually scored:
+the share of examples that reach the score checks is counted and asserted (about
+three quarters; before, 21 of 150). CI runs a fixed-seed budget; set
+``CLUSTER_SCHED_FUZZ_EXAMPLES`` for a longer run and ``CLUSTER_SCHED_FUZZ_RANDOM=1``
+for fresh random examples (``benchmarks/fuzz_nightly.py`` sets both).
 """
 
 from __future__ import annotations
 
 import os
+from collections import Counter
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -29,6 +34,7 @@ from cluster_sched.framework.interfaces import MAX_NODE_SCORE
 from cluster_sched.scheduler.explain import explain
 
 EXAMPLES = int(os.environ.get("CLUSTER_SCHED_FUZZ_EXAMPLES", "150"))
+RANDOM = os.environ.get("CLUSTER_SCHED_FUZZ_RANDOM", "") not in ("", "0")
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
 GPU = "example.com/gpu"
@@ -68,6 +74,38 @@ QUANTITIES = st.one_of(
 RESOURCES = st.dictionaries(
     st.sampled_from(["cpu", "memory", "ephemeral-storage", GPU]), QUANTITIES, max_size=4
 )
+#: Requests a roomy node holds many of (zero, tiny, ordinary).
+SMALL_QUANTITIES = st.sampled_from(["0", "1n", "1m", "100m", "1", "2", "128Mi", "1Gi"])
+#: Large allocatable amounts that parse, int64's edge included (cpu is kept in
+#: millicores, so its limit is a thousand times lower).
+BIG_CPU = st.sampled_from(
+    [f"{INT64_MAX}m", f"{INT64_MAX // 2}m", str(INT64_MAX // 1000), "9e15", "1Pi", "1Ti"]
+)
+BIG_QUANTITIES = st.sampled_from(
+    ["1Ei", "7Ei", "8Ei", "1E", "1e18", str(INT64_MAX), f"{INT64_MAX}m", "1Pi"]
+)
+ROOMY_RESOURCES = st.fixed_dictionaries(
+    {
+        "cpu": BIG_CPU,
+        "memory": BIG_QUANTITIES,
+        "ephemeral-storage": BIG_QUANTITIES,
+        GPU: BIG_QUANTITIES,
+    }
+)
+#: A pending pod's requests: mostly small (so roomy nodes fit it and get scored), else
+#: anything RESOURCES draws.
+POD_RESOURCES = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["cpu", "memory", "ephemeral-storage", GPU]), SMALL_QUANTITIES, max_size=4
+    ),
+    st.dictionaries(
+        st.sampled_from(["cpu", "memory", "ephemeral-storage", GPU]), SMALL_QUANTITIES, max_size=4
+    ),
+    st.dictionaries(
+        st.sampled_from(["cpu", "memory", "ephemeral-storage", GPU]), SMALL_QUANTITIES, max_size=4
+    ),
+    RESOURCES,
+)
 ZONES = st.sampled_from(["a", "b", "c"])
 IMAGES = ["busybox:latest", "big:1"]
 
@@ -76,8 +114,14 @@ IMAGES = ["busybox:latest", "big:1"]
 def nodes(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
     out = []
     for i in range(count):
-        allocatable = draw(RESOURCES)
-        allocatable["pods"] = draw(st.sampled_from(["0", "1", "110", str(INT64_MAX)]))
+        # most nodes are roomy (big amounts of every resource, room for pods), so that
+        # most examples have two or more feasible nodes and reach the score checks
+        if draw(st.integers(0, 9)) < 8:
+            allocatable = draw(ROOMY_RESOURCES)
+            allocatable["pods"] = draw(st.sampled_from(["110", str(INT64_MAX)]))
+        else:
+            allocatable = draw(RESOURCES)
+            allocatable["pods"] = draw(st.sampled_from(["0", "1", "110", str(INT64_MAX)]))
         images = [
             {"names": [name], "sizeBytes": draw(st.integers(0, INT64_MAX))}
             for name in draw(st.lists(st.sampled_from(IMAGES), unique=True, max_size=2))
@@ -99,12 +143,14 @@ def nodes(draw: st.DrawFn, count: int) -> list[dict[str, Any]]:
     return out
 
 
-def _containers(draw: st.DrawFn) -> list[dict[str, Any]]:
+def _containers(
+    draw: st.DrawFn, resources: st.SearchStrategy[dict[str, str]]
+) -> list[dict[str, Any]]:
     return [
         {
             "name": f"c{j}",
             "image": draw(st.sampled_from([*IMAGES, "other"])),
-            "resources": {"requests": draw(RESOURCES)},
+            "resources": {"requests": draw(resources)},
         }
         for j in range(draw(st.integers(1, 3)))
     ]
@@ -121,7 +167,7 @@ def pods(draw: st.DrawFn, node_names: list[str], count: int) -> list[dict[str, A
             "spec": {
                 "nodeName": draw(st.sampled_from(node_names)),
                 "priority": draw(st.integers(-(2**31), INT32_MAX)),
-                "containers": _containers(draw),
+                "containers": _containers(draw, RESOURCES),
             },
         }
         for i in range(count)
@@ -151,7 +197,7 @@ def pending_pod(draw: st.DrawFn) -> dict[str, Any]:
         "metadata": {"name": "pending", "labels": {"app": "x"}},
         "spec": {
             "priority": draw(st.sampled_from([-(2**31), 0, INT32_MAX])),
-            "containers": _containers(draw),
+            "containers": _containers(draw, POD_RESOURCES),
             "topologySpreadConstraints": spread,
         },
     }
@@ -208,15 +254,17 @@ def _parsed(doc: dict[str, Any]) -> KubeObject | None:
 
 @settings(
     max_examples=EXAMPLES,
-    derandomize=True,
+    derandomize=not RANDOM,
+    database=None,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(data=st.data(), config=st.sampled_from(sorted(CONFIGS)))
-def test_explain_never_crashes_on_extreme_valid_numbers(data: st.DataObject, config: str) -> None:
-    node_docs = data.draw(nodes(data.draw(st.integers(1, 4))))
+def _explain_extreme(data: st.DataObject, config: str, reached: Counter[str]) -> None:
+    reached["examples"] += 1
+    node_docs = data.draw(nodes(data.draw(st.integers(2, 4))))
     bound_docs = data.draw(
-        pods([d["metadata"]["name"] for d in node_docs], data.draw(st.integers(0, 4)))
+        pods([d["metadata"]["name"] for d in node_docs], data.draw(st.integers(0, 3)))
     )
     cache = Cache()
     cache.load(obj for obj in map(_parsed, node_docs + bound_docs) if obj is not None)
@@ -230,6 +278,8 @@ def test_explain_never_crashes_on_extreme_valid_numbers(data: st.DataObject, con
         assert "\n" not in str(err), str(err)
         return
     out = result.json
+    if len(out["scores"]) >= 2:
+        reached["scored"] += 1
     for name, scores in out["scores"].items():
         for plugin, score in scores.items():
             assert 0 <= score <= MAX_NODE_SCORE, (name, plugin, score)
@@ -239,3 +289,12 @@ def test_explain_never_crashes_on_extreme_valid_numbers(data: st.DataObject, con
         or out["selectedNode"] in out["finalScores"]
         or (out["feasibleNodes"] == 1)
     )
+
+
+def test_explain_never_crashes_on_extreme_valid_numbers() -> None:
+    """Every example explains or refuses in one line; most reach the score-range
+    assertions (two or more nodes scored): the share is asserted."""
+    reached: Counter[str] = Counter()
+    _explain_extreme(reached=reached)
+    # 111 of 151 with CI's fixed seed, 144-165 of ~205 with four random seeds
+    assert reached["scored"] >= 0.5 * reached["examples"], dict(reached)
