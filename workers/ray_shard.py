@@ -57,6 +57,7 @@ from cluster_sched.framework.state_codec import (
     encode_value,
 )
 from cluster_sched.scheduler.shard_core import ShardCore
+from cluster_sched.scheduler.shard_reduce import PodReduction
 from cluster_sched.scheduler.sharding import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
@@ -70,6 +71,7 @@ from workers.shard_wire import (
     encode_filter_outcome,
     encode_filter_score,
     encode_request,
+    snapshot_facts,
 )
 
 __all__ = [
@@ -134,6 +136,12 @@ class ShardActor:
                 profile, pod, state, rows = self._prepare({**ask, "deltas": _NO_DELTAS})
                 out.append(encode_filter_score(self.core.filter_score(profile, pod, state, rows)))
             return encode_value(out)
+
+    def reduce(self, deltas: bytes, payload: bytes) -> bytes:
+        """The reduced protocol (``shard_reduce``): ``payload`` is the batch chunk every
+        shard receives (one object in the object store), ``deltas`` this shard's own."""
+        self.core.apply(decode_value(deltas))
+        return encode_value(self.core.reduce(payload))
 
     def score(self, payload: bytes) -> bytes:
         req = decode_value(payload)
@@ -229,6 +237,11 @@ class _RayPending:
         return self.decode(reply)
 
 
+def _decode_reduce(data: bytes) -> tuple[float, int, list[PodReduction]]:
+    doc = decode_value(data)
+    return float(doc["busy"]), len(data), [PodReduction.of_wire(p) for p in doc["pods"]]
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[-1] if text else ''}".strip()
@@ -309,6 +322,26 @@ class RayShardClient:
             self.actor.filter_score_many.remote(payload),
             lambda data: [decode_filter_score(b) for b in decode_value(data)],
         )
+
+    @staticmethod
+    def share(payload: bytes) -> Any:
+        """One object in Ray's object store that every shard's call refers to."""
+        import ray
+
+        return ray.put(payload)
+
+    @staticmethod
+    def facts(snapshot: Any, pod: Pod) -> list[Any]:
+        return snapshot_facts(snapshot, pod)
+
+    def submit_reduce(self, deltas: list[Delta], shared: Any, size: int) -> tuple[_RayPending, int]:
+        """One reduced-protocol call: ``shared`` from ``share``, sent by reference."""
+        try:
+            encoded = encode_deltas(deltas)
+        except StateCodecError as exc:
+            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        ref = self.actor.reduce.remote(encoded, shared)
+        return _RayPending(self, ref, _decode_reduce), size + len(encoded)
 
     def submit_apply(self, deltas: list[Delta]) -> _RayPending:
         try:

@@ -162,6 +162,9 @@ def test_batches_and_shards_give_the_serial_outcome(
         (ExecutorOptions("shards", shards=2, compiled=False), 64),
         # the per-pod protocol under the same batches
         (ExecutorOptions("shards", shards=2, compiled=False, shard_prefetch=False), 64),
+        # the compiled path's attempts answered by the shards' reductions (shard_merge)
+        (ExecutorOptions("shards", shards=2, shard_dispatch="shards"), 64),
+        (ExecutorOptions("shards", shards=3, shard_dispatch="shards"), 5),
     ):
         assert _outcome(redis_client, docs, options, batch) == serial, (options, batch)
 
@@ -231,3 +234,8 @@ def test_ray_shards_give_the_serial_outcome(
     for shards, batch in ((2, 64), (3, 5)):
         options = ExecutorOptions("ray", shards=shards, compiled=False, redis_url=redis_url)
         assert _outcome(redis_client, docs, options, batch) == serial, (shards, batch)
+        # the reduced protocol: one shared payload per chunk, reductions back (shard_merge)
+        options = ExecutorOptions(
+            "ray", shards=shards, redis_url=redis_url, shard_dispatch="shards"
+        )
+        assert _outcome(redis_client, docs, options, batch) == serial, ("reduced", shards, batch)
