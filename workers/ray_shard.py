@@ -56,6 +56,7 @@ from cluster_sched.framework.state_codec import (
     decode_value,
     encode_value,
 )
+from cluster_sched.kernels import warm_up
 from cluster_sched.scheduler.shard_core import ShardCore
 from cluster_sched.scheduler.shard_reduce import PodReduction
 from cluster_sched.scheduler.sharding import Delta, ShardLostError
@@ -96,6 +97,7 @@ class ShardActor:
 
     def __init__(self, shard_id: int, config: bytes, seed: int, trace_endpoint: str = "") -> None:
         doc = decode_value(config) if config else None
+        warm_up()  # the compiled kernels (numba's on-disk cache) now, not in the first call
         self.core = ShardCore(shard_id, doc, seed=seed)
         self.shard_id = shard_id
         self._trace_endpoint = trace_endpoint or None

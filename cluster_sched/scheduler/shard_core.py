@@ -37,6 +37,7 @@ from cluster_sched.framework.runtime import FilterOutcome
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.profile import new_frameworks
+from cluster_sched.scheduler.shard_compiled import ShardKernels
 from cluster_sched.scheduler.shard_reduce import ShardWindows, reduce_payload
 
 Delta = list[Any]
@@ -72,6 +73,8 @@ class ShardCore:
         self._pods: dict[str, Pod] = {}
         #: where this shard's rows sit in the replica's node order (``shard_reduce``)
         self.windows = ShardWindows()
+        #: the compiled kernels' per-shape columns over this shard's rows
+        self.kernels = ShardKernels()
 
     # ------------------------------------------------------------------ deltas
 

@@ -43,6 +43,7 @@ import numpy as np
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.state_codec import decode_state, decode_value
+from cluster_sched.kernels import STATUS_OK
 from cluster_sched.plugins import names
 
 __all__ = [
@@ -163,16 +164,31 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
     if not len(rows):
         return PodReduction(OK, -1, np.zeros(0, dtype=np.int32), {}, frozenset())
     nodes = NodeSlice(core.table, rows)
-    if not fwk.run_filter(state, pod, nodes).passed.all():
-        return PodReduction(FAILED)
     if not fwk.run_pre_score(state, pod, fwk.handle.snapshot, nodes).is_success:
         return PodReduction(UNSUPPORTED)
+    skipped = frozenset(state.skip_score_plugins)
     active = fwk.active_score_plugins(state)
     if any(
         getattr(pl, "normalize_score", None) is not None and pl.name not in DEFAULT_NORMALIZED
         for pl in active
     ):
         return PodReduction(UNSUPPORTED)
+    compiled = (
+        core.kernels.evaluate(fwk, state, pod, ask["pod"], ask["facts"], core.table, rows)
+        if len(rows) > 1
+        else None
+    )
+    if compiled is not None:
+        ev, columns = compiled
+        if len(ev.feasible_rows) != len(rows):
+            return PodReduction(FAILED)
+        if ev.status != STATUS_OK:
+            return PodReduction(INVALID)
+        maxima = {name: int(col[rows].max()) for name, col in columns.items()}
+        return PodReduction(OK, ev.best, pos[ev.ties].astype(np.int32), maxima, skipped)
+    # the plugins' numpy path: the same answer where the kernel does not model the pod
+    if not fwk.run_filter(state, pod, nodes).passed.all():
+        return PodReduction(FAILED)
     raw = fwk.run_score(state, pod, nodes)
     try:
         normalized = fwk.normalize_scores(state, pod, raw)
@@ -185,7 +201,7 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
         best,
         pos[totals == best].astype(np.int32),
         {name: int(raw[name].max()) for name in raw if name in DEFAULT_NORMALIZED},
-        frozenset(state.skip_score_plugins),
+        skipped,
     )
 
 
