@@ -78,6 +78,7 @@ from workers.shard_wire import (
 __all__ = [
     "ACTOR_NAME_PREFIX",
     "DEFAULT_SHARD_CPUS",
+    "SHARD_RESOURCE_ENV",
     "RayShardClient",
     "ShardActor",
     "ray_shard_clients",
@@ -87,6 +88,10 @@ ACTOR_NAME_PREFIX: Final = "cluster-sched-shard-"
 """Shard actors are named ``<prefix><run>-<shard>-<generation>`` (ray.util.list_named_actors)."""
 DEFAULT_SHARD_CPUS: Final = 0.0
 """Logical CPUs a shard actor reserves: none, so shards never wait for binding tasks."""
+SHARD_RESOURCE_ENV: Final = "CLUSTER_SCHED_SHARD_RESOURCE"
+"""A custom Ray resource shard actors require (a little of, so several fit a node): the
+nodes started with it (``ray start --resources '{"cluster-sched-shard": 8}'``) hold the
+shards, e.g. every node but the coordinator's. Unset: any node (SPREAD)."""
 
 
 # ---------------------------------------------------------------------------- the actor
@@ -106,6 +111,12 @@ class ShardActor:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def node_id(self) -> str:
+        """The Ray node this shard runs on (tests check where shards were placed)."""
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
 
     def nodes(self) -> int:
         return self.core.table.n_nodes
@@ -208,9 +219,11 @@ def _start_actor(shard_id: int, config: bytes, seed: int, name: str, trace_endpo
     global _REMOTE
     if _REMOTE is None:
         _REMOTE = ray.remote(ShardActor)
+    resource = os.environ.get(SHARD_RESOURCE_ENV)
     return _REMOTE.options(
         name=name,
         num_cpus=DEFAULT_SHARD_CPUS,
+        resources={resource: 0.01} if resource else None,
         max_restarts=0,
         max_task_retries=0,
         max_concurrency=1,
