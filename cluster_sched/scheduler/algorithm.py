@@ -193,11 +193,8 @@ class Scheduler:
         reduced = getattr(source, "reduced", None)
         if reduced is None:
             return None
-        n = len(table.index)
-        pct = fwk.percentage_of_nodes_to_score
-        width = num_feasible_nodes_to_find(
-            pct if pct is not None else self.percentage_of_nodes_to_score, n
-        )
+        n, pct = len(table.index), fwk.percentage_of_nodes_to_score
+        width = num_feasible_nodes_to_find(pct if pct is not None else self.percentage_of_nodes_to_score, n)  # fmt: skip
 
         def pre_score(nodes: NodeSlice) -> Status:
             if fast.pre_cycle is not None and isinstance(snapshot, Snapshot):
@@ -210,8 +207,7 @@ class Scheduler:
             return None
         rows, row, best = got
         self.next_start_node_index = (start + width) % n
-        host = table.names[row]
-        assert host is not None
+        host = str(table.names[row])  # a window row always holds a node
         result = AttemptResult(host, width, rows, table, Diagnosis(), num_all_nodes=n)
         result.top_nodes = [(host, best)]
         return result

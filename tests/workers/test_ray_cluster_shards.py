@@ -6,6 +6,7 @@ protocol gives the placements the serial loop gives."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,10 +25,8 @@ def ray_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     import ray
     from ray.cluster_utils import Cluster
 
-    from tests.conftest import REPO_ROOT
-
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
     monkeypatch.setenv(SHARD_RESOURCE_ENV, RESOURCE)
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
