@@ -88,9 +88,12 @@ class ShardKernels:
         facts: Any,
         table: NodeTable,
         rows: np.ndarray,
+        normalize: bool = True,
     ) -> tuple[Evaluation, dict[str, np.ndarray]] | None:
         """The kernel's evaluation of ``rows`` (every one, in order; PreScore done) and
-        the raw normalised-plugin columns, or None for the numpy path."""
+        the raw normalised-plugin columns, or None for the numpy path. ``normalize``
+        False: the totals leave the normalised plugins out (the caller adds them under
+        maxima of its own)."""
         profile = self._profile(fwk)
         if profile is None or not isinstance(doc, dict):
             return None
@@ -122,7 +125,7 @@ class ShardKernels:
             shape.requests,
             start=0,
             masks=() if shape.mask is None else (shape.mask,),
-            normalized=shape.normalized,
+            normalized=shape.normalized if normalize else (),
             extra=shape.extra,
             stable=True,
         )

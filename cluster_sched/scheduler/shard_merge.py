@@ -52,11 +52,13 @@ from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, N
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import sign_pod
 from cluster_sched.framework.state_codec import encode_state, encode_value
+from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible_node
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
+from cluster_sched.scheduler.shard_compiled import ShardKernels
 from cluster_sched.scheduler.shard_prefetch import PREFETCH_CHUNK, state_is_the_pods
 from cluster_sched.scheduler.shard_reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
 from cluster_sched.scheduler.speculation import speculation_wanted
@@ -163,6 +165,8 @@ class ReducedBatch:
         self.bytes_received = 0
         self.busy = 0.0
         self.first_sent: float | None = None
+        #: the compiled kernels over the replica, for rows changed since the payload
+        self.kernels = ShardKernels()
 
     # ------------------------------------------------------------------ sending
 
@@ -323,6 +327,9 @@ class ReducedBatch:
     ) -> np.ndarray | None:
         """Weighted totals of changed ``rows`` on the replica under the shards' maxima, or
         None when one no longer passes Filter or the maxima would move."""
+        compiled = self._compiled(fwk, state, pod, table, rows, maxima)
+        if compiled is not None:
+            return compiled
         nodes = NodeSlice(table, rows)
         if not fwk.run_filter(state, pod, nodes).passed.all():
             self._miss("changed-filter")
@@ -343,6 +350,35 @@ class ReducedBatch:
                 self._miss("changed-range")
                 return None
             total += raw * fwk.score_weights.get(name, 1)
+        return total
+
+    def _compiled(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: np.ndarray,
+        maxima: Mapping[str, int],
+    ) -> np.ndarray | None:
+        """``_rescore`` by the compiled kernel (the shards' own, ``shard_compiled``) when it
+        models the pod: its totals without the normalised plugins, which are added under
+        the shards' maxima. None: the plugins' numpy path decides (also on a miss)."""
+        one = len(rows) == 1  # the kernel scores two rows or more: the row twice
+        got = self.kernels.evaluate(
+            fwk, state, pod, pod.raw, None, table, np.repeat(rows, 2) if one else rows, False
+        )
+        if got is None:
+            return None
+        ev, columns = got
+        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(rows) * (2 if one else 1):
+            return None
+        total = ev.totals[:1] if one else ev.totals.copy()
+        for name, col in columns.items():
+            raw, m = col[rows], maxima.get(name, 0)
+            if len(raw) and int(raw.max()) > m:
+                return None
+            total += _normalized(raw, m, DEFAULT_NORMALIZED[name]) * fwk.score_weights.get(name, 1)
         return total
 
     def counters(self, n_shards: int) -> dict[str, float]:
