@@ -59,7 +59,7 @@ from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
 from cluster_sched.scheduler.shard_compiled import ShardKernels
-from cluster_sched.scheduler.shard_prefetch import PREFETCH_CHUNK, state_is_the_pods
+from cluster_sched.scheduler.shard_prefetch import state_is_the_pods
 from cluster_sched.scheduler.shard_reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
 from cluster_sched.scheduler.speculation import speculation_wanted
 
@@ -120,11 +120,25 @@ def predict_windows(
                 start,
                 width,
                 frozenset(state.skip_filter_plugins),
-                len(items) // PREFETCH_CHUNK,
+                chunk_of(len(items)),
             )
         )
         next_start = (next_start + width) % n
     return items
+
+
+#: where the reduced protocol's chunks of a batch end: a small first one, answered
+#: quickly, then bigger ones (each call costs the coordinator's Ray client ~0.1-0.5 ms
+#: of CPU per shard, whatever its size), evaluated while the first pods commit
+CHUNK_ENDS = (8, 32, 64)
+
+
+def chunk_of(position: int) -> int:
+    """The chunk of a batch's ``position``-th pod (CHUNK_ENDS, then every 64 pods)."""
+    for i, end in enumerate(CHUNK_ENDS):
+        if position < end:
+            return i
+    return len(CHUNK_ENDS) + (position - CHUNK_ENDS[-1]) // 64
 
 
 def _signed(fwk: Framework, pod: Pod) -> bool:
@@ -158,6 +172,9 @@ class ReducedBatch:
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
+        #: pods the dispatch rule left to the replica (their batch's first window was
+        #: cheaper there)
+        self.to_replica = 0
         #: batches whose remaining questions were asked again from a moved window
         self.resent = 0
         self.pods_sent = 0
@@ -389,6 +406,7 @@ class ReducedBatch:
             "reduced_misses": sum(self.misses.values()),
             "reduced_batches": self.batches,
             "reduced_resent": self.resent,
+            "dispatched_to_replica": self.to_replica,
         }
         out.update({f"reduced_miss_{k}": v for k, v in sorted(self.misses.items())})
         if self.pods_sent:

@@ -1,6 +1,6 @@
 """The reduced protocol's calls: a batch's chunks sent at once, answers read in order.
 
-A popped batch is cut into chunks of PREFETCH_CHUNK pods; each chunk is one shared
+A popped batch is cut into chunks (``shard_merge.CHUNK_ENDS``); each chunk is one shared
 payload (``ReducedBatch.encode``), put once where every shard can read it
 (``client.share``: one ``ray.put`` for Ray actors), and one call per shard carrying that
 reference and the shard's pending deltas. Every call is submitted before the first pod
@@ -23,8 +23,12 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.shard_dispatch import DispatchRule
-from cluster_sched.scheduler.shard_merge import ReducedBatch, ReducedItem, predict_windows
-from cluster_sched.scheduler.shard_prefetch import PREFETCH_CHUNK
+from cluster_sched.scheduler.shard_merge import (
+    ReducedBatch,
+    ReducedItem,
+    chunk_of,
+    predict_windows,
+)
 from cluster_sched.scheduler.shard_reduce import STALE, PodReduction
 
 __all__ = ["ReducedCalls"]
@@ -63,7 +67,10 @@ class ReducedCalls:
         table: NodeTable = src.table
         self.end()
         items = predict_windows(frameworks, pods, table, snapshot, next_start, percentage)
-        if not items or not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):
+        if not items:
+            return False
+        if not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):
+            self.batch.to_replica += len(items)  # the dispatch rule's choice, counted
             return False
         if not src._attached:
             src._attach(items[0].fwk)
@@ -159,7 +166,7 @@ class ReducedCalls:
         self._calls = []
         n = table.n_nodes
         for i, it in enumerate(rest):
-            it.start, it.chunk, it.replies = start, i // PREFETCH_CHUNK, []
+            it.start, it.chunk, it.replies = start, chunk_of(i), []
             start = (start + it.width) % n
         self.batch.resent += 1
         if self._submit(rest, table, snapshot):
