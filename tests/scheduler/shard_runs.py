@@ -34,8 +34,10 @@ def reducible_workload(seed: int, n_nodes: int = 160, n_pods: int = 90) -> list[
             cpu=str(rng.choice([2, 4, 8])), memory=f"{rng.choice([4, 8, 16])}Gi", pods=30
         )
         b = b.zone(f"z{i % 3}").label("disk", rng.choice(["ssd", "hdd"]))
-        if rng.random() < 0.15:
+        if rng.random() < 0.04:  # rare: some shards' rows of a window have none
             b = b.taint("soft", "x", effect="PreferNoSchedule")
+        if rng.random() < 0.04:
+            b = b.label("gpu", "yes")
         if rng.random() < 0.3:
             b = b.image("registry/app:v1", 300 * 1024 * 1024)
         docs.append(b.manifest())
@@ -51,9 +53,12 @@ def reducible_workload(seed: int, n_nodes: int = 160, n_pods: int = 90) -> list[
         else:
             b = b.req(req)
         if shape == "pref":
-            b = b.node_affinity_preferred(
-                rng.randint(1, 50), {"key": "disk", "operator": "In", "values": ["ssd"]}
-            )
+            # two terms: a node's raw score is 0, a, b or a+b, so two shards' maxima can
+            # both be non-zero and differ (one normalising alone would be wrong)
+            for key, value in (("disk", "ssd"), ("gpu", "yes")):
+                b = b.node_affinity_preferred(
+                    rng.randint(1, 50), {"key": key, "operator": "In", "values": [value]}
+                )
         if shape == "tol":
             b = b.tolerate("soft", "Equal", "x", "PreferNoSchedule")
         docs.append(b.manifest())
