@@ -56,7 +56,9 @@ from cluster_sched.framework.state_codec import (
     decode_value,
     encode_value,
 )
+from cluster_sched.kernels import warm_up
 from cluster_sched.scheduler.shard_core import ShardCore
+from cluster_sched.scheduler.shard_reduce import PodReduction
 from cluster_sched.scheduler.sharding import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
@@ -70,11 +72,13 @@ from workers.shard_wire import (
     encode_filter_outcome,
     encode_filter_score,
     encode_request,
+    snapshot_facts,
 )
 
 __all__ = [
     "ACTOR_NAME_PREFIX",
     "DEFAULT_SHARD_CPUS",
+    "SHARD_RESOURCE_ENV",
     "RayShardClient",
     "ShardActor",
     "ray_shard_clients",
@@ -84,6 +88,10 @@ ACTOR_NAME_PREFIX: Final = "cluster-sched-shard-"
 """Shard actors are named ``<prefix><run>-<shard>-<generation>`` (ray.util.list_named_actors)."""
 DEFAULT_SHARD_CPUS: Final = 0.0
 """Logical CPUs a shard actor reserves: none, so shards never wait for binding tasks."""
+SHARD_RESOURCE_ENV: Final = "CLUSTER_SCHED_SHARD_RESOURCE"
+"""A custom Ray resource shard actors require (a little of, so several fit a node): the
+nodes started with it (``ray start --resources '{"cluster-sched-shard": 8}'``) hold the
+shards, e.g. every node but the coordinator's. Unset: any node (SPREAD)."""
 
 
 # ---------------------------------------------------------------------------- the actor
@@ -94,6 +102,7 @@ class ShardActor:
 
     def __init__(self, shard_id: int, config: bytes, seed: int, trace_endpoint: str = "") -> None:
         doc = decode_value(config) if config else None
+        warm_up()  # the compiled kernels (numba's on-disk cache) now, not in the first call
         self.core = ShardCore(shard_id, doc, seed=seed)
         self.shard_id = shard_id
         self._trace_endpoint = trace_endpoint or None
@@ -102,6 +111,12 @@ class ShardActor:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def node_id(self) -> str:
+        """The Ray node this shard runs on (tests check where shards were placed)."""
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
 
     def nodes(self) -> int:
         return self.core.table.n_nodes
@@ -134,6 +149,12 @@ class ShardActor:
                 profile, pod, state, rows = self._prepare({**ask, "deltas": _NO_DELTAS})
                 out.append(encode_filter_score(self.core.filter_score(profile, pod, state, rows)))
             return encode_value(out)
+
+    def reduce(self, deltas: bytes, payload: bytes) -> bytes:
+        """The reduced protocol (``shard_reduce``): ``payload`` is the batch chunk every
+        shard receives (one object in the object store), ``deltas`` this shard's own."""
+        self.core.apply(decode_value(deltas))
+        return encode_value(self.core.reduce(payload))
 
     def score(self, payload: bytes) -> bytes:
         req = decode_value(payload)
@@ -198,9 +219,11 @@ def _start_actor(shard_id: int, config: bytes, seed: int, name: str, trace_endpo
     global _REMOTE
     if _REMOTE is None:
         _REMOTE = ray.remote(ShardActor)
+    resource = os.environ.get(SHARD_RESOURCE_ENV)
     return _REMOTE.options(
         name=name,
         num_cpus=DEFAULT_SHARD_CPUS,
+        resources={resource: 0.01} if resource else None,
         max_restarts=0,
         max_task_retries=0,
         max_concurrency=1,
@@ -227,6 +250,11 @@ class _RayPending:
         except ray.exceptions.RayError as exc:
             raise ShardLostError(self.client.shard_id, _one_line(exc)) from exc
         return self.decode(reply)
+
+
+def _decode_reduce(data: bytes) -> tuple[float, int, list[PodReduction]]:
+    doc = decode_value(data)
+    return float(doc["busy"]), len(data), [PodReduction.of_wire(p) for p in doc["pods"]]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -309,6 +337,26 @@ class RayShardClient:
             self.actor.filter_score_many.remote(payload),
             lambda data: [decode_filter_score(b) for b in decode_value(data)],
         )
+
+    @staticmethod
+    def share(payload: bytes) -> Any:
+        """One object in Ray's object store that every shard's call refers to."""
+        import ray
+
+        return ray.put(payload)
+
+    @staticmethod
+    def facts(snapshot: Any, pod: Pod) -> list[Any]:
+        return snapshot_facts(snapshot, pod)
+
+    def submit_reduce(self, deltas: list[Delta], shared: Any, size: int) -> tuple[_RayPending, int]:
+        """One reduced-protocol call: ``shared`` from ``share``, sent by reference."""
+        try:
+            encoded = encode_deltas(deltas)
+        except StateCodecError as exc:
+            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        ref = self.actor.reduce.remote(encoded, shared)
+        return _RayPending(self, ref, _decode_reduce), size + len(encoded)
 
     def submit_apply(self, deltas: list[Delta]) -> _RayPending:
         try:

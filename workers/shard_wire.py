@@ -48,7 +48,7 @@ def wire_deltas(deltas: Sequence[Delta]) -> list[Delta]:
     for d in deltas:
         op = d[0]
         if op == "node":
-            out.append(["node", _wire_object(d[1]), d[2]])
+            out.append(["node", _wire_object(d[1]), *d[2:]])
         elif op in ("pod+", "pod="):
             out.append([op, d[1], _wire_object(d[2])])
         else:

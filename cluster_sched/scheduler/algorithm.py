@@ -156,6 +156,13 @@ class Scheduler:
             and pre[1].is_success
             and pre[0] is None
         ):
+            reduced = (
+                None
+                if nominated
+                else self._reduced_attempt(self.fast, fwk, state, pod, table, snapshot, source)
+            )
+            if reduced is not None:
+                return reduced
             fast = self._fast_attempt(self.fast, fwk, state, pod, table, snapshot, nominated)
             if fast is not None:
                 return fast
@@ -172,6 +179,40 @@ class Scheduler:
             result.top_nodes = [(host, 0)]
             return result
         self.prioritize_nodes(fwk, state, pod, table, snapshot, feasible, result, source)
+        return result
+
+    def _reduced_attempt(
+        self,
+        fast: FastPath,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        snapshot: object,
+        source: NodeSource,
+    ) -> AttemptResult | None:
+        """The compiled path's attempt answered by the shards' reductions of a prefetched
+        batch (``shard_merge``: the same window, rotation, PreScore and RNG draw), or None."""
+        reduced = getattr(source, "reduced", None)
+        if reduced is None:
+            return None
+        n, pct = len(table.index), fwk.percentage_of_nodes_to_score
+        width = num_feasible_nodes_to_find(pct if pct is not None else self.percentage_of_nodes_to_score, n)  # fmt: skip
+
+        def pre_score(nodes: NodeSlice) -> Status:
+            if fast.pre_cycle is not None and isinstance(snapshot, Snapshot):
+                return fast.pre_cycle.pre_score(fwk, state, pod, snapshot, nodes)
+            return fwk.run_pre_score(state, pod, snapshot, nodes)
+
+        start = self.next_start_node_index % n
+        got = reduced.take(fwk, state, pod, table, start, width, pre_score, self.rng)
+        if got is None:
+            return None
+        rows, row, best = got
+        self.next_start_node_index = (start + width) % n
+        host = str(table.names[row])  # a window row always holds a node
+        result = AttemptResult(host, width, rows, table, Diagnosis(), num_all_nodes=n)
+        result.top_nodes = [(host, best)]
         return result
 
     def _fast_attempt(

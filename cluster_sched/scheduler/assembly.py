@@ -41,6 +41,7 @@ from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 from cluster_sched.scheduler.preemption_executor import StorePreemptionExecutor
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.scheduler.shard_core import ShardCore
+from cluster_sched.scheduler.shard_dispatch import DispatchRule
 from cluster_sched.scheduler.sharding import (
     InProcessShardClient,
     ShardClient,
@@ -74,6 +75,8 @@ class ExecutorOptions:
     compiled: bool = True
     #: shards answer a popped batch's first Filter questions ahead (``shard_prefetch``)
     shard_prefetch: bool = True
+    #: the compiled path's attempts: "auto" (``shard_dispatch``'s rule), "shards", "replica"
+    shard_dispatch: str = "auto"
 
 
 def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
@@ -152,7 +155,12 @@ def new_scheduler(
                 # in-process shards read the coordinator's cluster-wide facts directly
                 for fwk in client.core.frameworks.values():  # type: ignore[attr-defined]
                     fwk.handle.snapshot = cache.snapshot
-        source = ShardedSource(router, clients, prefetch=options.shard_prefetch)
+        source = ShardedSource(
+            router,
+            clients,
+            prefetch=options.shard_prefetch,
+            dispatch=DispatchRule(options.shard_dispatch),
+        )
     stats = RunStats()
     pods: dict[str, Pod] = {}  # the informer's pods, read by every part below
     nominator = Nominator(queue_client, prefix=prefix, pod_lookup=pods.get)

@@ -104,7 +104,8 @@ class SchedulingCycle:
         """Ask the shards the batch's first Filter questions in one call each, when
         attempts go to them (``shard_prefetch``): pods still commit one at a time."""
         start = getattr(self.source, "prefetch_batch", None)
-        if start is None or self.algorithm.fast is not None:
+        reduce = getattr(self.source, "reduce_batch", None)
+        if start is None:
             return
         pods: list[Pod] = []
         for info, _ in batch:
@@ -112,13 +113,27 @@ class SchedulingCycle:
             if pod is None or pod.node_name or pod.meta.deletion_timestamp is not None:
                 break
             pods.append(pod)
+        nominated = bool(self.queue.nominator.nominated_pods())
+        if self.algorithm.fast is not None:
+            # the compiled path's attempts: to the shards' reductions when the dispatch
+            # rule says so (``shard_dispatch``), else on the replica
+            if reduce is not None and not nominated:
+                reduce(
+                    self.frameworks,
+                    pods,
+                    self.cache.snapshot,
+                    self.algorithm.next_start_node_index,
+                    self.algorithm.percentage_of_nodes_to_score,
+                    len(batch),
+                )
+            return
         start(
             self.frameworks,
             pods,
             self.cache.snapshot,
             self.algorithm.next_start_node_index,
             self.algorithm.percentage_of_nodes_to_score,
-            bool(self.queue.nominator.nominated_pods()),
+            nominated,
         )
 
     def end_batch(self) -> None:

@@ -7,7 +7,9 @@ sends node/pod deltas with each request, so an assume is visible to the very nex
 
 Deltas are plain lists (msgpack-able), applied in order:
 
-- ``["node", manifest, row]``   add or update a node at the coordinator-chosen row
+- ``["node", manifest, row, replica_row]``   add or update a node at the
+  coordinator-chosen row (``replica_row``: the row it mirrors in the coordinator's
+  replica, which the reduced protocol's windows are in; ``shard_reduce``)
 - ``["node-", name]``           remove a node
 - ``["pod+", node, manifest]``  account a pod on a node
 - ``["pod-", node, pod_key]``   un-account it
@@ -35,6 +37,8 @@ from cluster_sched.framework.runtime import FilterOutcome
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.profile import new_frameworks
+from cluster_sched.scheduler.shard_compiled import ShardKernels
+from cluster_sched.scheduler.shard_reduce import ShardWindows, reduce_payload
 
 Delta = list[Any]
 
@@ -67,6 +71,10 @@ class ShardCore:
             ),
         )
         self._pods: dict[str, Pod] = {}
+        #: where this shard's rows sit in the replica's node order (``shard_reduce``)
+        self.windows = ShardWindows()
+        #: the compiled kernels' per-shape columns over this shard's rows
+        self.kernels = ShardKernels()
 
     # ------------------------------------------------------------------ deltas
 
@@ -77,9 +85,14 @@ class ShardCore:
             if op == "node":
                 node = d[1] if isinstance(d[1], Node) else parse_object(d[1])
                 assert isinstance(node, Node)
-                t.upsert_node(node, row=d[2] if node.name not in t.index else None)
+                row = t.upsert_node(node, row=d[2] if node.name not in t.index else None)
+                if len(d) > 3:
+                    self.windows.place(row, int(d[3]))
             elif op == "node-":
+                at = t.index.get(d[1])
                 t.remove_node(d[1])
+                if at is not None:
+                    self.windows.forget(at)
             elif op == "pod+":
                 pod = self._pod_on(d[2], d[1])
                 self._pods[pod.key] = pod
@@ -91,6 +104,7 @@ class ShardCore:
             elif op == "reset":
                 t = self.table = NodeTable()
                 self._pods = {}
+                self.windows.reset()
             elif op == "pod=":
                 pod = self._pod_on(d[2], d[1])
                 self._pods[pod.key] = pod
@@ -110,6 +124,16 @@ class ShardCore:
         if not isinstance(pod, Pod):
             raise ValueError(f"pod delta holds a {type(pod).__name__}, not a Pod")
         return pod if pod.node_name == node else evolve(pod, node_name=node)
+
+    def pod_of(self, doc: Pod | Mapping[str, Any]) -> Pod:
+        """The pod of a request (a manifest from another process, or the object)."""
+        if isinstance(doc, Pod):
+            return doc
+        return self._pod_on(doc, (doc.get("spec") or {}).get("nodeName") or "")
+
+    def reduce(self, payload: bytes) -> dict[str, Any]:
+        """A shared batch payload answered by reductions (``shard_reduce``)."""
+        return reduce_payload(self, self.windows, payload)
 
     def set_snapshot(self, num_nodes: int, images: Mapping[str, tuple[int, int]] | None) -> None:
         """The coordinator's cluster-wide facts for the next call."""

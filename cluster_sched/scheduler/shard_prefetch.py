@@ -58,7 +58,7 @@ from cluster_sched.scheduler.nodesource import merge_filter_outcomes
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
 from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
 
-__all__ = ["PREFETCH_CHUNK", "BatchPrefetch", "PrefetchItem", "predict"]
+__all__ = ["PREFETCH_CHUNK", "BatchPrefetch", "PrefetchItem", "predict", "state_is_the_pods"]
 
 PREFETCH_CHUNK = 16
 """Pods per call: a shard answers a batch in calls of this many pods, in order, so the
@@ -82,7 +82,8 @@ class PrefetchItem:
     parts: list[tuple[np.ndarray, Any]] = field(default_factory=list)
 
 
-def _state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
+def state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
+    """The state after PreFilter depends on the pod alone (module docstring)."""
     present = {pl.name for pl in fwk.pre_filter}
     return (
         not pod.volumes and present <= KNOWN and (present & CROSS_NODE) <= state.skip_filter_plugins
@@ -118,7 +119,7 @@ def predict(
             break
         state = CycleState()
         pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
-        if pre_res is not None or not status.is_success or not _state_is_the_pods(fwk, pod, state):
+        if pre_res is not None or not status.is_success or not state_is_the_pods(fwk, pod, state):
             break
         pct = fwk.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(pct if pct is not None else percentage, n)

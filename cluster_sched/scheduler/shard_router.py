@@ -114,7 +114,7 @@ class ShardRouter:
         self._track(replica_row, *placed)
         if self.touched is not None:
             self.touched.add(replica_row)
-        self._push(placed[0], ["node", node, placed[1]])
+        self._push(placed[0], ["node", node, placed[1], replica_row])
 
     def remove_node(self, name: str) -> None:
         at = self.table.index.get(name)
@@ -196,6 +196,6 @@ class ShardRouter:
             replica_row = t.index[name]
             node = t.nodes[replica_row]
             assert node is not None
-            out.append(["node", node, row])
+            out.append(["node", node, row, replica_row])
             pods.extend(["pod+", name, pod] for pod in t.row_pods[replica_row].values())
         return out + pods

@@ -33,7 +33,10 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
+from cluster_sched.scheduler.shard_dispatch import DispatchRule
+from cluster_sched.scheduler.shard_pipeline import ReducedCalls
 from cluster_sched.scheduler.shard_prefetch import BatchPrefetch, PrefetchItem, predict
+from cluster_sched.scheduler.shard_reduce import PodReduction
 from cluster_sched.scheduler.shard_router import DELTA_BACKLOG, Delta, ShardRouter
 from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
 from cluster_sched.telemetry.spans import (
@@ -129,6 +132,19 @@ class InProcessShardClient:
     def submit_apply(self, deltas: list[Delta]) -> Pending:
         return _Done(self.core.apply(deltas))
 
+    @staticmethod
+    def share(payload: bytes) -> bytes:
+        """In one process every shard reads the same bytes."""
+        return payload
+
+    def submit_reduce(self, deltas: list[Delta], shared: bytes, size: int) -> tuple[Pending, int]:
+        """The reduced protocol (``shard_reduce``): (busy seconds, bytes received, one
+        reduction per pod), and the bytes this call sent."""
+        self.core.apply(deltas)
+        reply = self.core.reduce(shared)
+        pods = [PodReduction.of_wire(p) for p in reply["pods"]]
+        return _Done((reply["busy"], 0, pods)), size
+
 
 class ShardedSource:
     """NodeSource over shard clients; rows are the coordinator replica's rows.
@@ -142,7 +158,11 @@ class ShardedSource:
     """
 
     def __init__(
-        self, router: ShardRouter, clients: list[ShardClient], prefetch: bool = True
+        self,
+        router: ShardRouter,
+        clients: list[ShardClient],
+        prefetch: bool = True,
+        dispatch: DispatchRule | None = None,
     ) -> None:
         if len(clients) != router.n_shards:
             raise ValueError("one client per shard")
@@ -162,6 +182,8 @@ class ShardedSource:
         self._batched = prefetch and all(hasattr(c, "submit_filter_score_many") for c in clients)
         #: the batch's calls in order: (chunk, reply, the items and positions it answers)
         self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
+        #: the reduced protocol (``shard_merge``), for batches the compiled path would take
+        self.reduced = ReducedCalls(self, dispatch)
 
     def _split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         owner = self.router.shard_of_row[rows]
@@ -364,6 +386,22 @@ class ShardedSource:
         self.prefetch.items = {it.pod.key: it for it in items}
         self.router.touched = set()
 
+    def reduce_batch(
+        self,
+        frameworks: dict[str, Framework],
+        pods: list[Pod],
+        snapshot: object,
+        next_start: int,
+        percentage: int | None,
+        batch_size: int,
+    ) -> bool:
+        """Send the batch's questions by the reduced protocol when the dispatch rule gives
+        it to the shards (``shard_pipeline``); False: the replica answers them."""
+        self.end_batch()
+        if not pods or not self.reduced.available():
+            return False
+        return self.reduced.send(frameworks, pods, snapshot, next_start, percentage, batch_size)
+
     def _read_batch(self, item: PrefetchItem) -> None:
         """Collect the replies of the calls up to ``item``'s chunk (each once): every
         item they answer gets its parts."""
@@ -372,15 +410,20 @@ class ShardedSource:
             for (it, idx), reply in zip(asks, pending.result(), strict=True):
                 it.parts.append((idx, reply))
 
-    def speculation_counters(self) -> dict[str, int]:
+    def speculation_counters(self) -> dict[str, float]:
         """How often the shards' speculative answers served: prefetched batches
         (``shard_prefetch``) and scores sent with Filter answers (``speculation``)."""
-        return {**self.prefetch.counters(), **self.speculative.counters()}
+        return {
+            **self.prefetch.counters(),
+            **self.speculative.counters(),
+            **self.reduced.batch.counters(self.router.n_shards),
+        }
 
     def end_batch(self) -> None:
         """The batch is over: forget its prefetched answers and stop recording."""
         self.prefetch.clear()
         self._batch_calls = []
+        self.reduced.end()
         self.router.touched = None
 
     def score(

@@ -73,6 +73,13 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
         "pods (no: one call per attempt, to measure the per-pod protocol)",
     )
     p.add_argument(
+        "--shard-dispatch",
+        choices=("auto", "shards", "replica"),
+        default="auto",
+        help="attempts the compiled path can take: by the measured-cost rule (auto), "
+        "always to the shards' reductions, or always on the coordinator's replica",
+    )
+    p.add_argument(
         "--batch-size",
         type=int,
         default=DEFAULT_BATCH_SIZE,

@@ -69,6 +69,8 @@ class RunOptions:
     compiled: bool = True
     #: shards answer a popped batch's first Filter questions ahead (``shard_prefetch``)
     shard_prefetch: bool = True
+    #: the compiled path's attempts: "auto" (``shard_dispatch``), "shards", "replica"
+    shard_dispatch: str = "auto"
     #: ``--feature-gates`` text (v1.35 defaults when None)
     feature_gates: str | None = None
     #: stop a group after this many seconds even if pods are still pending
@@ -355,6 +357,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
                 redis_url=session.url,
                 compiled=opts.compiled,
                 shard_prefetch=opts.shard_prefetch,
+                shard_dispatch=opts.shard_dispatch,
             ),
             seed=opts.seed,
             prefix=opts.prefix,

@@ -66,6 +66,9 @@ def test_batches_and_shards_give_the_serial_outcome(
         (ExecutorOptions("shards", shards=2, compiled=False), 64),
         # the per-pod protocol under the same batches
         (ExecutorOptions("shards", shards=2, compiled=False, shard_prefetch=False), 64),
+        # the compiled path's attempts answered by the shards' reductions (shard_merge)
+        (ExecutorOptions("shards", shards=2, shard_dispatch="shards"), 64),
+        (ExecutorOptions("shards", shards=3, shard_dispatch="shards"), 5),
     ):
         got = run_workload(redis_client, phases, options, batch)
         assert got == serial, (options, batch, got.difference(serial))

@@ -114,3 +114,12 @@ def test_ray_shard_modes_give_the_serial_outcome(
         _assert_pressure(got.paths)
         prefetched += got.paths.get("prefetch_hits", 0)
     assert prefetched > 0, "no prefetched shard answer was used"
+    # the reduced protocol: one shared payload per batch, reductions back (every attempt
+    # the compiled path takes is answered by the shards)
+    for shards, batch in ((2, 64), (3, 5)):
+        options = ExecutorOptions(
+            "ray", shards=shards, redis_url=redis_url, shard_dispatch="shards"
+        )
+        got = run_workload(redis_client, phases, options, batch)
+        assert got == serial, ("reduced", shards, batch, got.difference(serial))
+        _assert_pressure(got.paths)

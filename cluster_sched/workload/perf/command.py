@@ -187,6 +187,7 @@ def run_workload(
                 redis_url=session.url,
                 compiled=args.compiled,
                 shard_prefetch=args.shard_prefetch,
+                shard_dispatch=getattr(args, "shard_dispatch", "auto"),
             ),
             seed=args.seed,
             prefix=prefix,

@@ -1,0 +1,199 @@
+"""What a shard costs the coordinator, per pod, by protocol and shard count; the reduced
+protocol's scaling model from those parts, validated against full runs.
+
+Parts, measured here (real Ray shard actors holding the nodes, each pod assumed before
+the next, batches of 64 pods; the first batch warms up and is not timed):
+
+- ``coordinator CPU per pod``: the coordinator process's CPU time (``time.process_time``:
+  the shards are other processes) per whole attempt, for the compiled path on the
+  coordinator's replica, the batched protocol (``shard_prefetch``, the numpy path:
+  per shard, the batch encoded and every row's Filter answer and scores decoded and
+  merged) and the reduced protocol (``shard_merge``: one payload for every shard,
+  reductions back), at 1 and 2 shards: the cost per extra shard is the difference;
+- ``shard busy per pod``: the reduced protocol's evaluation time per pod in each shard
+  (the actors report it), at 1 and 2 shards, fitted as ``f + g * W / S`` (W the window);
+- ``loop``: the coordinator's time per pod outside the attempt, from a full
+  ``cluster-sched run --executor ray --shard-dispatch replica`` (1 / pods/s minus the
+  compiled attempt).
+
+Model (the coordinator and the shards overlap: the batch's chunks are all in flight):
+pods/s(S) = 1 / max(loop + a + b*S, f + g*W/S), with a + b*S the reduced protocol's
+coordinator CPU per pod (fitted to S = 1, 2); the first term alone is the coordinator's
+serial bound, printed beside. Predictions at 4-64 shards assume one core per shard.
+Validation (``--validate``): the model at 1 and 2 shards against full runs with
+``--shard-dispatch shards`` on the same workload. A benchmark: it prints, asserts nothing.
+
+Run: PYTHONPATH=. .venv/bin/python benchmarks/shard_protocol_bench.py [--nodes 20000]
+[--validate] [--pods 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from cluster_sched.api.objects import CPU, MEMORY, PODS, Node, ObjectMeta
+from cluster_sched.cache.cache import Cache
+from cluster_sched.config.load import default_config
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.handle import Handle
+from cluster_sched.kernels import warm_up
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.fast_path import FastPath
+from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
+from cluster_sched.scheduler.nodesource import LocalSource
+from cluster_sched.scheduler.profile import new_framework
+from cluster_sched.scheduler.shard_dispatch import DispatchRule
+from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from cluster_sched.testing.builders import make_pod
+from cluster_sched.testing.workload_file import write_basic_workload
+
+SHARDS = (1, 2, 4, 16, 64)
+SIZES = (100_000, 1_000_000)
+
+
+def _node(i: int) -> Node:
+    alloc = {CPU: 4000, MEMORY: 32 << 30, PODS: 110}
+    labels = {"kubernetes.io/hostname": f"n{i}", "topology.kubernetes.io/zone": f"z{i % 3}"}
+    return Node(ObjectMeta(f"n{i}", labels=labels), allocatable=alloc, capacity=alloc)
+
+
+def attempts(nodes: int, shards: int, protocol: str, pods: int = 640) -> dict[str, float]:
+    """Per pod: wall and coordinator CPU seconds, and shard busy seconds (reduced)."""
+    router = ShardRouter(max(1, shards))
+    cache = Cache(router)
+    for i in range(nodes):
+        cache.add_node(_node(i))
+    clients: list[Any] = []
+    source: Any
+    if shards:
+        from workers.ray_shard import ray_shard_clients
+
+        clients = list(ray_shard_clients(shards))
+        source = ShardedSource(router, clients, dispatch=DispatchRule("shards"))
+    else:
+        source = LocalSource(router.table)
+    profile = default_config().profiles[0]
+    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
+    handle.snapshot = cache.snapshot
+    fwk = new_framework(profile, handle)
+    fast = FastPath() if protocol in ("replica", "reduced") else None
+    sched = Scheduler(0, random.Random(7), fast=fast)
+    frameworks = {fwk.profile_name: fwk}
+    batches = [
+        [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(64)]
+        for i in range(pods // 64 + 1)
+    ]
+    walls, cpus = [], []
+    try:
+        for k, batch in enumerate(batches):
+            wall, cpu = time.perf_counter(), time.process_time()
+            args = (cache.snapshot, sched.next_start_node_index, 0)
+            if protocol == "batched":
+                source.prefetch_batch(frameworks, batch, *args, False)
+            elif protocol == "reduced":
+                source.reduce_batch(frameworks, batch, *args, len(batch))
+            for pod in batch:
+                res = sched.schedule_pod(fwk, CycleState(), pod, router.table, cache.snapshot, None, source)  # fmt: skip
+                host = res.suggested_host
+                assert host is not None, "every node fits these pods"
+                cache.assume_pod(replace(pod, node_name=host), host)
+            if shards:
+                source.end_batch()
+            if k:
+                walls.append((time.perf_counter() - wall) / len(batch))
+                cpus.append((time.process_time() - cpu) / len(batch))
+        out = {"wall": statistics.median(walls), "cpu": statistics.median(cpus)}
+        if protocol == "reduced":
+            b = source.reduced.batch
+            out["busy"] = b.busy / max(1, b.pods_sent) / max(1, shards)
+            out["answered"] = b.hits / max(1, b.pods_sent)
+        return out
+    finally:
+        for c in clients:
+            c.close()
+
+
+def full_run(workload: Path, *extra: str) -> float:
+    """pods/s (first pop to last bind) of one ``cluster-sched run``."""
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "cluster_sched.cli", "run", str(workload), "--quiet"]
+        cmd += ["--no-report", "--output", out, *extra]
+        subprocess.run(cmd, check=True, capture_output=True)
+        return float(json.loads((Path(out) / "summary.json").read_text())["throughput"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=20_000)
+    ap.add_argument("--pods", type=int, default=3000, help="pods of each --validate run")
+    ap.add_argument("--validate", action="store_true")
+    ap.add_argument(
+        "--loop-us", type=float, default=450.0, help="loop time without --validate (README)"
+    )
+    args = ap.parse_args()
+    warm_up()
+    width = num_feasible_nodes_to_find(0, args.nodes)
+    print(f"{args.nodes} nodes, window {width}: per pod, µs (wall / coordinator CPU)")
+    parts: dict[tuple[str, int], dict[str, float]] = {}
+    for protocol, shards in (
+        ("replica", 0),
+        ("batched", 1),
+        ("batched", 2),
+        ("reduced", 1),
+        ("reduced", 2),
+    ):
+        got = parts[(protocol, shards)] = attempts(args.nodes, shards, protocol)
+        extra = f", shard busy {got['busy'] * 1e6:.0f}" if "busy" in got else ""
+        extra += f", answered {got['answered']:.0%}" if "answered" in got else ""
+        print(
+            f"  {protocol:8} {shards} shard(s): {got['wall'] * 1e6:7.0f} / {got['cpu'] * 1e6:6.0f}"
+            + extra
+        )
+    for protocol in ("batched", "reduced"):
+        b = parts[(protocol, 2)]["cpu"] - parts[(protocol, 1)]["cpu"]
+        print(f"  {protocol}: coordinator CPU per extra shard per pod {b * 1e6:.0f} µs")
+    b = max(0.0, parts[("reduced", 2)]["cpu"] - parts[("reduced", 1)]["cpu"])
+    a = parts[("reduced", 1)]["cpu"] - b
+    busy1, busy2 = parts[("reduced", 1)]["busy"], parts[("reduced", 2)]["busy"]
+    g = max(0.0, (busy1 - busy2) / (width - width / 2))  # per window row
+    f = max(0.0, busy1 - g * width)
+    kernel = parts[("replica", 0)]["cpu"]
+    loop = args.loop_us / 1e6
+    measured: dict[int, float] = {}
+    if args.validate:
+        with tempfile.TemporaryDirectory() as tmp:
+            wl = write_basic_workload(Path(tmp) / "w.yaml", args.nodes, args.pods, zones=("a", "b", "c"))  # fmt: skip
+            ray = ["--executor", "ray", "--shards"]
+            replica = full_run(wl, *ray, "2", "--shard-dispatch", "replica")
+            loop = max(0.0, 1 / replica - kernel)
+            for s in (1, 2):
+                measured[s] = full_run(wl, *ray, str(s), "--shard-dispatch", "shards")
+            print(f"  full runs: replica dispatch {replica:.0f} pods/s (loop {loop * 1e6:.0f} µs)")
+    print(f"model: coordinator a={a * 1e6:.0f} µs + b={b * 1e6:.1f} µs/shard; shard f={f * 1e6:.0f} µs + g={g * 1e9:.1f} ns/row")  # fmt: skip
+    for s, got in measured.items():
+        pred = 1 / max(loop + a + b * s, f + g * width / s)
+        print(f"  validation {s} shard(s): measured {got:.0f} pods/s, model {pred:.0f} ({got / pred:.2f}x)")  # fmt: skip
+    print("| nodes | window | in-process | " + " | ".join(f"{s} shards (serial bound)" for s in SHARDS) + " |")  # fmt: skip
+    print("|---" * (3 + len(SHARDS)) + "|")
+    for n in SIZES:
+        w = num_feasible_nodes_to_find(0, n)
+        local = 1 / (loop + kernel * w / width)
+        cells = []
+        for s in SHARDS:
+            bound = 1 / (loop + a + b * s)
+            cells.append(f"{min(bound, 1 / (f + g * w / s)):,.0f} ({bound:,.0f})")
+        print(f"| {n:,} | {w:,} | {local:,.0f} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

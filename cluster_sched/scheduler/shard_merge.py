@@ -1,0 +1,422 @@
+"""The coordinator's side of the reduced batch protocol: one shared payload per chunk of
+a popped batch, and each pod's answer merged from the shards' reductions.
+
+What is sent (``shard_reduce`` has the shard's side). When the compiled path would
+answer the batch's attempts and the dispatch rule (``shard_dispatch``) gives them to the
+shards, the coordinator predicts each pod's window as ``shard_prefetch`` does (it starts
+where the previous pod's ended and holds numFeasibleNodesToFind rows of the node order),
+runs its PreFilter, and encodes the chunk once: every shard receives the same object
+(one ``ray.put``) and only its own pending deltas beside it. So the coordinator's cost
+per pod does not grow with the shard count, and what it sends does not grow with the
+window (a window is two integers; the order travels once per node-set change).
+
+How a pod's answer is used (``ReducedBatch.take``), each condition checked, else the pod
+is evaluated on the replica by the compiled path as without shards:
+
+- the cycle asks exactly the predicted question: the same pod object and profile, the
+  same window (start and width), node order (the replica's ``node_version``) and cluster
+  objects version, the same PreFilter skips, no nominated pods anywhere, at least two
+  nodes to score;
+- every shard answered OK (each row of the window passed Filter: the serial search stops
+  at the window's end, evaluated = width, every row of the window is feasible);
+- PreScore skipped the same plugins on the coordinator and on every shard, including
+  PodTopologySpread and InterPodAffinity (their normalisation is a min/max over every
+  feasible node; not reduced here);
+- each DefaultNormalizeScore plugin has the same maximum on every shard that holds rows
+  of the window: then each shard's normalised scores are the global ones;
+- rows changed since the payload was sent (earlier pods of the batch assumed, bindings,
+  deletions, recorded by the router) are filtered and scored again on the replica: they
+  must still pass, their raw normalised-plugin scores may not exceed the maxima, and they
+  replace the shards' answers for those rows; if the best score came only from such rows
+  the pod is evaluated on the replica.
+
+The host is then chosen as ``select_host`` does: ``rng.randrange`` over the number of
+best-score ties, and the tie at that rank in window order (the shards' tie positions are
+window positions, so merging them needs no per-shard row lists).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.features import OPPORTUNISTIC_BATCHING
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.signature import sign_pod
+from cluster_sched.framework.state_codec import encode_state, encode_value
+from cluster_sched.kernels import STATUS_OK
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins._helpers import div_trunc
+from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible_node
+from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE
+from cluster_sched.scheduler.shard_compiled import ShardKernels
+from cluster_sched.scheduler.shard_prefetch import state_is_the_pods
+from cluster_sched.scheduler.shard_reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
+from cluster_sched.scheduler.speculation import speculation_wanted
+
+__all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
+
+
+@dataclass(slots=True)
+class ReducedItem:
+    """One pod's predicted question and, once read, every shard's reduction."""
+
+    pod: Pod
+    fwk: Framework
+    state: CycleState
+    start: int
+    width: int
+    skip_filter: frozenset[str]
+    chunk: int
+    replies: list[PodReduction] = field(default_factory=list)
+
+
+def predict_windows(
+    frameworks: Mapping[str, Framework],
+    pods: Sequence[Pod],
+    table: NodeTable,
+    snapshot: Any,
+    next_start: int,
+    percentage: int | None,
+) -> list[ReducedItem]:
+    """The batch's questions in queue order, as long as each can be predicted (the first
+    that cannot ends the list: later windows depend on it)."""
+    n = table.n_nodes
+    items: list[ReducedItem] = []
+    for pod in pods:
+        fwk = frameworks.get(pod.scheduler_name)
+        if (
+            fwk is None
+            or n < 2
+            or not fwk.filter
+            or pod.nominated_node_name
+            or extenders_of(fwk)
+            or not needs_every_feasible_node(fwk)
+            or not speculation_wanted(fwk, pod)
+            or _signed(fwk, pod)
+        ):
+            break
+        state = CycleState()
+        pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
+        if pre_res is not None or not status.is_success or not state_is_the_pods(fwk, pod, state):
+            break
+        pct = fwk.percentage_of_nodes_to_score
+        width = num_feasible_nodes_to_find(pct if pct is not None else percentage, n)
+        start = next_start % n
+        items.append(
+            ReducedItem(
+                pod,
+                fwk,
+                state,
+                start,
+                width,
+                frozenset(state.skip_filter_plugins),
+                chunk_of(len(items)),
+            )
+        )
+        next_start = (next_start + width) % n
+    return items
+
+
+#: where the reduced protocol's chunks of a batch end: a small first one, answered
+#: quickly, then bigger ones (each call costs the coordinator's Ray client ~0.1-0.5 ms
+#: of CPU per shard, whatever its size), evaluated while the first pods commit
+CHUNK_ENDS = (8, 32, 64)
+
+
+def chunk_of(position: int) -> int:
+    """The chunk of a batch's ``position``-th pod (CHUNK_ENDS, then every 64 pods)."""
+    for i, end in enumerate(CHUNK_ENDS):
+        if position < end:
+            return i
+    return len(CHUNK_ENDS) + (position - CHUNK_ENDS[-1]) // 64
+
+
+def _signed(fwk: Framework, pod: Pod) -> bool:
+    """OpportunisticBatching keeps this pod's other feasible nodes sorted by score for
+    the next pod of its signature: the totals the reductions do not carry."""
+    return fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING) and sign_pod(fwk, pod) is not None
+
+
+def _normalized(raw: np.ndarray, maximum: int, reverse: bool) -> np.ndarray:
+    """DefaultNormalizeScore of ``raw`` under the feasible set's maximum ``maximum``."""
+    if maximum <= 0:
+        return np.full_like(raw, MAX_NODE_SCORE) if reverse else raw.copy()
+    out = div_trunc(MAX_NODE_SCORE * raw, maximum)
+    return MAX_NODE_SCORE - out if reverse else out  # type: ignore[no-any-return]
+
+
+class ReducedBatch:
+    """The current batch's reduced questions and answers (module docstring)."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, ReducedItem] = {}
+        #: every item of the batch by chunk, in payload order (``items`` loses them as
+        #: they are taken)
+        self.chunks: dict[int, list[ReducedItem]] = {}
+        self.node_version = -1
+        self.objects_version = 0
+        self.n = 0
+        #: the replica's order at ``node_version`` and its inverse (row -> position)
+        self._order = np.zeros(0, dtype=np.int64)
+        self._position = np.zeros(0, dtype=np.int64)
+        self.hits = 0
+        self.misses: Counter[str] = Counter()
+        self.batches = 0
+        #: pods the dispatch rule left to the replica (their batch's first window was
+        #: cheaper there)
+        self.to_replica = 0
+        #: batches whose remaining questions were asked again from a moved window
+        self.resent = 0
+        self.pods_sent = 0
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self.busy = 0.0
+        self.first_sent: float | None = None
+        #: the compiled kernels over the replica, for rows changed since the payload
+        self.kernels = ShardKernels()
+
+    # ------------------------------------------------------------------ sending
+
+    def encode(
+        self,
+        items: list[ReducedItem],
+        table: NodeTable,
+        snapshot: Any,
+        facts: Any,
+        with_order: bool,
+    ) -> list[bytes]:
+        """One payload per chunk of ``items`` (the order in the first, if asked)."""
+        order = table.order()
+        self.node_version = table.node_version
+        self.objects_version = int(getattr(snapshot, "objects_version", 0))
+        self.n = len(order)
+        if len(self._order) != len(order) or self._order is not order:
+            self._order = order
+            self._position = np.full(table.allocatable.shape[1], -1, dtype=np.int64)
+            self._position[order] = np.arange(len(order), dtype=np.int64)
+        chunks: dict[int, list[dict[str, Any]]] = {}
+        for it in items:
+            chunks.setdefault(it.chunk, []).append(
+                {
+                    "profile": it.fwk.profile_name,
+                    "pod": it.pod.raw if it.pod.raw is not None else it.pod,
+                    "state": encode_state(it.state),
+                    "facts": facts(snapshot, it.pod),
+                    "start": it.start,
+                    "width": it.width,
+                }
+            )
+        out = []
+        for i, (_, asks) in enumerate(sorted(chunks.items())):
+            doc: dict[str, Any] = {"order_version": self.node_version, "n": self.n, "asks": asks}
+            if with_order and i == 0:
+                doc["order"] = np.ascontiguousarray(order, dtype=np.int64).tobytes()
+            out.append(encode_value(doc))
+        self.items = {it.pod.key: it for it in items}
+        self.chunks = {}
+        for it in items:
+            self.chunks.setdefault(it.chunk, []).append(it)
+        self.batches += 1
+        self.pods_sent += len(items)
+        if self.first_sent is None:
+            self.first_sent = time.perf_counter()
+        return out
+
+    def clear(self) -> None:
+        self.items = {}
+        self.chunks = {}
+
+    # ------------------------------------------------------------------ one pod
+
+    def _miss(self, why: str) -> None:
+        self.misses[why] += 1
+
+    def take(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        start: int,
+        width: int,
+        touched: set[int],
+        read: Any,
+        pre_score: Any,
+        rng: Any,
+    ) -> tuple[np.ndarray, int, int] | None:
+        """The pod's window rows (all feasible), chosen row and best score from the shards'
+        reductions, or None (module docstring). ``read(item)`` fills ``item.replies``;
+        ``pre_score(nodes)`` runs the cycle's PreScore; ``rng`` draws as select_host."""
+        item = self.items.pop(pod.key, None)
+        if item is None:
+            return None
+        snapshot = fwk.handle.snapshot
+        if (
+            item.pod is not pod
+            or item.fwk is not fwk
+            or item.start != start
+            or item.width != width
+            or table.node_version != self.node_version
+            or table.n_nodes != self.n
+            or int(getattr(snapshot, "objects_version", 0)) != self.objects_version
+            or frozenset(state.skip_filter_plugins) != item.skip_filter
+        ):
+            self._miss("question")
+            return None
+        read(item)
+        replies = [r for r in item.replies if r.status != OK or r.best >= 0]
+        if any(r.status != OK for r in replies) or not replies:
+            self._miss("stale" if any(r.status == STALE for r in replies) else "filter")
+            return None
+        end = start + width
+        order = self._order
+        rows = (
+            order[start:end]
+            if end <= self.n
+            else np.concatenate((order[start:], order[: end - self.n]))
+        )
+        nodes = NodeSlice(table, rows)
+        if not pre_score(nodes).is_success:
+            self._miss("prescore")
+            return None
+        skip = frozenset(state.skip_score_plugins)
+        present = {pl.name for pl in fwk.pre_score}
+        if not (present & CROSS_NODE) <= skip or any(r.skipped != skip for r in replies):
+            self._miss("prescore")
+            return None
+        maxima: dict[str, int] = {}
+        for r in replies:
+            for name, m in (r.maxima or {}).items():
+                if maxima.setdefault(name, m) != m:
+                    self._miss("maxima")
+                    return None
+        best = max(r.best for r in replies)
+        ties = [r.ties for r in replies if r.best == best and r.ties is not None]
+        tie_pos = np.concatenate(ties) if len(ties) > 1 else ties[0]
+        changed = self._changed(touched, start, width)
+        if len(changed):
+            fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)
+            if fixed is None:
+                return None
+            tie_pos = tie_pos[~np.isin(tie_pos, changed)]
+            top = int(fixed.max())
+            if top > best:
+                best, tie_pos = top, changed[fixed == top]
+            elif top == best:
+                tie_pos = np.concatenate((tie_pos, changed[fixed == top]))
+            if not len(tie_pos):
+                self._miss("best-changed")
+                return None
+        t = len(tie_pos)
+        rank = rng.randrange(t) if t > 1 else 0
+        chosen = int(np.partition(tie_pos, rank)[rank]) if t > 1 else int(tie_pos[0])
+        self.hits += 1
+        return rows, int(rows[chosen]), best
+
+    def _changed(self, touched: set[int], start: int, width: int) -> np.ndarray:
+        """Window positions of the rows changed since the payload was sent, ascending."""
+        if not touched:
+            return np.zeros(0, dtype=np.int64)
+        marks = np.fromiter(touched, dtype=np.int64, count=len(touched))
+        marks = marks[marks < len(self._position)]
+        pos = self._position[marks]
+        pos = (pos[pos >= 0] - start) % self.n
+        return np.unique(pos[pos < width])
+
+    def _rescore(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: np.ndarray,
+        maxima: Mapping[str, int],
+    ) -> np.ndarray | None:
+        """Weighted totals of changed ``rows`` on the replica under the shards' maxima, or
+        None when one no longer passes Filter or the maxima would move."""
+        compiled = self._compiled(fwk, state, pod, table, rows, maxima)
+        if compiled is not None:
+            return compiled
+        nodes = NodeSlice(table, rows)
+        if not fwk.run_filter(state, pod, nodes).passed.all():
+            self._miss("changed-filter")
+            return None
+        total = np.zeros(len(rows), dtype=np.int64)
+        for name, raw in fwk.run_score(state, pod, nodes).items():
+            reverse = DEFAULT_NORMALIZED.get(name)
+            if reverse is not None:
+                m = maxima.get(name, 0)
+                if len(raw) and int(raw.max()) > m:
+                    self._miss("changed-maxima")
+                    return None
+                raw = _normalized(raw, m, reverse)
+            elif getattr(fwk.plugins[name], "normalize_score", None) is not None:
+                self._miss("changed-normalize")
+                return None
+            if len(raw) and (raw.max() > MAX_NODE_SCORE or raw.min() < MIN_NODE_SCORE):
+                self._miss("changed-range")
+                return None
+            total += raw * fwk.score_weights.get(name, 1)
+        return total
+
+    def _compiled(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: np.ndarray,
+        maxima: Mapping[str, int],
+    ) -> np.ndarray | None:
+        """``_rescore`` by the compiled kernel (the shards' own, ``shard_compiled``) when it
+        models the pod: its totals without the normalised plugins, which are added under
+        the shards' maxima. None: the plugins' numpy path decides (also on a miss)."""
+        one = len(rows) == 1  # the kernel scores two rows or more: the row twice
+        got = self.kernels.evaluate(
+            fwk, state, pod, pod.raw, None, table, np.repeat(rows, 2) if one else rows, False
+        )
+        if got is None:
+            return None
+        ev, columns = got
+        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(rows) * (2 if one else 1):
+            return None
+        total = ev.totals[:1] if one else ev.totals.copy()
+        for name, col in columns.items():
+            raw, m = col[rows], maxima.get(name, 0)
+            if len(raw) and int(raw.max()) > m:
+                return None
+            total += _normalized(raw, m, DEFAULT_NORMALIZED[name]) * fwk.score_weights.get(name, 1)
+        return total
+
+    def counters(self, n_shards: int) -> dict[str, float]:
+        """How many attempts the shards' reductions answered, why the others were not,
+        bytes per pod per shard each way, and shard utilisation."""
+        out: dict[str, float] = {
+            "reduced_attempts": self.hits,
+            "reduced_misses": sum(self.misses.values()),
+            "reduced_batches": self.batches,
+            "reduced_resent": self.resent,
+            "dispatched_to_replica": self.to_replica,
+        }
+        out.update({f"reduced_miss_{k}": v for k, v in sorted(self.misses.items())})
+        if self.pods_sent:
+            out["bytes_sent_per_pod_per_shard"] = round(
+                self.bytes_sent / self.pods_sent / n_shards, 1
+            )
+            out["bytes_received_per_pod_per_shard"] = round(
+                self.bytes_received / self.pods_sent / n_shards, 1
+            )
+        if self.first_sent is not None:
+            elapsed = max(time.perf_counter() - self.first_sent, 1e-9)
+            out["shard_utilisation"] = round(self.busy / n_shards / elapsed, 3)
+        return out

@@ -1,0 +1,178 @@
+"""The reduced protocol's calls: a batch's chunks sent at once, answers read in order.
+
+A popped batch is cut into chunks (``shard_merge.CHUNK_ENDS``); each chunk is one shared
+payload (``ReducedBatch.encode``), put once where every shard can read it
+(``client.share``: one ``ray.put`` for Ray actors), and one call per shard carrying that
+reference and the shard's pending deltas. Every call is submitted before the first pod
+commits, and the coordinator reads a chunk's answers only when its first pod's cycle
+needs them: the shards evaluate later chunks while the coordinator commits the earlier
+ones. Changes the replica receives meanwhile are recorded by the router (``touched``)
+and corrected on the replica (``shard_merge``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.errors import SchedulerError
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.shard_dispatch import DispatchRule
+from cluster_sched.scheduler.shard_merge import (
+    ReducedBatch,
+    ReducedItem,
+    chunk_of,
+    predict_windows,
+)
+from cluster_sched.scheduler.shard_reduce import STALE, PodReduction
+
+__all__ = ["ReducedCalls"]
+
+
+def _no_facts(snapshot: Any, pod: Pod) -> list[Any]:
+    return [-1, {}]
+
+
+class ReducedCalls:
+    """The reduced batch protocol over a ``ShardedSource``'s router and clients."""
+
+    def __init__(self, source: Any, rule: DispatchRule | None = None) -> None:
+        self.source = source
+        self.rule = rule or DispatchRule()
+        self.batch = ReducedBatch()
+        #: submitted calls in order: (chunk, [(shard, pending)])
+        self._calls: list[tuple[int, list[tuple[int, Any]]]] = []
+        self._order_sent = -1
+        self._rebuilds_seen = 0
+
+    def available(self) -> bool:
+        return all(hasattr(c, "submit_reduce") for c in self.source.clients)
+
+    def send(
+        self,
+        frameworks: Mapping[str, Framework],
+        pods: Sequence[Pod],
+        snapshot: Any,
+        next_start: int,
+        percentage: int | None,
+        batch_size: int,
+    ) -> bool:
+        """Predict and send the batch's questions; False when the replica takes them."""
+        src = self.source
+        table: NodeTable = src.table
+        self.end()
+        items = predict_windows(frameworks, pods, table, snapshot, next_start, percentage)
+        if not items:
+            return False
+        if not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):
+            self.batch.to_replica += len(items)  # the dispatch rule's choice, counted
+            return False
+        if not src._attached:
+            src._attach(items[0].fwk)
+        return self._submit(items, table, snapshot)
+
+    def _submit(self, items: list[ReducedItem], table: NodeTable, snapshot: Any) -> bool:
+        """Encode ``items`` once per chunk and send every chunk to every shard."""
+        src = self.source
+        clients = src.clients
+        if src.rebuilds != self._rebuilds_seen or any(src.router.stale) or src.lost:
+            self._order_sent = -1  # a fresh shard has no order
+            self._rebuilds_seen = src.rebuilds
+        facts = getattr(clients[0], "facts", _no_facts)
+        payloads = self.batch.encode(
+            items, table, snapshot, facts, with_order=self._order_sent != table.node_version
+        )
+        self._order_sent = table.node_version
+        try:
+            for s in sorted(src.lost):
+                src._rebuild(s)
+            for chunk, payload in enumerate(payloads):
+                shared = clients[0].share(payload)
+                calls = []
+                for s, client in enumerate(clients):
+                    deltas = src.router.take_deltas(s) if chunk == 0 else []
+                    pending, sent = client.submit_reduce(deltas, shared, len(payload))
+                    self.batch.bytes_sent += sent
+                    calls.append((s, pending))
+                self._calls.append((chunk, calls))
+        except Exception as exc:
+            lost = getattr(exc, "shard", None)
+            if lost is None:
+                raise
+            src.lost.add(lost)
+            self.end()
+            return False
+        src.router.touched = set()
+        return True
+
+    def read(self, item: ReducedItem) -> None:
+        """Collect the answers of the calls up to ``item``'s chunk (each once)."""
+        while self._calls and self._calls[0][0] <= item.chunk:
+            chunk, calls = self._calls.pop(0)
+            got: list[list[PodReduction]] = []
+            for s, pending in calls:
+                try:
+                    busy, received, pods = pending.result()
+                except SchedulerError as exc:
+                    if getattr(exc, "shard", None) is None:
+                        raise
+                    self.source.lost.add(s)  # ShardLostError: rebuilt before its next call
+                    pods = None
+                if pods is None:
+                    got.append([])
+                    continue
+                self.batch.busy += busy
+                self.batch.bytes_received += received
+                got.append(pods)
+            for at, it in enumerate(self.batch.chunks.get(chunk, ())):
+                it.replies = [g[at] if len(g) > at else PodReduction(STALE) for g in got]
+                if any(r.status == STALE for r in it.replies):
+                    self._order_sent = -1
+
+    def take(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        start: int,
+        width: int,
+        pre_score: Any,
+        rng: Any,
+    ) -> tuple[np.ndarray, int, int] | None:
+        if not self.batch.items:
+            return None
+        item = self.batch.items.get(pod.key)
+        if item is not None and item.start != start and len(self.batch.items) > 2:
+            # An earlier pod's search moved the window (rows that failed, a FitError):
+            # this pod runs on the replica, the rest are asked again from where it ends.
+            self.batch.items.pop(pod.key)
+            self.batch.misses["question"] += 1
+            self.resend((start + width) % max(1, table.n_nodes), table, fwk.handle.snapshot)
+            return None
+        touched = self.source.router.touched or set()
+        return self.batch.take(
+            fwk, state, pod, table, start, width, touched, self.read, pre_score, rng
+        )
+
+    def resend(self, start: int, table: NodeTable, snapshot: Any) -> None:
+        """The batch's remaining questions again, their windows from ``start``."""
+        rest = list(self.batch.items.values())
+        self._calls = []
+        n = table.n_nodes
+        for i, it in enumerate(rest):
+            it.start, it.chunk, it.replies = start, chunk_of(i), []
+            start = (start + it.width) % n
+        self.batch.resent += 1
+        if self._submit(rest, table, snapshot):
+            self.source.router.touched = set()
+
+    def end(self) -> None:
+        """Forget the batch's answers (calls still running are left to finish)."""
+        self.batch.clear()
+        self._calls = []

@@ -1,0 +1,221 @@
+"""The shard's side of the reduced batch protocol: a window of the cluster's node order
+evaluated over the shard's own rows, answered by reductions, not rows.
+
+The coordinator sends one payload per chunk of a popped batch, the same bytes to every
+shard (one object in Ray's object store, its reference sent to each shard): per pod its
+profile, manifest, CycleState after PreFilter, the cluster-wide facts, and its predicted
+window as ``(start, width)`` in the replica's node order (``NodeTable.order()``, nodeTree
+order). The order itself travels only when it changed (``order_version``, the replica's
+``node_version``): replica rows in order. Each shard knows which replica row each of its
+rows mirrors (the ``node`` delta names it), so it finds its rows of a window and their
+positions in it with two binary searches, without a per-shard list from the coordinator.
+
+Per pod a shard answers (``PodReduction``):
+
+- ``status``: OK, FAILED (a row of the window failed Filter: the serial search would
+  look past the window, the coordinator evaluates the pod itself), UNSUPPORTED (a Score
+  plugin normalises with rules other than DefaultNormalizeScore's max, or PreScore
+  failed), INVALID (a score left [0, 100]: the coordinator's path raises the error),
+  STALE (the shard's order is not the payload's);
+- ``best``: the best weighted total among its rows of the window, under its own maxima;
+- ``ties``: the window positions (int32, ascending) of its rows holding ``best``;
+- ``maxima``: per DefaultNormalizeScore plugin (TaintToleration reversed, NodeAffinity),
+  the highest raw score over its rows: the normalisation is exact only when every
+  shard's maximum is the global one, which the coordinator checks (NodeResourcesFit,
+  BalancedAllocation and ImageLocality do not normalise; PodTopologySpread and
+  InterPodAffinity normalise with min and max over every feasible node, so their
+  PreScore must Skip, as ``speculation`` requires for the same reason);
+- ``skipped``: the plugins PreScore skipped (the coordinator's must be the same).
+
+Everything a pod that fails needs (each node's Status for the FitError and PostFilter) is
+never sent: such a pod is FAILED here and evaluated on the coordinator's replica.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.errors import SchedulerError
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.state_codec import decode_state, decode_value
+from cluster_sched.kernels import STATUS_OK
+from cluster_sched.plugins import names
+
+__all__ = [
+    "DEFAULT_NORMALIZED",
+    "FAILED",
+    "INVALID",
+    "OK",
+    "STALE",
+    "UNSUPPORTED",
+    "PodReduction",
+    "ShardWindows",
+    "reduce_payload",
+]
+
+OK, FAILED, UNSUPPORTED, INVALID, STALE = range(5)
+#: Score plugins whose NormalizeScore is DefaultNormalizeScore (name -> reversed)
+DEFAULT_NORMALIZED: Mapping[str, bool] = {names.TAINT_TOLERATION: True, names.NODE_AFFINITY: False}
+
+
+@dataclass(slots=True)
+class PodReduction:
+    """One shard's answer for one pod (module docstring)."""
+
+    status: int
+    best: int = 0
+    ties: np.ndarray | None = None
+    maxima: dict[str, int] | None = None
+    skipped: frozenset[str] = frozenset()
+
+    def wire(self) -> list[Any]:
+        ties = b"" if self.ties is None else np.ascontiguousarray(self.ties, np.int32).tobytes()
+        return [self.status, self.best, ties, self.maxima or {}, sorted(self.skipped)]
+
+    @classmethod
+    def of_wire(cls, doc: Sequence[Any]) -> PodReduction:
+        status, best, ties, maxima, skipped = doc
+        return cls(
+            int(status),
+            int(best),
+            np.frombuffer(ties, dtype=np.int32),
+            {str(k): int(v) for k, v in maxima.items()},
+            frozenset(map(str, skipped)),
+        )
+
+
+class ShardWindows:
+    """Which of the shard's rows sit where in the replica's node order."""
+
+    def __init__(self) -> None:
+        #: replica row -> this shard's row (-1: another shard's)
+        self.local_of_replica = np.full(0, -1, dtype=np.int64)
+        self.replica_of_local: dict[int, int] = {}
+        self.version = -1
+        self.n = 0
+        #: positions in the order of this shard's rows, ascending, and those rows
+        self.positions = np.zeros(0, dtype=np.int64)
+        self.rows = np.zeros(0, dtype=np.int64)
+
+    def place(self, row: int, replica_row: int) -> None:
+        """The shard's ``row`` mirrors the replica's ``replica_row`` (a node delta)."""
+        if replica_row >= len(self.local_of_replica):
+            grow = max(replica_row + 1, 2 * len(self.local_of_replica), 64)
+            extra = np.full(grow - len(self.local_of_replica), -1, dtype=np.int64)
+            self.local_of_replica = np.concatenate((self.local_of_replica, extra))
+        old = self.replica_of_local.get(row)
+        if old == replica_row and self.local_of_replica[replica_row] == row:
+            return  # an update of a node in place: the order is unchanged
+        if old is not None and old != replica_row and old < len(self.local_of_replica):
+            self.local_of_replica[old] = -1
+        self.local_of_replica[replica_row] = row
+        self.replica_of_local[row] = replica_row
+        self.version = -1  # membership changed: the next order must be sent
+
+    def forget(self, row: int) -> None:
+        replica_row = self.replica_of_local.pop(row, None)
+        if replica_row is not None and replica_row < len(self.local_of_replica):
+            self.local_of_replica[replica_row] = -1
+        self.version = -1
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def set_order(self, order: np.ndarray, version: int) -> None:
+        """The replica's order (replica rows in nodeTree order) at ``version``."""
+        known = order < len(self.local_of_replica)
+        local = np.full(len(order), -1, dtype=np.int64)
+        local[known] = self.local_of_replica[order[known]]
+        self.positions = np.flatnonzero(local >= 0).astype(np.int64)
+        self.rows = local[self.positions]
+        self.n = len(order)
+        self.version = version
+
+    def window(self, start: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """This shard's rows among order positions ``start .. start+width-1`` (mod n), in
+        window order, and their positions in the window."""
+        p, n = self.positions, self.n
+        end = start + width
+        i0 = int(np.searchsorted(p, start))
+        if end <= n:
+            i1 = int(np.searchsorted(p, end))
+            return self.rows[i0:i1], p[i0:i1] - start
+        i1 = int(np.searchsorted(p, end - n))
+        rows = np.concatenate((self.rows[i0:], self.rows[:i1]))
+        pos = np.concatenate((p[i0:] - start, p[:i1] + (n - start)))
+        return rows, pos
+
+
+def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> PodReduction:
+    fwk = core.frameworks[ask["profile"]]
+    pod = core.pod_of(ask["pod"])
+    state = decode_state(ask["state"])
+    num_nodes, images = ask["facts"]
+    core.set_snapshot(
+        num_nodes if num_nodes >= 0 else core.table.n_nodes,
+        {k: (int(v[0]), int(v[1])) for k, v in images.items()},
+    )
+    rows, pos = windows.window(int(ask["start"]), int(ask["width"]))
+    if not len(rows):
+        return PodReduction(OK, -1, np.zeros(0, dtype=np.int32), {}, frozenset())
+    nodes = NodeSlice(core.table, rows)
+    if not fwk.run_pre_score(state, pod, fwk.handle.snapshot, nodes).is_success:
+        return PodReduction(UNSUPPORTED)
+    skipped = frozenset(state.skip_score_plugins)
+    active = fwk.active_score_plugins(state)
+    if any(
+        getattr(pl, "normalize_score", None) is not None and pl.name not in DEFAULT_NORMALIZED
+        for pl in active
+    ):
+        return PodReduction(UNSUPPORTED)
+    compiled = (
+        core.kernels.evaluate(fwk, state, pod, ask["pod"], ask["facts"], core.table, rows)
+        if len(rows) > 1
+        else None
+    )
+    if compiled is not None:
+        ev, columns = compiled
+        if len(ev.feasible_rows) != len(rows):
+            return PodReduction(FAILED)
+        if ev.status != STATUS_OK:
+            return PodReduction(INVALID)
+        maxima = {name: int(col[rows].max()) for name, col in columns.items()}
+        return PodReduction(OK, ev.best, pos[ev.ties].astype(np.int32), maxima, skipped)
+    # the plugins' numpy path: the same answer where the kernel does not model the pod
+    if not fwk.run_filter(state, pod, nodes).passed.all():
+        return PodReduction(FAILED)
+    raw = fwk.run_score(state, pod, nodes)
+    try:
+        normalized = fwk.normalize_scores(state, pod, raw)
+    except SchedulerError:
+        return PodReduction(INVALID)
+    totals = fwk.weighted_total(normalized, len(rows))
+    best = int(totals.max())
+    return PodReduction(
+        OK,
+        best,
+        pos[totals == best].astype(np.int32),
+        {name: int(raw[name].max()) for name in raw if name in DEFAULT_NORMALIZED},
+        skipped,
+    )
+
+
+def reduce_payload(core: Any, windows: ShardWindows, payload: bytes) -> dict[str, Any]:
+    """Answer one shared payload (module docstring): ``{"busy": seconds, "pods": [...]}``
+    with one wire ``PodReduction`` per pod, in the payload's order."""
+    began = time.perf_counter()
+    doc = decode_value(payload)
+    order = doc.get("order")
+    if order is not None:
+        windows.set_order(np.frombuffer(order, dtype=np.int64), int(doc["order_version"]))
+    fresh = windows.version == int(doc["order_version"]) and windows.n == int(doc["n"])
+    out = [
+        (_reduce_pod(core, ask, windows) if fresh else PodReduction(STALE)).wire()
+        for ask in doc["asks"]
+    ]
+    return {"busy": time.perf_counter() - began, "pods": out}
