@@ -406,6 +406,10 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
         compiled = fast.counters() if fast is not None else None
         counters = getattr(coord.source, "speculation_counters", None)
         speculation = counters() if counters is not None else None
+        batching = {
+            profile: {"attempts": dict(b.attempts), "flushes": dict(b.flushes)}
+            for profile, b in sorted(coord.algorithm.batches.items())
+        }
         # The loop is over: its objects (every node and pod, parsed) go before the record
         # is built, so the record reuses their memory instead of adding to the run's peak.
         # The record decodes the listing one object at a time (a million manifests never
@@ -435,6 +439,8 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
         summary["compiled_path"] = compiled
     if speculation is not None:
         summary["shard_speculation"] = speculation
+    if batching:
+        summary["opportunistic_batching"] = batching
     if vstats is not None:
         summary.update(virtual_figures(stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.

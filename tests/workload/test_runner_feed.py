@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from cluster_sched.testing import make_node, make_pod
+from cluster_sched.workload.commands import print_summary
 from cluster_sched.workload.runner import RunOptions, run_evaluation
 
 
@@ -43,7 +44,9 @@ def _workload(path: Path, pods: int) -> Path:
 
 
 @pytest.mark.parametrize("batch_size", [8, 32], ids=["batch8", "batch32"])
-def test_a_burst_binds_while_it_is_written(tmp_path: Path, redis_url: str, batch_size: int) -> None:
+def test_a_burst_binds_while_it_is_written(
+    tmp_path: Path, redis_url: str, batch_size: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     pods = 200
     result = run_evaluation(
         RunOptions(
@@ -62,3 +65,13 @@ def test_a_burst_binds_while_it_is_written(tmp_path: Path, redis_url: str, batch
     last_queued = max(stats.enqueued_at.values())
     # The first batch binds before the burst's last pod reached the queue.
     assert first_bound < last_queued
+    # run reports the compiled path's and OpportunisticBatching's counters (issue 26.4):
+    # the default profile's spreading defaults leave every pod unsignable (no hint)
+    batching = result.summary["opportunistic_batching"]["default-scheduler"]
+    assert batching["attempts"] == {"no_hint": pods}
+    compiled = result.summary["compiled_path"]
+    assert compiled["shape_hits"] + compiled["shape_misses"] == pods
+    print_summary(result.summary)
+    out = capsys.readouterr().out
+    assert f"batching       default-scheduler: no_hint={pods}; flushed " in out
+    assert f"compiled path  {compiled['shape_hits']} shape hits" in out
