@@ -43,6 +43,7 @@ from cluster_sched.kernels import (
     evaluate_pod,
     fits_row,
 )
+from cluster_sched.nodetable.overflow import BOUND_LIMIT, pod_amount
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
 from cluster_sched.plugins.podtopologyspread import filtering as spread_filtering
@@ -239,6 +240,41 @@ class FastPath:
         if not self._in_domain(table, pod):
             return None, []
         return profile, others
+
+    def run_query(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        skip_score: frozenset[str],
+        count: int,
+    ) -> tuple[KernelProfile, PodQuery] | None:
+        """The kernel profile and query (start 0) of ``count`` pods of ``pod``'s shape,
+        when ``kernels.run`` may decide them in one call: the shape path holds with its
+        scored columns, no plugin filters or scores per pod (PodTopologySpread), and the
+        values stay in the kernel's domain after ``count`` assumes. None otherwise."""
+        profile, others = self._admits(fwk, state, pod, table)
+        if profile is None or PER_POD_FILTER in others:
+            return None
+        amount = pod_amount(pod)
+        ceiling = table.amount_bound_ceiling + count * amount + amount
+        if ceiling >= VALUE_LIMIT or ceiling >= BOUND_LIMIT:
+            return None
+        shape = self._shape(fwk, state, pod, table, others)
+        if shape is None or shape.spread or shape.score_plugins is None:
+            return None
+        active = frozenset(pl.name for pl in fwk.score if pl.name not in skip_score)
+        if active & PER_POD_SCORES or active != shape.score_plugins:
+            return None
+        query = PodQuery(
+            self._requests(pod, profile),
+            masks=() if shape.mask is None else (shape.mask,),
+            normalized=shape.normalized,
+            extra=shape.extra,
+            stable=True,
+        )
+        return profile, query
 
     def row_passes(
         self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int
