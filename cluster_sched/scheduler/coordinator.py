@@ -26,6 +26,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.gc_policy import collect_when_idle
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import Location, QueuedPodInfo
+from cluster_sched.scheduler import whole_batch
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor
 from cluster_sched.scheduler.event_handlers import EventHandlers
@@ -236,7 +237,7 @@ class Coordinator:
                 if k:
                     self.housekeeping()
                 if self.whole_batch and not self.tracing.enabled:
-                    handled = self.cycle.schedule_run(batch[k:])
+                    handled = whole_batch.schedule_run(self.cycle, batch[k:])
                     if handled:
                         k += handled
                         continue

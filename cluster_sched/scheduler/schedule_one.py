@@ -32,7 +32,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
-from cluster_sched.scheduler import batching, whole_batch
+from cluster_sched.scheduler import batching
 from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor, BindingJob, BindingOutcome
 from cluster_sched.scheduler.failure import FailureHandler
@@ -120,11 +120,6 @@ class SchedulingCycle:
             self.algorithm.percentage_of_nodes_to_score,
             bool(self.queue.nominator.nominated_pods()),
         )
-
-    def schedule_run(self, batch: Sequence[tuple[QueuedPodInfo, int]]) -> int:
-        """The longest run of same-shape pods at the head of ``batch`` in one compiled
-        call (``whole_batch``); how many pods it handled (0: none)."""
-        return whole_batch.schedule_run(self, batch)
 
     def end_batch(self) -> None:
         end = getattr(self.source, "end_batch", None)
