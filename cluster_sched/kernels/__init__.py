@@ -49,7 +49,7 @@ is ``reference.evaluate_pod_reference``. Call ``warm_up()`` at start-up: numba c
 once per machine (``cache=True``) and loads from its cache in every later process.
 """
 
-from cluster_sched.kernels.evaluate import evaluate_batch, evaluate_pod, warm_up
+from cluster_sched.kernels.evaluate import evaluate_batch, evaluate_pod, fits_row, warm_up
 from cluster_sched.kernels.fused import STATUS_INVALID_SCORE, STATUS_OK
 from cluster_sched.kernels.inputs import (
     DEFAULT_NORMALIZED_SCORE_PLUGINS,
@@ -81,5 +81,6 @@ __all__ = [
     "evaluate_batch",
     "evaluate_pod",
     "evaluate_pod_reference",
+    "fits_row",
     "warm_up",
 ]

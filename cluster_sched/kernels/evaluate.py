@@ -275,6 +275,21 @@ def evaluate_pod(
     return Evaluation(out[0, :found], out[1, :found], evaluated, best, out[2, :n_ties], status)  # type: ignore[index]
 
 
+def fits_row(table: NodeTable, profile: KernelProfile, requests: PodRequests, row: int) -> bool:
+    """NodeResourcesFit's verdict on one row, as ``evaluate_pod`` with ``order=[row]``
+    gives it (``found == 1``) without a kernel call: one node is a few scalar compares,
+    and the call's packing and dispatch cost ten times more (OpportunisticBatching's
+    one-node checks ask this per pod)."""
+    if int(table.allowed_pods[row]) - int(table.pod_count[row]) < 1:
+        return False
+    cols, amounts = _packed(table, profile, requests).fit_req
+    free = table.free
+    for col, amount in zip(cols.tolist(), amounts.tolist(), strict=True):
+        if col < 0 or int(free[col, row]) < amount:
+            return False
+    return True
+
+
 def _ragged(lists: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Int lists as int64[B, max(len, 1)], zero-padded, plus their lengths."""
     lengths = [len(x) for x in lists]

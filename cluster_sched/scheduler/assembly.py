@@ -25,6 +25,7 @@ from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.waiting_pods import WaitingPods
 from cluster_sched.kernels import warm_up
+from cluster_sched.kernels.run import warm_up_run
 from cluster_sched.plugins.defaultpreemption.reprieve import warm_up as warm_up_reprieve
 from cluster_sched.queue.nominator import Nominator
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
@@ -257,6 +258,7 @@ def _fast_path(options: ExecutorOptions, *, timed: bool) -> FastPath | None:
     if not options.compiled or (timed and options.executor != "local"):
         return None
     warm_up()
+    warm_up_run()  # whole batches' kernel (scheduler.whole_batch)
     warm_up_reprieve()  # preemption's dry-run kernel: loaded now, not at the first preemption
     return FastPath(share_pre_cycle=not timed)
 

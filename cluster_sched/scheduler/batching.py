@@ -30,6 +30,7 @@ from cluster_sched.framework.signature import sign_pod
 from cluster_sched.framework.status import Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.algorithm import AttemptResult, NominatedPods, Scheduler
+from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
 __all__ = ["batch_of", "schedule_pod"]
@@ -60,24 +61,35 @@ def schedule_pod(
         return algorithm.full_attempt(fwk, state, pod, table, snapshot, nominated, source, pre)
     batch = batch_of(algorithm, fwk)
     signature = sign_pod(fwk, pod)
+    fast = algorithm.fast if source.table is table else None
     hint = batch.get_node_hint(
         signature,
         cycle,
         now,
         pod.nominated_node_name,
-        lambda node: _filter_rejects(fwk, state, pod, table, node),
+        lambda node: _filter_rejects(fwk, state, pod, table, node, fast),
     )
     hint_status: tuple[str, Status] | None = None
     row = table.index.get(hint) if hint else None
     if row is not None:
+        # The compiled answer where it holds (no nominated pods to add); the plugins'
+        # verdicts for a hint that fails (its status joins the diagnosis).
+        passes = None
+        if fast is not None and not nominated:
+            passes = fast.row_passes(fwk, state, pod, table, row)
         rows = np.asarray([row], dtype=np.int64)
-        passed, verdicts = algorithm._filter_rows(fwk, state, pod, table, rows, nominated, source)
-        if passed[0]:
+        if not passes:
+            passed, verdicts = algorithm._filter_rows(
+                fwk, state, pod, table, rows, nominated, source
+            )
+            passes = bool(passed[0])
+            if not passes:
+                hint_status = (hint, verdicts(0))
+        if passes:
             batch.store_schedule_results(signature, hint, hint, None, cycle, now)
             result = AttemptResult(hint, 1, rows, table, Diagnosis(), num_all_nodes=num_all)
             result.top_nodes = [(hint, 0)]
             return result
-        hint_status = (hint, verdicts(0))
     result = algorithm.full_attempt(
         fwk, state, pod, table, snapshot, nominated, source, pre, hint_status
     )
@@ -101,12 +113,22 @@ def batch_of(algorithm: Scheduler, fwk: Framework) -> OpportunisticBatch:
 
 
 def _filter_rejects(
-    fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, node: str
+    fwk: Framework,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    node: str,
+    fast: FastPath | None = None,
 ) -> bool | None:
-    """RunFilterPlugins on one node (no nominated pods): rejected? None if it is gone."""
+    """RunFilterPlugins on one node (no nominated pods): rejected? None if it is gone.
+    ``fast``: the compiled path answers when it can."""
     row = table.index.get(node)
     if row is None:
         return None
+    if fast is not None:
+        passes = fast.row_passes(fwk, state, pod, table, row)
+        if passes is not None:
+            return not passes
     outcome = fwk.run_filter(state, pod, NodeSlice(table, np.asarray([row], dtype=np.int64)))
     return fwk.filter_status(outcome, 0).is_rejected
 

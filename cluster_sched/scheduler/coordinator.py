@@ -26,6 +26,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.gc_policy import collect_when_idle
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import Location, QueuedPodInfo
+from cluster_sched.scheduler import whole_batch
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor
 from cluster_sched.scheduler.event_handlers import EventHandlers
@@ -112,6 +113,9 @@ class Coordinator:
         self.informer_poll_interval = INFORMER_POLL_INTERVAL
         self._last_cleanup = 0.0
         self._last_gauges = 0.0
+        #: consecutive same-shape pods of a batch decided in one kernel call
+        #: (``whole_batch``); off, each takes its own cycle (the same decisions)
+        self.whole_batch = True
         self.cycle = SchedulingCycle(
             frameworks=parts.frameworks,
             cache=parts.cache,
@@ -228,14 +232,22 @@ class Coordinator:
         try:
             if len(batch) > 1:
                 self.cycle.prefetch(batch)
-            for k, (info, cycle) in enumerate(batch):
+            k = 0
+            while k < len(batch):
                 if k:
                     self.housekeeping()
+                if self.whole_batch and not self.tracing.enabled:
+                    handled = whole_batch.schedule_run(self.cycle, batch[k:])
+                    if handled:
+                        k += handled
+                        continue
+                info, cycle = batch[k]
                 self.queue.cycle_in_progress = cycle
                 if self.tracing.enabled:
                     self._traced_schedule_one(info, cycle, pop_started_ns, pop_ns)
                 else:
                     self.schedule_one(info, cycle)
+                k += 1
         finally:
             self.queue.cycle_in_progress = None
             self.cycle.end_batch()

@@ -41,7 +41,9 @@ from cluster_sched.kernels import (
     PodQuery,
     PodRequests,
     evaluate_pod,
+    fits_row,
 )
+from cluster_sched.nodetable.overflow import BOUND_LIMIT, pod_amount
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
 from cluster_sched.plugins.podtopologyspread import filtering as spread_filtering
@@ -179,20 +181,10 @@ class FastPath:
         start: int,
     ) -> Found | None:
         """Filter over the window, or None to run the numpy path (nothing was changed)."""
-        profile = self._profile(fwk)
-        if (
-            profile is None
-            or pod.nominated_node_name
-            or nominated
-            or not fwk.score
-            or fwk.handle.extenders
-        ):
+        if pod.nominated_node_name or nominated:
             return None
-        active = [pl for pl in fwk.filter if pl.name not in state.skip_filter_plugins]
-        others = [pl.name for pl in active if pl.name != names.NODE_RESOURCES_FIT]
-        if any(name not in COLUMN_FILTERS for name in others):
-            return None
-        if not self._in_domain(table, pod):
+        profile, others = self._admits(fwk, state, pod, table)
+        if profile is None:
             return None
         rows = table.order()
         requests = self._requests(pod, profile)
@@ -239,6 +231,79 @@ class FastPath:
         if len(ev.feasible_rows) == 0 or ev.status != STATUS_OK:
             return None
         return Found(ev.feasible_rows, ev.evaluated, requests, shape)
+
+    def _admits(
+        self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable
+    ) -> tuple[KernelProfile | None, list[str]]:
+        """The kernel profile and the other active Filter plugins when the compiled path
+        may answer for ``pod`` (every Filter a column plugin, values in the kernel's
+        domain); (None, []) to run the numpy path."""
+        profile = self._profile(fwk)
+        if profile is None or not fwk.score or fwk.handle.extenders:
+            return None, []
+        active = [pl for pl in fwk.filter if pl.name not in state.skip_filter_plugins]
+        others = [pl.name for pl in active if pl.name != names.NODE_RESOURCES_FIT]
+        if any(name not in COLUMN_FILTERS for name in others):
+            return None, []
+        if not self._in_domain(table, pod):
+            return None, []
+        return profile, others
+
+    def run_query(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        skip_score: frozenset[str],
+        count: int,
+    ) -> tuple[KernelProfile, PodQuery] | None:
+        """The kernel profile and query (start 0) of ``count`` pods of ``pod``'s shape,
+        when ``kernels.run`` may decide them in one call: the shape path holds with its
+        scored columns, no plugin filters or scores per pod (PodTopologySpread), and the
+        values stay in the kernel's domain after ``count`` assumes. None otherwise."""
+        profile, others = self._admits(fwk, state, pod, table)
+        if profile is None or PER_POD_FILTER in others:
+            return None
+        amount = pod_amount(pod)
+        ceiling = table.amount_bound_ceiling + count * amount + amount
+        if ceiling >= VALUE_LIMIT or ceiling >= BOUND_LIMIT:
+            return None
+        shape = self._shape(fwk, state, pod, table, others)
+        if shape is None or shape.spread or shape.score_plugins is None:
+            return None
+        active = frozenset(pl.name for pl in fwk.score if pl.name not in skip_score)
+        if active & PER_POD_SCORES or active != shape.score_plugins:
+            return None
+        query = PodQuery(
+            self._requests(pod, profile),
+            masks=() if shape.mask is None else (shape.mask,),
+            normalized=shape.normalized,
+            extra=shape.extra,
+            stable=True,
+        )
+        return profile, query
+
+    def row_passes(
+        self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int
+    ) -> bool | None:
+        """Whether every active Filter plugin passes ``pod`` on ``row`` (no nominated
+        pods: the caller's to check), from the shape's verdict column and the kernel's
+        NodeResourcesFit; None to run the plugins instead. OpportunisticBatching's two
+        one-node checks (the last chosen node, the hint) ask this: through the plugins
+        they cost more than the compiled attempt they save (issue 26, finding 4)."""
+        profile, others = self._admits(fwk, state, pod, table)
+        if profile is None:
+            return None
+        shape = self._shape(fwk, state, pod, table, others)
+        if shape is None:
+            return None
+        mask = self._spread_mask(state, table, shape) if shape.spread else shape.mask
+        if shape.spread and mask is None:
+            return None
+        if mask is not None and not mask[row]:
+            return False
+        return fits_row(table, profile, self._requests(pod, profile), row)
 
     def _shape(
         self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, others: list[str]

@@ -87,7 +87,7 @@ class _Entry:
     rerun_score: tuple[Any, ...] = ()
 
 
-def _refs(pod: Pod) -> tuple[object, ...]:
+def shape_refs(pod: Pod) -> tuple[object, ...]:
     """The parsed-spec objects the known plugins read (shared by pods of one spec)."""
     return (
         pod.containers,
@@ -124,7 +124,7 @@ class PreCycleReuse:
         if validity is None:
             self.misses += 1
             return fwk.run_pre_filter(state, pod, snapshot)
-        refs = _refs(pod)
+        refs = shape_refs(pod)
         key = (id(fwk), *map(id, refs))
         entry = self._entries.get(key)
         if (
@@ -159,6 +159,16 @@ class PreCycleReuse:
             self._entries[key] = entry
             self._current = entry
         return pre
+
+    def settled_skip_score(self) -> frozenset[str] | None:
+        """The PreScore Skip set of the shape the last ``pre_filter`` shared, when its
+        PreFilter and PreScore states are both shared with no plugin run again per pod:
+        then every pod of the shape gets the same answers while the validity key holds
+        (a whole run of them may be decided at once); None otherwise."""
+        e = self._current
+        if e is None or e.score_data is None or e.rerun or e.rerun_score:
+            return None
+        return e.skip_score
 
     def pre_score(
         self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeSlice

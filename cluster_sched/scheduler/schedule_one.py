@@ -143,7 +143,7 @@ class SchedulingCycle:
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""
-        self._activate_failed_preemptors()
+        self.activate_failed_preemptors()
         if not self.tracing.enabled:
             self._schedule_one(info, cycle)
             return
@@ -202,6 +202,22 @@ class SchedulingCycle:
         self.metrics.observe_algorithm(time.perf_counter() - start)
         host = result.suggested_host
         assert host is not None
+        self.commit(fwk, state, pod, info, cycle, start, host)
+
+    def commit(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        info: QueuedPodInfo,
+        cycle: int,
+        start: float,
+        host: str,
+    ) -> bool:
+        """The cycle once a host is selected: assume, Reserve, Permit, the binding job.
+        True if the pod went to its binding cycle (Permit may have it wait); False after
+        the failure handler took it (nothing of it stays assumed)."""
+        nominator = self.queue.nominator
         assumed = evolve(pod, node_name=host)
         try:
             self.cache.assume_pod(assumed, host)
@@ -212,7 +228,7 @@ class SchedulingCycle:
                 fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
             )
             self._attempt_done(fwk, start, RESULT_ERROR)
-            return
+            return False
         s = fwk.run_reserve(state, assumed, host)
         if s.is_success:
             s = fwk.run_permit(state, assumed, host)
@@ -224,7 +240,7 @@ class SchedulingCycle:
             self._attempt_done(
                 fwk, start, RESULT_ERROR if s.code == Code.ERROR else RESULT_UNSCHEDULABLE
             )
-            return
+            return False
         self.done(pod.key)
         if nominator.has_nomination(pod.key):
             nominator.delete_nominated_pod_if_exists(pod.key)
@@ -246,8 +262,9 @@ class SchedulingCycle:
                 trace_carrier=carrier,
             )
         )
+        return True
 
-    def _activate_failed_preemptors(self) -> None:
+    def activate_failed_preemptors(self) -> None:
         """Preemptors whose async preemption failed go to activeQ (upstream's goroutine
         calls Activate), so the PreEnqueue gate never strands them."""
         fwk = next(iter(self.frameworks.values()), None)

@@ -120,6 +120,16 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
         f"cpu            {summary.get('process_cpu_us_per_pod', 0.0)} µs per pod in this process (first pop to last bind)",
     ]
+    compiled = summary.get("compiled_path")
+    if compiled:
+        lines.append(
+            f"compiled path  {compiled['shape_hits']} shape hits, "
+            f"{compiled['shape_misses']} misses (answers from a pod shape's columns)"
+        )
+    for profile, batch in (summary.get("opportunistic_batching") or {}).items():
+        attempts = " ".join(f"{k}={v}" for k, v in sorted(batch["attempts"].items()))
+        flushes = " ".join(f"{k}={v}" for k, v in sorted(batch["flushes"].items()))
+        lines.append(f"batching       {profile}: {attempts or '-'}; flushed {flushes or '-'}")
     placement = summary.get("placement")
     if placement:
         cpu = placement["utilisation_used_nodes"]["cpu"]

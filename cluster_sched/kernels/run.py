@@ -1,0 +1,228 @@
+"""A run of same-shape pods in one compiled call: for each pod in turn, Filter over its
+window, Score, select the host (the scheduler RNG's own draws) and assume it, so the next
+pod sees the columns its predecessors changed (issue 23, item 1).
+
+Exactly what ``scheduler.algorithm._fast_attempt`` decides pod after pod on the shape
+path: the window from ``next_start_node_index`` (advanced by each pod's evaluated count),
+``numFeasibleNodesToFind``, a single feasible node taken unscored, the tie set drawn with
+``rng.randrange`` only when it has more than one node. The assume adds the pod's request
+vector, non-zero cpu/memory and one pod to the host's row as ``NodeTable.add_pod`` does;
+it writes *copies* of the accounting columns: the caller assumes each decided pod in its
+cache, which updates the table itself. The run stops before the first pod it cannot
+decide (no feasible node: the FitError needs every plugin's reasons; a score out of
+range: the numpy path raises the framework's error), leaving the RNG and the rotation as
+they were after the last decided pod.
+
+``run_reference`` is the same loop over ``evaluate_pod_reference`` and ``random.Random``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from cluster_sched.kernels import fused, mt19937
+from cluster_sched.kernels.evaluate import pack_pod_call
+from cluster_sched.kernels.inputs import KernelProfile, PodQuery
+from cluster_sched.kernels.reference import evaluate_pod_reference
+from cluster_sched.nodetable.table import NodeTable
+
+__all__ = ["PodVector", "RunResult", "evaluate_run", "run_reference", "warm_up_run"]
+
+_JIT = njit(cache=True, nogil=True, error_model="numpy")
+
+
+@dataclass(frozen=True, slots=True)
+class PodVector:
+    """What assuming one pod of the run adds to its host's row (``NodeTable.add_pod``):
+    ``cols``/``vals`` int64[r] the request vector over table columns (``pods`` apart),
+    and the non-zero cpu and memory."""
+
+    cols: np.ndarray
+    vals: np.ndarray
+    nonzero_cpu: int
+    nonzero_memory: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Per decided pod, in run order (int64[m] each)."""
+
+    hosts: np.ndarray
+    evaluated: np.ndarray
+    #: feasible nodes found (1: taken unscored)
+    found: np.ndarray
+    #: size of the best-score tie set (> 1: one rng.randrange draw)
+    ties: np.ndarray
+    #: next_start_node_index (mod n) before the pod
+    starts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+
+@_JIT
+def evaluate_run_kernel(
+    allocatable, requested, free, nonzero, pod_count, allowed_pods,
+    order, start, to_find, fit_req, masks, mask_ids,
+    mode, fit_weight, s_req, s_srcs, s_weights, shape_u, shape_s, bal_weight, b_req,
+    norm, norm_ids, norm_reverse, norm_weight, extra, extra_id,
+    count, add_cols, add_vals, nz_cpu, nz_mem, mt, pos, rows, totals, ties, out,
+):  # fmt: skip
+    """``count`` pods one after another (arguments of ``evaluate_pod_kernel`` but
+    ``out``; ``requested``, ``free``, ``nonzero``, ``pod_count`` are written: copies).
+    ``out`` int64[count, 5]: host row, evaluated, found, tie-set size, start. Returns
+    how many pods were decided."""
+    n = order.shape[0]
+    if n == 0:
+        return 0
+    s = start % n
+    for i in range(count):
+        found, evaluated = fused._filter(
+            free, pod_count, allowed_pods, order, s, to_find,
+            fit_req[0], fit_req[1], masks, mask_ids, rows,
+        )  # fmt: skip
+        if found == 0:
+            return i
+        n_ties = 1
+        if found == 1:
+            host = rows[0]
+        else:
+            best, status = fused._score(
+                allocatable, requested, nonzero, rows, found,
+                mode, fit_weight, s_req[0], s_srcs, s_req[1], s_weights, shape_u, shape_s,
+                bal_weight, b_req[0], b_req[1],
+                norm, norm_ids, norm_reverse, norm_weight, extra, extra_id, totals,
+            )  # fmt: skip
+            if status != fused.STATUS_OK:
+                return i
+            n_ties = 0
+            for k in range(found):
+                if totals[k] == best:
+                    ties[n_ties] = k
+                    n_ties += 1
+            pick = ties[0]
+            if n_ties > 1:
+                pick = ties[mt19937.randbelow(mt, pos, n_ties)]
+            host = rows[pick]
+        out[i, 0] = host
+        out[i, 1] = evaluated
+        out[i, 2] = found
+        out[i, 3] = n_ties
+        out[i, 4] = s
+        s = (s + evaluated) % n
+        for j in range(add_cols.shape[0]):
+            c = add_cols[j]
+            requested[c, host] += add_vals[j]
+            free[c, host] -= add_vals[j]
+        nonzero[0, host] += nz_cpu
+        nonzero[1, host] += nz_mem
+        pod_count[host] += 1
+    return count
+
+
+def evaluate_run(
+    table: NodeTable,
+    profile: KernelProfile,
+    query: PodQuery,
+    to_find: int,
+    count: int,
+    vector: PodVector,
+    rng: random.Random,
+) -> RunResult:
+    """Decide up to ``count`` pods of one shape (``query``: the first pod's start, the
+    shape's columns) in one call; ``rng`` is advanced by the draws of the decided pods.
+    The table is not written."""
+    args: list[object] = list(pack_pod_call(table, profile, query, to_find))
+    args.pop()  # evaluate_pod_kernel's out
+    for i in (1, 2, 3, 4):  # requested, free, nonzero, pod_count: the run's own copies
+        args[i] = np.array(args[i])
+    k = max(1, min(to_find, len(table.order())))
+    rows = np.empty(k, dtype=np.int64)
+    totals = np.empty(k, dtype=np.int64)
+    ties = np.empty(k, dtype=np.int64)
+    out = np.empty((max(count, 1), 5), dtype=np.int64)
+    mt, pos = mt19937.state_of(rng)
+    cols = np.ascontiguousarray(vector.cols, dtype=np.int64)
+    vals = np.ascontiguousarray(vector.vals, dtype=np.int64)
+    m = evaluate_run_kernel(  # type: ignore[call-arg]
+        *args, count, cols, vals, vector.nonzero_cpu, vector.nonzero_memory,
+        mt, pos, rows, totals, ties, out,
+    )  # fmt: skip
+    mt19937.restore(rng, mt, pos)
+    d = out[:m]
+    return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
+
+
+def run_reference(
+    table: NodeTable,
+    profile: KernelProfile,
+    query: PodQuery,
+    to_find: int,
+    count: int,
+    vector: PodVector,
+    rng: random.Random,
+) -> RunResult:
+    """``evaluate_run`` in numpy: ``evaluate_pod_reference`` per pod on a copy of the
+    table whose accounting columns take each assume, ``Evaluation.select_row``'s draw."""
+    t = copy.copy(table)
+    t.requested, t.free = table.requested.copy(), table.free.copy()
+    t.nonzero, t.pod_count = table.nonzero.copy(), table.pod_count.copy()
+    order = table.order()
+    n = len(order)
+    out: list[tuple[int, int, int, int, int]] = []
+    s = query.start % n if n else 0
+    for _ in range(count if n else 0):
+        ev = evaluate_pod_reference(t, profile, dataclasses.replace(query, start=s), to_find)
+        if len(ev.feasible_rows) == 0 or ev.status != fused.STATUS_OK:
+            break
+        host = ev.select_row(rng)
+        out.append((host, ev.evaluated, len(ev.feasible_rows), len(ev.ties), s))
+        s = (s + ev.evaluated) % n
+        for c, v in zip(vector.cols.tolist(), vector.vals.tolist(), strict=True):
+            t.requested[c, host] += v
+            t.free[c, host] -= v
+        t.nonzero[0, host] += vector.nonzero_cpu
+        t.nonzero[1, host] += vector.nonzero_memory
+        t.pod_count[host] += 1
+    d = np.asarray(out, dtype=np.int64).reshape(-1, 5)
+    return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
+
+
+def warm_up_run() -> None:
+    """Compile (or load from numba's on-disk cache) ``evaluate_run_kernel`` at start-up,
+    so the first run of a batch does not pay for it inside the measured window."""
+    from cluster_sched.api.objects import CPU, MEMORY, PODS, Node, ObjectMeta
+    from cluster_sched.config.plugin_args import (
+        NodeResourcesBalancedAllocationArgs,
+        NodeResourcesFitArgs,
+    )
+    from cluster_sched.kernels.inputs import NormalizedScore, PodRequests
+    from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
+    from cluster_sched.plugins.noderesources.fit import Fit
+
+    table = NodeTable()
+    for name in ("a", "b"):
+        alloc = {CPU: 4000, MEMORY: 8 << 30, PODS: 10}
+        table.upsert_node(Node(ObjectMeta(name), allocatable=alloc, capacity=alloc))
+    profile = KernelProfile(
+        Fit(NodeResourcesFitArgs()), BalancedAllocation(NodeResourcesBalancedAllocationArgs())
+    )
+    amounts = np.asarray([1000, 1 << 30], dtype=np.int64)
+    requests = PodRequests(((CPU, 1000), (MEMORY, 1 << 30)), amounts, amounts.copy())
+    cap = table.allocatable.shape[1]
+    query = PodQuery(
+        requests,
+        masks=(np.ones(cap, dtype=bool),),
+        normalized=(NormalizedScore(np.zeros(cap, dtype=np.int64), True, 1),),
+        extra=np.zeros(cap, dtype=np.int64),
+    )
+    cols, vals = table.resource_vector({CPU: 1000, MEMORY: 1 << 30})
+    evaluate_run(
+        table, profile, query, 2, 2, PodVector(cols, vals, 1000, 1 << 30), random.Random(0)
+    )

@@ -1,0 +1,201 @@
+"""Whole batches on the compiled path: consecutive popped pods of one shape decided in
+one kernel call (``kernels.run``), Python keeping only each pod's bookkeeping (issue 23,
+item 1).
+
+When the next pods of a popped batch are of one shape (the parsed spec objects pods of
+one template share, same namespace, labels and requests) and that shape's PreFilter and
+PreScore are shared with no plugin run again per pod (``pre_cycle``) and its columns
+scored (``fast_path``), the serial loop would take each of them through the same
+compiled attempt, one after another, each seeing the columns its predecessors assumed.
+``kernels.run`` takes those decisions in one call: the same windows, rotation, tie sets
+and RNG draws. Then, pod by pod and in order: its PreFilter (and, when it was scored, its
+PreScore) state from the shared entry, OpportunisticBatching's counters, and
+``SchedulingCycle.commit`` (assume, Reserve, Permit, binding job), exactly as after a
+single attempt. If a pod's commit fails (assume error, Reserve or Permit rejection), the
+pods after it were decided on columns that no longer hold: the RNG and the rotation are
+rewound to just after that pod and the run ends there; the loop schedules the rest.
+
+What no run covers (each pod then takes the ordinary cycle): tracing or timed plugins,
+nominated pods anywhere, a pod with a nominated node, signable pods with
+OpportunisticBatching on (the hint path), extenders, cross-node plugins that filter or
+score per pod, a pod without a feasible node (the FitError needs every plugin).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.features import OPPORTUNISTIC_BATCHING
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.framework.signature import sign_pod
+from cluster_sched.framework.snapshot import Snapshot
+from cluster_sched.kernels.run import PodVector, RunResult, evaluate_run
+from cluster_sched.queue.types import QueuedPodInfo
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.batching import batch_of
+from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
+from cluster_sched.scheduler.pre_cycle import shape_refs
+
+if TYPE_CHECKING:
+    from cluster_sched.scheduler.schedule_one import SchedulingCycle
+
+__all__ = ["MIN_RUN", "schedule_run"]
+
+#: Fewer pods than this take the ordinary cycle (a run's fixed cost is a kernel call).
+MIN_RUN = 2
+
+
+def _member(sc: SchedulingCycle, info: QueuedPodInfo, first: Pod | None) -> Pod | None:
+    """The pod of ``info`` if it may join a run led by ``first`` (None: leads one)."""
+    pod = sc.pods.get(info.pod_key)
+    if (
+        pod is None
+        or pod.node_name
+        or pod.meta.deletion_timestamp is not None
+        or pod.nominated_node_name
+        or pod.volumes
+        or sc.cache.is_assumed(pod.key)
+    ):
+        return None
+    if first is None:
+        return pod
+    same = (
+        pod.scheduler_name == first.scheduler_name
+        and pod.meta.namespace == first.meta.namespace
+        and all(a is b for a, b in zip(shape_refs(pod), shape_refs(first), strict=True))
+        and pod.meta.labels == first.meta.labels
+        and pod.requests == first.requests
+        and pod.nonzero_cpu == first.nonzero_cpu
+        and pod.nonzero_memory == first.nonzero_memory
+    )
+    return pod if same else None
+
+
+def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]) -> int:
+    """Schedule the longest run of same-shape pods at the head of ``batch`` that the
+    kernel decides; returns how many pods were handled (0: none, the ordinary cycle
+    takes ``batch[0]``)."""
+    algorithm, fast = sc.algorithm, sc.algorithm.fast
+    if fast is None or fast.pre_cycle is None or sc.tracing.enabled or len(batch) < MIN_RUN:
+        return 0
+    table = sc.source.table
+    snapshot = sc.cache.snapshot
+    if not isinstance(snapshot, Snapshot) or sc.queue.nominator.nominated_pods():
+        return 0
+    first = _member(sc, batch[0][0], None)
+    if first is None:
+        return 0
+    fwk = sc.frameworks.get(first.scheduler_name)
+    if fwk is None or fwk.instrumented or not fwk.score or fwk.handle.extenders:
+        return 0
+    gate = fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING)
+    if gate and sign_pod(fwk, first) is not None:
+        return 0
+    pods: list[Pod] = []
+    states: list[CycleState] = []
+    skip_score: frozenset[str] | None = None
+    for info, _cycle in batch:
+        pod = _member(sc, info, first) if pods else first
+        if pod is None:
+            break
+        state = CycleState()
+        pre = algorithm.pre_filter(fwk, state, pod, table, snapshot, sc.source)
+        settled = fast.pre_cycle.settled_skip_score()
+        if pre[0] is not None or not pre[1].is_success or settled is None:
+            break
+        if skip_score is not None and settled != skip_score:
+            break
+        skip_score = settled
+        pods.append(pod)
+        states.append(state)
+    if len(pods) < MIN_RUN or skip_score is None:
+        return 0
+    planned = fast.run_query(fwk, states[0], first, table, skip_score, len(pods))
+    if planned is None:
+        return 0
+    profile, query = planned
+    n = len(table.index)
+    pct = fwk.percentage_of_nodes_to_score
+    to_find = num_feasible_nodes_to_find(
+        pct if pct is not None else algorithm.percentage_of_nodes_to_score, n
+    )
+    start = algorithm.next_start_node_index % n
+    cols, vals = table.resource_vector(first.requests)
+    vector = PodVector(cols, vals, first.nonzero_cpu, first.nonzero_memory)
+    rng_before = algorithm.rng.getstate()
+    began = time.perf_counter()
+    at = replace(query, start=start)
+    result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng)
+    m = len(result)
+    if m == 0:
+        return 0
+    algorithm.next_start_node_index = int(result.starts[-1] + result.evaluated[-1]) % n
+    fast.shape_hits += m - 1  # run_query counted the first pod's
+    share = (time.perf_counter() - began) / m
+    return _commit_all(sc, fwk, batch, pods, states, result, gate, share, rng_before, n)
+
+
+def _commit_all(
+    sc: SchedulingCycle,
+    fwk: Framework,
+    batch: Sequence[tuple[QueuedPodInfo, int]],
+    pods: list[Pod],
+    states: list[CycleState],
+    result: RunResult,
+    gate: bool,
+    share: float,
+    rng_before: tuple[object, ...],
+    n: int,
+) -> int:
+    """Each decided pod's bookkeeping, in order, as after a single compiled attempt."""
+    algorithm, table = sc.algorithm, sc.source.table
+    names = table.names
+    reuse = algorithm.fast.pre_cycle if algorithm.fast is not None else None
+    assert reuse is not None
+    snapshot = sc.cache.snapshot
+    assert isinstance(snapshot, Snapshot)
+    sc.activate_failed_preemptors()
+    hosts = result.hosts.tolist()
+    found = result.found.tolist()
+    for i, (pod, state, host_row) in enumerate(zip(pods, states, hosts, strict=False)):
+        info, cycle = batch[i]
+        sc.queue.cycle_in_progress = cycle
+        began = time.perf_counter() - share
+        now = sc.clock.now()
+        sc.stats.on_pop(pod.key, now)
+        host = names[host_row]
+        assert host is not None
+        if found[i] >= 2:  # a lone feasible node is taken unscored: no PreScore
+            reuse.pre_score(fwk, state, pod, snapshot, NodeSlice(table, np.asarray([host_row])))
+        if gate:
+            bt = batch_of(algorithm, fwk)
+            bt.get_node_hint(None, cycle, now, "", lambda _node: None)
+            other = [host] if found[i] >= 2 else None  # only its emptiness is read
+            bt.store_schedule_results(None, "", host, other, cycle, now)
+        sc.metrics.observe_algorithm(share)
+        if not sc.commit(fwk, state, pod, info, cycle, began, host):
+            _rewind(algorithm, rng_before, result, i, n)
+            return i + 1
+    return len(hosts)
+
+
+def _rewind(
+    algorithm: Scheduler, before: tuple[object, ...], result: RunResult, last: int, n: int
+) -> None:
+    """RNG and rotation as the serial loop leaves them after pod ``last``: the draws of
+    pods 0..last replayed from the state before the run."""
+    rng: random.Random = algorithm.rng
+    rng.setstate(before)
+    for t in result.ties[: last + 1].tolist():
+        if t > 1:
+            rng.randrange(t)
+    algorithm.next_start_node_index = int(result.starts[last] + result.evaluated[last]) % n

@@ -1,0 +1,137 @@
+"""Whole batches in one kernel call (``whole_batch``) take the serial decisions: with
+runs on and off, the same placements, attempts per pod and FailedScheduling events, on
+random clusters (windows smaller than the cluster: the rotation) with ties (identical nodes: RNG draws), full nodes, pods that fit
+nowhere and several shapes interleaved; and runs do happen."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from typing import Any
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cluster_sched.clock import FakeClock
+from cluster_sched.config.load import load_config
+from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
+from cluster_sched.queue.types import Location
+from cluster_sched.scheduler import coordinator as coordinator_module
+from cluster_sched.scheduler import whole_batch
+from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
+from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.store.store import Store
+from cluster_sched.testing.builders import make_node, make_pod
+
+_runs = itertools.count()
+#: pod shapes: (cpu, memory); the last fits no node
+SHAPES = [("100m", "128Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("64", "1Gi")]
+
+
+def _docs(seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    docs = []
+    # past 100 nodes a window is a part of the cluster: the rotation decides
+    for i in range(rng.choice([rng.randint(3, 40), rng.randint(101, 260)])):
+        size = rng.choice(["2", "2", "4", "8"])  # many identical nodes: ties
+        pods = rng.choice([3, 110])
+        docs.append(make_node(f"n{i:02d}").capacity(cpu=size, memory="8Gi", pods=pods).manifest())
+    # runs of one shape, broken by others (a template's pods share parsed objects)
+    k = 0
+    for _ in range(rng.randint(2, 6)):
+        cpu, memory = rng.choice(SHAPES)
+        for _ in range(rng.randint(1, 30)):
+            docs.append(make_pod(f"p{k:03d}").req(cpu=cpu, memory=memory).manifest())
+            k += 1
+    return docs
+
+
+def _drive(coord: Coordinator, clock: FakeClock) -> None:
+    coord.start()
+    for _ in range(4):
+        while coord.step(pop_timeout=0):
+            pass
+        assert coord.binder.wait_idle(30.0)
+        coord.process_binding_outcomes()
+        while coord.poll_informer():
+            pass
+        coord.flush_done()
+        clock.step(30.0)
+        coord.queue.flush_backoff_q_completed()
+        if coord.queue.counts()[Location.ACTIVE] == 0:
+            return
+
+
+def _outcome(
+    client: redis.Redis, seed: int, on: bool, gate: bool, batch: int
+) -> tuple[dict[str, Any], int]:
+    prefix = f"{{wb{next(_runs)}}}"
+    store = Store(client, prefix=prefix)
+    store.apply_many(_docs(seed))
+    clock = FakeClock(1_700_000_000.0)
+    coord = new_scheduler(
+        store,
+        client,
+        load_config(None),
+        options=ExecutorOptions("local"),
+        clock=clock,
+        seed=seed,
+        prefix=prefix,
+        batch_size=batch,
+        features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
+    )
+    coord.whole_batch = on
+    runs = 0
+    real = whole_batch.schedule_run
+
+    def counting(sc: Any, b: Any) -> int:
+        nonlocal runs
+        handled = real(sc, b)
+        runs += handled > 0
+        return handled
+
+    whole_batch.schedule_run = counting  # type: ignore[assignment]
+    try:
+        _drive(coord, clock)
+        placements = {
+            d["metadata"]["name"]: d["spec"].get("nodeName", "") for d in store.list("Pod")
+        }
+        failures = {
+            f"failed:{k}": len(store.events(key=f"default/{k}", reason="FailedScheduling"))
+            for k in placements
+        }
+        attempts = {f"attempts:{k}": v for k, v in coord.stats.attempts.items()}
+        return {**placements, **failures, **attempts}, runs
+    finally:
+        whole_batch.schedule_run = real  # type: ignore[assignment]
+        coord.close()
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Watch events read only between rounds, never inside a batch (as a serial loop
+    with the same timing would see them)."""
+    monkeypatch.setattr(coordinator_module, "INFORMER_POLL_INTERVAL", math.inf)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**16), gate=st.booleans(), batch=st.sampled_from([8, 64]))
+def test_runs_on_and_off_take_the_same_decisions(
+    redis_client: redis.Redis, settled: None, seed: int, gate: bool, batch: int
+) -> None:
+    off, _ = _outcome(redis_client, seed, False, gate, batch)
+    on, _runs_taken = _outcome(redis_client, seed, True, gate, batch)
+    assert on == off
+
+
+def test_runs_happen(redis_client: redis.Redis, settled: None) -> None:
+    for seed in range(5):
+        off, none = _outcome(redis_client, seed, False, True, 64)
+        on, runs = _outcome(redis_client, seed, True, True, 64)
+        assert on == off and none == 0
+        if runs:
+            return
+    raise AssertionError("no run was taken")
