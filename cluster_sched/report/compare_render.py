@@ -38,9 +38,12 @@ def _figures_table(data: Mapping[str, Any], workload: str) -> str:
     header = ["figure", *configs]
     rows = []
     classes = []
+    wall = set(data.get("wall_clock_figures") or ())
+    virtual = data.get("clock") == "virtual"
     for name, per_config in data["figures"][workload].items():
         diffs = data["differences"][workload].get(name, {})
-        row: list[object] = [name]
+        label = f"{name}: simulation speed (wall clock)" if virtual and name in wall else name
+        row: list[object] = [label]
         cls: list[str] = [""]
         for c in configs:
             stats = per_config.get(c)
@@ -52,7 +55,8 @@ def _figures_table(data: Mapping[str, Any], workload: str) -> str:
             d = diffs.get(c)
             if d is not None and d["marked"]:
                 pct = f" ({d['delta_pct']:+.1f}%)" if d["delta_pct"] is not None else ""
-                text += f" Δ {d['delta']:+.4g}{pct}"
+                unit = " pp" if d.get("unit") == "percentage points" else ""
+                text += f" Δ {d['delta']:+.4g}{unit}{pct}, p={d['p_value']:.2g}"
                 cls.append(f"marked {d['verdict']}".strip())
             else:
                 cls.append("")
@@ -143,10 +147,18 @@ def write_compare_report(
             ],
         ),
         '<p class="muted">Each cell: mean ± standard deviation [min to max] over seeds. '
-        "Δ: difference of the means from the baseline, shown when it exceeds every "
-        "config's spread; green better, red worse. Wall-clock figures "
-        f"({', '.join(data['wall_clock_figures'])}) measure the machine, not the "
-        "scheduler's decisions.</p>",
+        "Δ: difference of the means from the baseline, shown only when significant "
+        f"({html.escape(data.get('significance_test', ''))}; one seed tests nothing); "
+        "green better, red worse; pp: percentage points. Wall-clock figures "
+        f"({html.escape(', '.join(data['wall_clock_figures']))}) measure the machine, not "
+        "the scheduler's decisions"
+        + (
+            "; in virtual time they are simulation speed and never marked, every other "
+            "figure is in simulated time."
+            if data.get("clock") == "virtual"
+            else "."
+        )
+        + "</p>",
     ]
     for wi, workload in enumerate(data["workloads"]):
         mine = [r for r in runs if r["workload"] == workload]
