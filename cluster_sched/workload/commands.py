@@ -51,11 +51,7 @@ def _register_run(sub: Any) -> None:
     p.add_argument(
         "--group-timeout", type=float, default=600.0, help="seconds a pod group may take"
     )
-    p.add_argument(
-        "--otlp-endpoint",
-        default=None,
-        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )
+    add_tracing_options(p)
     add_lenient_option(p)
     _add_metrics_options(p)
     p.add_argument(
@@ -71,6 +67,23 @@ def _register_run(sub: Any) -> None:
     add_clock_options(p)
     add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
+
+
+def add_tracing_options(p: Any) -> None:
+    """Where spans go: a collector, a file, the console (any together; none: off)."""
+    p.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT); an unreachable "
+        "one costs one warning line",
+    )
+    p.add_argument(
+        "--trace-file",
+        default=None,
+        metavar="PATH",
+        help="append spans to PATH as OTLP JSON lines (no collector needed)",
+    )
+    p.add_argument("--trace-console", action="store_true", help="print a line per span to stderr")
 
 
 def _add_metrics_options(p: Any) -> None:
@@ -172,6 +185,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             shards=args.shards,
             ray_address=args.ray_address,
             otlp_endpoint=args.otlp_endpoint,
+            trace_file=args.trace_file,
+            trace_console=args.trace_console,
             report=not args.no_report,
             batch_size=args.batch_size,
             compiled=args.compiled,
@@ -241,11 +256,7 @@ def _register_serve(sub: Any) -> None:
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
     p.add_argument("--seed", type=int, default=None)
     _add_metrics_options(p)
-    p.add_argument(
-        "--otlp-endpoint",
-        default=None,
-        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )
+    add_tracing_options(p)
     add_executor_options(p)
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
@@ -279,7 +290,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
     client = connect(url)
     config = load_config(args.config)
-    tracing = setup_tracing(args.otlp_endpoint)
+    tracing = setup_tracing(
+        args.otlp_endpoint, trace_file=args.trace_file, console=args.trace_console
+    )
     metrics = start_metrics(args)
     store = Store(client)
     timeout = (

@@ -63,6 +63,10 @@ class RunOptions:
     shards: int = 1
     ray_address: str | None = None
     otlp_endpoint: str | None = None
+    #: append spans to this file as OTLP JSON lines
+    trace_file: str | None = None
+    #: print a line per span to stderr
+    trace_console: bool = False
     #: pods popped per queue round trip (1: the plain serial loop)
     batch_size: int = DEFAULT_BATCH_SIZE
     #: the compiled path for attempts on the in-process table
@@ -335,7 +339,9 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     workload = load_workload(opts.workload, seed=opts.seed or 0, lenient=opts.lenient)
     config = load_config(opts.config)
     features = parse_feature_gates(opts.feature_gates)
-    tracing = setup_tracing(opts.otlp_endpoint)
+    tracing = setup_tracing(
+        opts.otlp_endpoint, trace_file=opts.trace_file, console=opts.trace_console
+    )
     metrics = opts.metrics or Metrics.disabled()
     virtual = VirtualClock() if opts.clock == "virtual" else None
     vstats: VirtualStats | None = None
