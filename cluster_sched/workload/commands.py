@@ -121,24 +121,66 @@ def start_metrics(args: argparse.Namespace) -> Metrics:
 def print_summary(summary: dict[str, Any]) -> None:
     lat = summary["latency_ms"]
     att = summary["attempt_latency_ms"]
+    virtual = summary.get("clock") == "virtual"
+    if virtual:
+        # Scheduling takes no simulated time: latency is the time pods were pending,
+        # wall-clock figures say how fast the simulation ran.
+        sim = summary.get("simulation_speed") or {}
+        timing = [
+            f"throughput     {summary['throughput']} pods per simulated s "
+            f"(first pop to last bind, {summary['duration_s']} s simulated)",
+            f"pending        p50 {lat['p50'] / 1e3:g} s  p90 {lat['p90'] / 1e3:g} s  "
+            f"p99 {lat['p99'] / 1e3:g} s (simulated, queued to bound)",
+            f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  "
+            f"max {summary['attempts_per_pod']['max']}",
+            f"sim. speed     {sim.get('pods_per_wall_second', 0.0)} pods per wall second, "
+            f"attempt p50 {att['p50']} ms, {sim.get('cpu_us_per_pod', 0.0)} µs CPU per pod "
+            "(wall clock)",
+        ]
+    else:
+        timing = [
+            f"throughput     {summary['throughput']} pods/s (first pop to last bind, {summary['duration_s']} s)",
+            f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
+            f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
+            f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
+            f"cpu            {summary.get('process_cpu_us_per_pod', 0.0)} µs per pod in this process (first pop to last bind)",
+        ]
     lines = [
         f"workload {summary['workload']}: {summary['nodes']} nodes, {summary['pods']} pods",
         f"scheduled      {summary['scheduled']}",
         f"unschedulable  {summary['unschedulable']}",
         f"gated          {summary.get('gated', 0)}",
         f"preempted      {summary['preempted']}",
-        f"throughput     {summary['throughput']} pods/s (first pop to last bind, {summary['duration_s']} s)",
-        f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
-        f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
-        f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
-        f"cpu            {summary.get('process_cpu_us_per_pod', 0.0)} µs per pod in this process (first pop to last bind)",
+        *timing,
     ]
     placement = summary.get("placement")
-    if placement:
+    over = summary.get("over_time") or {}
+    if virtual and over:
+        lines.append(
+            f"nodes in use   mean {over['nodes_in_use_mean']:.1f}, peak {over['nodes_in_use_max']:.0f}"
+            f" of {summary['nodes']} (simulated time)"
+        )
+        util = over["utilisation_mean"]
+        lines.append(
+            "allocation     time mean "
+            + ", ".join(f"{r} {v:.1%}" for r, v in util.items() if r != "pods")
+        )
+        for r, v in (over.get("unallocated_on_partly_used_nodes_mean") or {}).items():
+            lines.append(
+                f"fragmentation  {r}: {v:.1%} of capacity unallocated on partly used nodes (time mean)"
+            )
+    elif placement:
         cpu = placement["utilisation_used_nodes"]["cpu"]
         lines.append(
             f"nodes used     {placement['nodes_used']} of {placement['nodes_total']}"
             f"  (cpu on used nodes: mean {cpu['mean']:.1%}, p90 {cpu['p90']:.1%})"
+        )
+    waiting = summary.get("waiting") or {}
+    if waiting.get("pods_waited") and not summary.get("unschedulable_reasons"):
+        top = next(iter(waiting["failed_attempts_by_reason"]), "")
+        lines.append(
+            f"waited         {waiting['pods_waited']} pods failed at least one attempt "
+            f"({waiting['failed_attempts']} failed attempts, most often: {top})"
         )
     for reason, pods in list((summary.get("unschedulable_reasons") or {}).items())[:5]:
         lines.append(f"unschedulable: {pods} pods: {reason}")
@@ -148,7 +190,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     if vt:
         lines.append(
             f"virtual time   {vt['simulated_seconds']} s simulated in {vt['wall_seconds']} s "
-            f"({vt['arrivals']} arrivals, {vt['completions']} completions)"
+            f"({vt['arrivals']} arrivals, {vt['completions']} completions, "
+            f"{vt['running_at_end']} running at the end)"
         )
     for line in summary.get("invalid") or []:
         lines.append(f"skipped invalid object: {line}")
