@@ -91,9 +91,11 @@ def group_figures(record: RunRecord) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     for name, keys in record.groups.items():
         scheduled = [k for k in keys if k in bound]
+        # every pod the scheduler placed, including those that have left since (a
+        # virtual run's completed pods)
         latencies = [
             (stats.bound_at[k] - stats.enqueued_at[k]) * 1e3
-            for k in scheduled
+            for k in keys
             if k in stats.attempts and k in stats.bound_at and k in stats.enqueued_at
         ]
         attempts = [stats.attempts[k] for k in keys if k in stats.attempts]
