@@ -56,6 +56,8 @@ class PlotContext:
     nodes_in_use: tuple[np.ndarray, np.ndarray] | None = None
     #: pods bound, as a step function
     running: tuple[np.ndarray, np.ndarray] | None = None
+    #: pods that left their node so far, as a step function
+    left: tuple[np.ndarray, np.ndarray] | None = None
     #: what the node usage charts show ("at the end of the run", "at peak cpu ...")
     usage_when: str = "at the end of the run"
 
@@ -314,7 +316,12 @@ def write_plots(
                 1,
                 4.0,
                 lambda f, a: draw_pods_over_time(
-                    f, a, series, ctx.virtual, ctx.running or (np.zeros(0), np.zeros(0))
+                    f,
+                    a,
+                    series,
+                    ctx.virtual,
+                    ctx.running or (np.zeros(0), np.zeros(0)),
+                    ctx.left or (np.zeros(0), np.zeros(0)),
                 ),
             )
         )

@@ -101,6 +101,7 @@ def draw_pods_over_time(
     series: RunSeries,
     virtual: bool,
     running: tuple[np.ndarray, np.ndarray],
+    left: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0)),
 ) -> None:
     """Pods pending (queued, not bound), running (bound) and, cumulatively, those that
     left their node (completed, or deleted)."""
@@ -122,16 +123,14 @@ def draw_pods_over_time(
         ax.step(
             run_t / seconds, run_v, where="post", color=STATE_COLOURS["running"], label="running"
         )
-        binds = np.diff(np.concatenate(([0.0], run_v)))
-        left = np.cumsum(np.where(binds < 0, -binds, 0.0))
-        if left[-1] > 0:
-            ax.step(
-                run_t / seconds,
-                left,
-                where="post",
-                color=STATE_COLOURS["left"],
-                label="completed or deleted (cumulative)",
-            )
+    if len(left[0]):
+        ax.step(
+            left[0] / seconds,
+            left[1],
+            where="post",
+            color=STATE_COLOURS["left"],
+            label="completed or deleted (cumulative)",
+        )
     ax.set_xlabel(label)
     ax.set_ylabel("pods")
     ax.legend(loc="best", fontsize="small")

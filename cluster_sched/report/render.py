@@ -12,6 +12,7 @@ from cluster_sched.report.quality import node_usage
 from cluster_sched.report.record import RunRecord
 from cluster_sched.report.series import (
     bound_over_time,
+    left_over_time,
     nodes_in_use,
     run_series,
     time_unit,
@@ -46,6 +47,7 @@ def write_report(record: RunRecord, summary: Mapping[str, Any], out_dir: Path) -
         failed_by_reason=waiting.get("failed_attempts_by_reason"),
         nodes_in_use=nodes_in_use(record),
         running=bound_over_time(record),
+        left=left_over_time(record),
         usage_when=usage_when,
     )
     charts = write_plots(

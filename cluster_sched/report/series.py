@@ -16,6 +16,7 @@ from cluster_sched.report.record import RunRecord, zone_of
 __all__ = [
     "RunSeries",
     "bound_over_time",
+    "left_over_time",
     "nodes_in_use",
     "run_series",
     "run_start",
@@ -68,13 +69,26 @@ class RunSeries:
         return edges[:-1], counts / width, width
 
 
+def last_per_time(t: np.ndarray) -> np.ndarray:
+    """Indices of the last entry at each distinct time of sorted ``t``: what a step
+    function holds after an instant. A pod that arrives and is bound at one simulated
+    instant was never pending for any time, and draws no spike."""
+    if len(t) == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = np.ones(len(t), dtype=bool)
+    keep[:-1] = t[1:] != t[:-1]
+    return np.flatnonzero(keep)
+
+
 def _steps(times: list[float], deltas: list[int]) -> tuple[np.ndarray, np.ndarray]:
     if not times:
         return np.zeros(0), np.zeros(0)
     t = np.asarray(times, dtype=np.float64)
     d = np.asarray(deltas, dtype=np.float64)
     order = np.argsort(t, kind="stable")
-    return t[order], np.cumsum(d[order])
+    t, v = t[order], np.cumsum(d[order])
+    keep = last_per_time(t)
+    return t[keep], v[keep]
 
 
 def _utilisation(
@@ -129,7 +143,8 @@ def _utilisation(
     used = np.cumsum(deltas, axis=0)
     safe = np.where(total > 0, total, 1.0)
     ext_total = safe[len(RESOURCES) :]
-    return times, np.where(total > 0, used / safe, 0.0), frag / ext_total
+    keep = last_per_time(times)
+    return times[keep], np.where(total > 0, used / safe, 0.0)[keep], (frag / ext_total)[keep]
 
 
 def run_start(record: RunRecord) -> float:
@@ -233,7 +248,21 @@ def nodes_in_use(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
             used += per_node[node_name] == 1
         times[i] = now - t0
         values[i] = used
-    return times, values
+    keep = last_per_time(times)
+    return times[keep], values[keep]
+
+
+def left_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Pods that left their node so far (completed, preempted or deleted), cumulative,
+    as a step function over the run."""
+    log = sorted(record.stats.placement_log, key=lambda e: e[0])
+    t0 = run_start(record)
+    t = np.asarray([e[0] - t0 for e in log if not e[2]], dtype=np.float64)
+    if len(t) == 0:
+        return np.zeros(0), np.zeros(0)
+    v = np.arange(1, len(t) + 1, dtype=np.float64)
+    keep = last_per_time(t)
+    return t[keep], v[keep]
 
 
 def bound_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
@@ -252,7 +281,8 @@ def bound_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
             held.discard(key)
         times[i] = now - t0
         values[i] = len(held)
-    return times, values
+    keep = last_per_time(times)
+    return times[keep], values[keep]
 
 
 def usage_at_peak(record: RunRecord) -> tuple[NodeUsage, float]:
