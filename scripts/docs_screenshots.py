@@ -43,33 +43,8 @@ REPORT_CHARTS = (
     "throughput",
     "node_utilisation_heatmap",
 )
-CHURN = """
-apiVersion: cluster-sched.io/v1alpha1
-kind: Workload
-metadata: {name: churn-small}
-spec:
-  nodeGroups:
-  - count: 5
-    template:
-      apiVersion: v1
-      kind: Node
-      metadata: {name: node}
-      status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
-  podGroups:
-  - name: jobs
-    count: 50
-    lifetime: {exponential: {mean: 10m}}
-    arrival: {poisson: {count: 50, over: 30m}}
-    template:
-      apiVersion: v1
-      kind: Pod
-      metadata: {name: job, namespace: default}
-      spec:
-        containers:
-        - name: main
-          image: pause
-          resources: {requests: {cpu: 600m, memory: 1Gi}}
-"""
+#: A small churn workload: 5 nodes, 50 pods coming and going over 30 simulated minutes.
+CHURN = REPO / "examples" / "virtual" / "churn-small.yaml"
 #: Page width (inches at DPI) of both pictures: 1280 px.
 WIDTH, DPI = 12.8, 100
 
@@ -146,8 +121,7 @@ def _cell(stats: Mapping[str, Any] | None, diff: Mapping[str, Any] | None) -> st
 def compare_picture(out: Path, work: Path) -> Path:
     from cluster_sched.workload.compare import CompareOptions, run_compare
 
-    workload = work / "churn-small.yaml"
-    workload.write_text(CHURN)
+    workload = CHURN
     default = work / "default.yaml"
     default.write_text(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"

@@ -155,36 +155,22 @@ def _utilisation(axis: _Axis) -> Any:
     return draw
 
 
-def _pending(axis: _Axis) -> Any:
+def _steps(axis: _Axis, t_key: str, v_key: str, ylabel: str) -> Any:
+    """An overlay of one step series of the runs' digests (``t_key`` times, ``v_key``
+    values)."""
+
     def draw(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
-        if s["pending_t"]:
+        if s.get(t_key):
             ax.step(
-                np.asarray(s["pending_t"]) / axis.seconds,
-                s["pending"],
+                np.asarray(s[t_key]) / axis.seconds,
+                s[v_key],
                 where="post",
                 color=color,
                 label=label,
                 alpha=0.8,
             )
         ax.set_xlabel(axis.label)
-        ax.set_ylabel("pending pods")
-
-    return draw
-
-
-def _nodes(axis: _Axis) -> Any:
-    def draw(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
-        if s.get("nodes_t"):
-            ax.step(
-                np.asarray(s["nodes_t"]) / axis.seconds,
-                s["nodes"],
-                where="post",
-                color=color,
-                label=label,
-                alpha=0.8,
-            )
-        ax.set_xlabel(axis.label)
-        ax.set_ylabel("nodes holding a pod")
+        ax.set_ylabel(ylabel)
 
     return draw
 
@@ -249,7 +235,7 @@ def write_compare_report(
                 plots,
                 mine,
                 configs,
-                _nodes(axis),
+                _steps(axis, "nodes_t", "nodes", "nodes holding a pod"),
             ),
             _overlay(
                 f"w{wi}_pending",
@@ -257,7 +243,7 @@ def write_compare_report(
                 plots,
                 mine,
                 configs,
-                _pending(axis),
+                _steps(axis, "pending_t", "pending", "pending pods"),
             ),
         ]
         parts += [
