@@ -132,14 +132,17 @@ def _utilisation(
         previous = held.pop(key, None)
         if previous is not None:
             deltas[i] -= previous[1]
-            move(previous[0], list(previous[1][len(RESOURCES) :]), -1)
+            if ext:
+                move(previous[0], list(previous[1][len(RESOURCES) :]), -1)
         if node_name:
             req = extended.get(key) or {}
             row = (cpu, memory, 1, *(req.get(r, 0) for r in ext))
             held[key] = (node_name, row)
             deltas[i] += row
-            move(node_name, list(row[len(RESOURCES) :]), 1)
-        frag[i] = fragmented
+            if ext:
+                move(node_name, list(row[len(RESOURCES) :]), 1)
+        if ext:
+            frag[i] = fragmented
     used = np.cumsum(deltas, axis=0)
     safe = np.where(total > 0, total, 1.0)
     ext_total = safe[len(RESOURCES) :]
