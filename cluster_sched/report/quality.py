@@ -164,6 +164,12 @@ def pending_shapes(record: RunRecord) -> tuple[np.ndarray, str]:
     pending = record.pending
     source, pods = ("pending pods", pending) if pending else ("all pods", list(record.pods))
     shapes = {(p.requests.get(CPU, 0), p.requests.get(MEMORY, 0)) for p in pods}
+    if not pending:
+        # pods that completed (virtual time) are gone from the store: their shapes are
+        # in the placement log
+        shapes.update(
+            (cpu, memory) for _, _, node, cpu, memory in record.stats.placement_log if node
+        )
     arr = np.array(sorted(shapes), dtype=np.int64).reshape(len(shapes), 2)
     return arr, source
 

@@ -45,6 +45,10 @@ def test_placement_is_judged_at_peak_allocation(gpu_trace_run: tuple[RunResult, 
     assert s["placement"]["when"] == "peak cpu allocation"
     assert s["placement"]["nodes_used"] == NODES
     assert s["placement"]["at_seconds"] > 0
+    # the request shapes include the pods that completed (gone from the store)
+    frag = s["placement"]["fragmentation"]
+    assert (frag["shapes_from"], frag["shapes"]) == ("all pods", 2)
+    assert frag["cpu"]["fraction"] == 0.0
     digest = run_digest(s, result.placements, None)["figures"]
     assert digest["nodes used (end)"] is None  # an end state means nothing here
     assert digest["nodes in use (peak)"] == NODES
