@@ -31,13 +31,30 @@ from typing import Any, Final
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.telemetry.metric_names import PLUGIN_METRICS_SAMPLE_PERCENT
 from cluster_sched.telemetry.metrics import Metrics
-from cluster_sched.telemetry.spans import ATTR_PHASE, ATTR_PROFILE, ATTR_STATUS, phase_span
+from cluster_sched.telemetry.spans import (
+    ATTR_COMPILED,
+    ATTR_PHASE,
+    ATTR_PROFILE,
+    ATTR_STATUS,
+    phase_span,
+)
 from cluster_sched.telemetry.tracing import Tracing
 
-__all__ = ["PLUGIN_POINTS", "RECORD_PLUGIN_METRICS", "instrument_framework", "instrumented"]
+__all__ = [
+    "COMPILED_FILTER",
+    "PLUGIN_POINTS",
+    "RECORD_PLUGIN_METRICS",
+    "instrument_framework",
+    "instrumented",
+    "record_compiled_phase",
+    "records_plugin_metrics",
+]
 
 #: CycleState key holding this cycle's sampling decision (bool).
 RECORD_PLUGIN_METRICS: Final = "record_plugin_metrics"
+#: CycleState key set while the compiled path answers Filter: the Filter calls it makes
+#: for some plugins are part of the phase it records whole (``record_compiled_phase``).
+COMPILED_FILTER: Final = "compiled_filter"
 
 #: plugin method -> (extension point label, the Framework list that enables it there)
 PLUGIN_POINTS: Final = {
@@ -100,9 +117,10 @@ def instrumented(extension_point: str) -> Callable[[Callable[..., Any]], Callabl
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         span_name = phase_span(extension_point)
         permit_wait = extension_point == "WaitOnPermit"
+        filter_point = extension_point == "Filter"
 
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-            if not self.instrumented:
+            if not self.instrumented or (filter_point and args[0].get(COMPILED_FILTER)):
                 return fn(self, *args, **kwargs)
             # WaitOnPermit is no upstream extension_point value: it feeds the permit wait
             # histogram, and only when the pod really waited (upstream returns early).
@@ -234,3 +252,39 @@ def record_batched_bind(
     fwk.metrics.observe_extension_point("Bind", label, fwk.profile_name, seconds)
     if state.get(RECORD_PLUGIN_METRICS):
         fwk.metrics.observe_plugin(plugin, "Bind", label, seconds)
+
+
+def records_plugin_metrics(fwk: Any, state: Any) -> bool:
+    """Whether this cycle was drawn to time every plugin (``RECORD_PLUGIN_METRICS``):
+    the compiled path, which runs the Filter and Score plugins as one kernel, leaves
+    such a cycle to the plugin-by-plugin path so each plugin gets its own duration."""
+    return bool(fwk.metrics.enabled and state.get(RECORD_PLUGIN_METRICS))
+
+
+def record_compiled_phase(
+    fwk: Any,
+    extension_point: str,
+    window: tuple[int, int],
+    *,
+    label: str = "Success",
+    also: tuple[str, ...] = (),
+) -> None:
+    """An extension point the compiled path answered (one kernel call for every plugin
+    at it), recorded as the plugin-by-plugin path records it: a span under the current
+    one (the schedulingCycle) and the extension-point duration metric. ``window``:
+    (start, end) in ``time.time_ns``. ``also``: extension points the same call ran
+    (NormalizeScore with Score), each a span of its own over the same window, since the
+    kernel does not time them apart (``scheduler.compiled`` marks such spans)."""
+    if not fwk.instrumented:
+        return
+    start_ns, end_ns = window
+    if fwk.tracing.enabled:
+        attrs = {ATTR_PROFILE: fwk.profile_name, ATTR_STATUS: label, ATTR_COMPILED: True}
+        for point in (extension_point, *also):
+            span = fwk.tracing.start_span(
+                phase_span(point), {**attrs, ATTR_PHASE: point}, start_time_ns=start_ns
+            )
+            fwk.tracing.end(span, end_ns)
+    fwk.metrics.observe_extension_point(
+        extension_point, label, fwk.profile_name, (end_ns - start_ns) / 1e9
+    )

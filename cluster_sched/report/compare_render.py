@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from matplotlib.axes import Axes
 
 from cluster_sched.report.html import figure_html, page_style, table_html
 from cluster_sched.report.plots import Chart, new_figure, save_png
+from cluster_sched.report.plots_time import time_label
 
 __all__ = ["write_compare_report"]
 
@@ -38,9 +40,18 @@ def _figures_table(data: Mapping[str, Any], workload: str) -> str:
     header = ["figure", *configs]
     rows = []
     classes = []
+    wall = set(data.get("wall_clock_figures") or ())
+    virtual = data.get("clock") == "virtual"
     for name, per_config in data["figures"][workload].items():
         diffs = data["differences"][workload].get(name, {})
-        row: list[object] = [name]
+        label = name
+        if virtual:
+            # every figure but the wall-clock ones is in simulated time
+            label = name.replace("latency", "pending").replace("(ms)", "(simulated ms)")
+            label = label.replace("(pods/s)", "(pods per simulated s)")
+            if name in wall:
+                label = f"{name}: simulation speed (wall clock)"
+        row: list[object] = [label]
         cls: list[str] = [""]
         for c in configs:
             stats = per_config.get(c)
@@ -52,7 +63,8 @@ def _figures_table(data: Mapping[str, Any], workload: str) -> str:
             d = diffs.get(c)
             if d is not None and d["marked"]:
                 pct = f" ({d['delta_pct']:+.1f}%)" if d["delta_pct"] is not None else ""
-                text += f" Δ {d['delta']:+.4g}{pct}"
+                unit = " pp" if d.get("unit") == "percentage points" else ""
+                text += f" Δ {d['delta']:+.4g}{unit}{pct}, p={d['p_value']:.2g}"
                 cls.append(f"marked {d['verdict']}".strip())
             else:
                 cls.append("")
@@ -85,41 +97,82 @@ def _overlay(
     return Chart(name, title, path)
 
 
-def _latency(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
-    if s["latency_ms"]:
-        ax.plot(
-            s["latency_ms"], np.asarray(s["latency_q"]) / 100, color=color, label=label, alpha=0.8
-        )
-    ax.set_xlabel("queued → bound latency (ms)")
-    ax.set_ylabel("fraction of pods")
+@dataclass(frozen=True, slots=True)
+class _Axis:
+    """The time axis shared by a workload's overlays: label and seconds per unit."""
+
+    label: str
+    seconds: float
+    virtual: bool
 
 
-def _utilisation(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
-    if s["utilisation_t"]:
-        ax.step(
-            s["utilisation_t"],
-            np.asarray(s["utilisation_cpu"]) * 100,
-            where="post",
-            color=color,
-            label=label,
-            alpha=0.8,
-        )
-    ax.set_xlabel("time since the first pod was queued (s)")
-    ax.set_ylabel("cluster cpu requested / allocatable (%)")
+def _time_axis(runs: Sequence[Mapping[str, Any]], virtual: bool) -> _Axis:
+    span = max(
+        (
+            float(r["series"][k][-1])
+            for r in runs
+            if r["series"]
+            for k in ("utilisation_t", "pending_t", "nodes_t")
+            if r["series"].get(k)
+        ),
+        default=0.0,
+    )
+    label, seconds = time_label(span, virtual)
+    return _Axis(label, seconds, virtual)
 
 
-def _pending(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
-    if s["pending_t"]:
-        ax.step(s["pending_t"], s["pending"], where="post", color=color, label=label, alpha=0.8)
-    ax.set_xlabel("time since the first pod was queued (s)")
-    ax.set_ylabel("pending pods")
+def _latency(axis: _Axis) -> Any:
+    def draw(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+        x = np.asarray(s["latency_ms"]) / (1e3 if axis.virtual else 1.0)
+        if axis.virtual and len(x) and not x.any():
+            # no pod of this run waited: a line at 0 would say nothing
+            ax.plot([], [], color=color, label=f"{label}: no pod waited" if label else None)
+        elif len(x):
+            ax.plot(x, np.asarray(s["latency_q"]) / 100, color=color, label=label, alpha=0.8)
+        if axis.virtual:
+            ax.set_xlabel("pending time, queued → bound (simulated s)")
+        else:
+            ax.set_xlabel("queued → bound latency (ms)")
+        ax.set_ylabel("fraction of pods")
+
+    return draw
 
 
-def _nodes(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
-    if s.get("nodes_t"):
-        ax.step(s["nodes_t"], s["nodes"], where="post", color=color, label=label, alpha=0.8)
-    ax.set_xlabel("time since the first pod was queued (s)")
-    ax.set_ylabel("nodes holding a pod")
+def _utilisation(axis: _Axis) -> Any:
+    def draw(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+        if s["utilisation_t"]:
+            ax.step(
+                np.asarray(s["utilisation_t"]) / axis.seconds,
+                np.asarray(s["utilisation_cpu"]) * 100,
+                where="post",
+                color=color,
+                label=label,
+                alpha=0.8,
+            )
+        ax.set_xlabel(axis.label)
+        ax.set_ylabel("cluster cpu requested / allocatable (%)")
+
+    return draw
+
+
+def _steps(axis: _Axis, t_key: str, v_key: str, ylabel: str) -> Any:
+    """An overlay of one step series of the runs' digests (``t_key`` times, ``v_key``
+    values)."""
+
+    def draw(ax: Axes, s: Mapping[str, Any], color: str, label: str | None) -> None:
+        if s.get(t_key):
+            ax.step(
+                np.asarray(s[t_key]) / axis.seconds,
+                s[v_key],
+                where="post",
+                color=color,
+                label=label,
+                alpha=0.8,
+            )
+        ax.set_xlabel(axis.label)
+        ax.set_ylabel(ylabel)
+
+    return draw
 
 
 def write_compare_report(
@@ -143,16 +196,30 @@ def write_compare_report(
             ],
         ),
         '<p class="muted">Each cell: mean ± standard deviation [min to max] over seeds. '
-        "Δ: difference of the means from the baseline, shown when it exceeds every "
-        "config's spread; green better, red worse. Wall-clock figures "
-        f"({', '.join(data['wall_clock_figures'])}) measure the machine, not the "
-        "scheduler's decisions.</p>",
+        "Δ: difference of the means from the baseline, shown only when significant "
+        f"({html.escape(data.get('significance_test', ''))}; one seed tests nothing); "
+        "green better, red worse; pp: percentage points. Wall-clock figures "
+        f"({html.escape(', '.join(data['wall_clock_figures']))}) measure the machine, not "
+        "the scheduler's decisions"
+        + (
+            "; in virtual time they are simulation speed and never marked, every other "
+            "figure is in simulated time."
+            if data.get("clock") == "virtual"
+            else "."
+        )
+        + "</p>",
     ]
     for wi, workload in enumerate(data["workloads"]):
         mine = [r for r in runs if r["workload"] == workload]
+        axis = _time_axis(mine, data.get("clock") == "virtual")
         charts = [
             _overlay(
-                f"w{wi}_latency_cdf", f"{workload}: latency CDF", plots, mine, configs, _latency
+                f"w{wi}_latency_cdf",
+                f"{workload}: " + ("pending time CDF" if axis.virtual else "latency CDF"),
+                plots,
+                mine,
+                configs,
+                _latency(axis),
             ),
             _overlay(
                 f"w{wi}_utilisation",
@@ -160,7 +227,7 @@ def write_compare_report(
                 plots,
                 mine,
                 configs,
-                _utilisation,
+                _utilisation(axis),
             ),
             _overlay(
                 f"w{wi}_nodes_in_use",
@@ -168,7 +235,7 @@ def write_compare_report(
                 plots,
                 mine,
                 configs,
-                _nodes,
+                _steps(axis, "nodes_t", "nodes", "nodes holding a pod"),
             ),
             _overlay(
                 f"w{wi}_pending",
@@ -176,7 +243,7 @@ def write_compare_report(
                 plots,
                 mine,
                 configs,
-                _pending,
+                _steps(axis, "pending_t", "pending", "pending pods"),
             ),
         ]
         parts += [

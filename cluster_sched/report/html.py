@@ -82,16 +82,42 @@ def figure_html(chart: Chart) -> str:
 
 def _overview(s: Mapping[str, Any]) -> str:
     lat, att = s["latency_ms"], s["attempt_latency_ms"]
+    if s.get("clock") == "virtual":
+        # scheduling takes no simulated time; wall-clock figures are simulation speed
+        sim = s.get("simulation_speed") or {}
+        vt = s.get("virtual_time") or {}
+        timing = [
+            ("throughput (pods per simulated s)", s["throughput"]),
+            ("simulated (s)", s["duration_s"]),
+            (
+                "pending time p50 / p90 / p99 (simulated s)",
+                f"{lat['p50'] / 1e3:g} / {lat['p90'] / 1e3:g} / {lat['p99'] / 1e3:g}",
+            ),
+            (
+                "completed / running at the end",
+                f"{vt.get('completions', '')} / {vt.get('running_at_end', '')}",
+            ),
+            (
+                "simulation speed (wall clock)",
+                f"{sim.get('pods_per_wall_second', '')} pods/s, attempt p50 {att['p50']} ms, "
+                f"{sim.get('cpu_us_per_pod', '')} µs CPU per pod, "
+                f"{sim.get('wall_seconds', '')} s",
+            ),
+        ]
+    else:
+        timing = [
+            ("throughput (pods/s)", s["throughput"]),
+            ("duration (s)", s["duration_s"]),
+            ("queued → bound p50 / p90 / p99 (ms)", f"{lat['p50']} / {lat['p90']} / {lat['p99']}"),
+            ("attempt p50 / p90 / p99 (ms)", f"{att['p50']} / {att['p90']} / {att['p99']}"),
+        ]
     rows = [
         ("workload", s.get("workload", "")),
         ("nodes / pods", f"{s.get('nodes', '')} / {s.get('pods', '')}"),
         ("scheduled", s["scheduled"]),
         ("unschedulable", s["unschedulable"]),
         ("preempted", s["preempted"]),
-        ("throughput (pods/s)", s["throughput"]),
-        ("duration (s)", s["duration_s"]),
-        ("queued → bound p50 / p90 / p99 (ms)", f"{lat['p50']} / {lat['p90']} / {lat['p99']}"),
-        ("attempt p50 / p90 / p99 (ms)", f"{att['p50']} / {att['p90']} / {att['p99']}"),
+        *timing,
         ("seed", s.get("seed")),
         ("config file", s.get("config_file") or "(defaults)"),
         ("cluster-sched version", s.get("version", "")),
@@ -110,7 +136,12 @@ def _amount(resource: str, value: int) -> str:
 
 
 def _placement(p: Mapping[str, Any]) -> str:
-    out = [f"<p>{_e(p['nodes_used'])} of {_e(p['nodes_total'])} nodes used.</p>"]
+    when = p.get("when", "end of the run")
+    at = f", {p['at_seconds']:g} s simulated" if "at_seconds" in p else ""
+    out = [
+        f"<p>At the {_e(when)}{_e(at)}: {_e(p['nodes_used'])} of {_e(p['nodes_total'])} "
+        "nodes used.</p>"
+    ]
     rows = []
     for resource in p["utilisation"]:
         every, used = p["utilisation"][resource], p["utilisation_used_nodes"][resource]
@@ -128,6 +159,29 @@ def _placement(p: Mapping[str, Any]) -> str:
         f'<p class="muted">Stranded: free capacity on nodes where none of the '
         f"{_e(frag['shapes'])} request shapes of {_e(frag['shapes_from'])} fits.</p>"
     )
+    extended = p.get("extended") or {}
+    if extended:
+        out.append(
+            _table(
+                (
+                    "extended resource",
+                    "capacity",
+                    "allocated",
+                    "unallocated on partly used nodes",
+                    "partly used nodes",
+                ),
+                [
+                    (
+                        r,
+                        e["capacity"],
+                        _pct(e["allocated"]),
+                        _pct(e["unallocated_on_partly_used_nodes"]),
+                        e["partly_used_nodes"],
+                    )
+                    for r, e in extended.items()
+                ],
+            )
+        )
     spread = p["topology_spread"]
     if spread:
         out.append(
@@ -185,8 +239,21 @@ def _groups(groups: Mapping[str, Mapping[str, Any]]) -> str:
 
 def _unschedulable(s: Mapping[str, Any]) -> str:
     pods = s.get("unschedulable_pods") or []
+    waiting = s.get("waiting") or {}
+    if not pods and waiting.get("pods_waited"):
+        pending = waiting["pending_seconds"]
+        return (
+            f"<p>Every pod was bound in the end, but {_e(waiting['pods_waited'])} pods "
+            f"waited: {_e(waiting['failed_attempts'])} failed attempts (up to "
+            f"{_e(waiting['max_attempts'])} for one pod); pending time p50 "
+            f"{_e(pending['p50'])} s, p99 {_e(pending['p99'])} s, max {_e(pending['max'])} s.</p>"
+            + _table(
+                ("reason of a failed attempt", "attempts"),
+                list(waiting["failed_attempts_by_reason"].items()),
+            )
+        )
     if not pods:
-        return "<p>Every pod was scheduled.</p>"
+        return "<p>Every pod was scheduled at its first attempt.</p>"
     out = [_table(("reason", "pods"), list(s["unschedulable_reasons"].items()))]
     shown = pods[:MAX_LISTED_PODS]
     out.append(

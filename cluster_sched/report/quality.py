@@ -2,6 +2,9 @@
 
 Definitions (the README repeats them):
 
+- The resources covered are cpu, memory and pods, then every extended resource
+  (``vendor/name``: ``nvidia.com/gpu``, ``alibabacloud.com/gpu-milli``) some pod requests
+  and some node offers (``resources_of``).
 - A node's **utilisation** of a resource is the sum of the requests of the pods bound to it
   at the end of the run (their effective requests, as NodeResourcesFit counts them; for
   ``pods``, their number) divided by its allocatable amount (0 when it has none).
@@ -30,15 +33,34 @@ from cluster_sched.report.record import RunRecord, zone_of
 __all__ = [
     "RESOURCES",
     "NodeUsage",
+    "extended_resources",
     "fragmentation",
     "imbalance",
     "node_usage",
     "pending_shapes",
+    "resources_of",
     "utilisation_stats",
 ]
 
-#: The resources the quality figures cover, in column order.
+#: The resources every quality figure covers, in column order (extended ones follow).
 RESOURCES = (CPU, MEMORY, PODS)
+
+
+def extended_resources(record: RunRecord) -> tuple[str, ...]:
+    """Extended resources (``vendor/name``) some pod of the run requested and some node
+    offers, sorted: the bound pods' (``RunStats.extended_requests``, which keeps those
+    that completed) and the pods still in the store."""
+    offered = {r for n in record.nodes for r, v in n.allocatable.items() if "/" in r and v > 0}
+    asked = {r for req in record.stats.extended_requests.values() for r in req}
+    asked.update(r for p in record.pods for r in p.requests if "/" in r)
+    return tuple(sorted(asked & offered))
+
+
+def resources_of(record: RunRecord) -> tuple[str, ...]:
+    """The columns of the run's figures: RESOURCES, then its extended resources."""
+    return RESOURCES + extended_resources(record)
+
+
 #: Decimal places kept in the summary's ratios.
 DIGITS = 4
 
@@ -49,10 +71,13 @@ class NodeUsage:
 
     names: tuple[str, ...]
     zones: tuple[str, ...]
-    #: int64[n_nodes, 3]: cpu (milli-cores), memory (bytes), pods, in RESOURCES order
+    #: int64[n_nodes, n_resources]: cpu (milli-cores), memory (bytes), pods, then the
+    #: extended resources, in ``resources`` order
     allocatable: np.ndarray
-    #: int64[n_nodes, 3]: the same for the bound pods' requests (pods: their count)
+    #: int64[n_nodes, n_resources]: the same for the bound pods' requests (pods: count)
     requested: np.ndarray
+    #: the columns' resources: RESOURCES, then the run's extended resources
+    resources: tuple[str, ...] = RESOURCES
 
     @property
     def utilisation(self) -> np.ndarray:
@@ -73,23 +98,24 @@ class NodeUsage:
         return np.maximum(self.allocatable - self.requested, 0)
 
 
-def _request_row(pod: Pod) -> tuple[int, int, int]:
-    return pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0), 1
+def _request_row(pod: Pod, resources: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(1 if r == PODS else pod.requests.get(r, 0) for r in resources)
 
 
 def node_usage(record: RunRecord) -> NodeUsage:
     """Sum the bound pods' requests per node (pods bound to unknown nodes are ignored)."""
+    resources = resources_of(record)
     index = {node.name: i for i, node in enumerate(record.nodes)}
     allocatable = np.array(
-        [[n.allocatable.get(r, 0) for r in RESOURCES] for n in record.nodes], dtype=np.int64
-    ).reshape(len(record.nodes), len(RESOURCES))
+        [[n.allocatable.get(r, 0) for r in resources] for n in record.nodes], dtype=np.int64
+    ).reshape(len(record.nodes), len(resources))
     rows: list[int] = []
-    amounts: list[tuple[int, int, int]] = []
+    amounts: list[tuple[int, ...]] = []
     for pod in record.bound:
         row = index.get(pod.node_name)
         if row is not None:
             rows.append(row)
-            amounts.append(_request_row(pod))
+            amounts.append(_request_row(pod, resources))
     requested = np.zeros_like(allocatable)
     if rows:
         np.add.at(requested, np.asarray(rows), np.asarray(amounts, dtype=np.int64))
@@ -98,6 +124,7 @@ def node_usage(record: RunRecord) -> NodeUsage:
         zones=tuple(zone_of(n) for n in record.nodes),
         allocatable=allocatable,
         requested=requested,
+        resources=resources,
     )
 
 
@@ -117,14 +144,14 @@ def utilisation_stats(usage: NodeUsage, only_used: bool) -> dict[str, dict[str, 
     util = usage.utilisation
     if only_used:
         util = util[usage.used]
-    return {r: _dist(util[:, j]) for j, r in enumerate(RESOURCES)}
+    return {r: _dist(util[:, j]) for j, r in enumerate(usage.resources)}
 
 
 def imbalance(usage: NodeUsage) -> dict[str, float]:
     """Coefficient of variation of each resource's utilisation across used nodes."""
     util = usage.utilisation[usage.used]
     out: dict[str, float] = {}
-    for j, r in enumerate(RESOURCES):
+    for j, r in enumerate(usage.resources):
         col = util[:, j]
         mean = float(col.mean()) if len(col) else 0.0
         out[r] = round(float(col.std()) / mean, DIGITS) if mean > 0 else 0.0
@@ -137,6 +164,12 @@ def pending_shapes(record: RunRecord) -> tuple[np.ndarray, str]:
     pending = record.pending
     source, pods = ("pending pods", pending) if pending else ("all pods", list(record.pods))
     shapes = {(p.requests.get(CPU, 0), p.requests.get(MEMORY, 0)) for p in pods}
+    if not pending:
+        # pods that completed (virtual time) are gone from the store: their shapes are
+        # in the placement log
+        shapes.update(
+            (cpu, memory) for _, _, node, cpu, memory in record.stats.placement_log if node
+        )
     arr = np.array(sorted(shapes), dtype=np.int64).reshape(len(shapes), 2)
     return arr, source
 
@@ -178,5 +211,27 @@ def fragmentation(usage: NodeUsage, shapes: np.ndarray, source: str) -> dict[str
             "free": total,
             "stranded": stranded,
             "fraction": round(stranded / total, DIGITS) if total > 0 else 0.0,
+        }
+    return out
+
+
+def partly_used(usage: NodeUsage) -> dict[str, dict[str, float]]:
+    """Per extended resource (GPUs, GPU shares): the share of the cluster's capacity
+    allocated, and the share unallocated on partly allocated nodes (some of it in use,
+    some free): the fragmentation GPU-sharing trace studies report, as a share of
+    capacity, with the number of such nodes."""
+    out: dict[str, dict[str, float]] = {}
+    for j in range(len(RESOURCES), len(usage.resources)):
+        alloc = usage.allocatable[:, j]
+        req = np.minimum(usage.requested[:, j], alloc)
+        total = int(alloc.sum())
+        partly = (req > 0) & (req < alloc)
+        out[usage.resources[j]] = {
+            "capacity": total,
+            "allocated": round(int(req.sum()) / total, DIGITS) if total else 0.0,
+            "unallocated_on_partly_used_nodes": (
+                round(int((alloc - req)[partly].sum()) / total, DIGITS) if total else 0.0
+            ),
+            "partly_used_nodes": int(partly.sum()),
         }
     return out

@@ -6,14 +6,24 @@ bind), on the scheduler's clock. All arrays are float64.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from cluster_sched.api.objects import CPU, MEMORY, PODS
-from cluster_sched.report.record import RunRecord
+from cluster_sched.report.quality import RESOURCES, NodeUsage, resources_of
+from cluster_sched.report.record import RunRecord, zone_of
 
-__all__ = ["RunSeries", "nodes_in_use", "run_series", "time_weighted"]
+__all__ = [
+    "RunSeries",
+    "bound_over_time",
+    "left_over_time",
+    "nodes_in_use",
+    "run_series",
+    "run_start",
+    "time_unit",
+    "time_weighted",
+    "usage_at_peak",
+]
 
 #: Bins of the throughput chart (fewer when the run has fewer distinct bind times).
 THROUGHPUT_BINS = 60
@@ -31,9 +41,15 @@ class RunSeries:
     pending_t: np.ndarray
     pending: np.ndarray
     #: cluster utilisation (bound requests / total allocatable) as a step function:
-    #: times, and float64[n_times, 3] for cpu, memory, pods
+    #: times, and float64[n_times, n_resources] in ``resources`` order
     utilisation_t: np.ndarray
     utilisation: np.ndarray
+    #: the utilisation's columns: cpu, memory, pods, then the extended resources
+    resources: tuple[str, ...] = RESOURCES
+    #: per extended resource (``resources[3:]``), float64[n_times, n_extended] on
+    #: ``utilisation_t``: the unallocated amount on nodes where some of it is allocated
+    #: (a GPU-share trace's fragmentation), as a share of the cluster's capacity
+    fragmentation: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
 
     @property
     def spans_time(self) -> bool:
@@ -53,38 +69,85 @@ class RunSeries:
         return edges[:-1], counts / width, width
 
 
+def last_per_time(t: np.ndarray) -> np.ndarray:
+    """Indices of the last entry at each distinct time of sorted ``t``: what a step
+    function holds after an instant. A pod that arrives and is bound at one simulated
+    instant was never pending for any time, and draws no spike."""
+    if len(t) == 0:
+        return np.zeros(0, dtype=np.int64)
+    keep = np.ones(len(t), dtype=bool)
+    keep[:-1] = t[1:] != t[:-1]
+    return np.flatnonzero(keep)
+
+
 def _steps(times: list[float], deltas: list[int]) -> tuple[np.ndarray, np.ndarray]:
     if not times:
         return np.zeros(0), np.zeros(0)
     t = np.asarray(times, dtype=np.float64)
     d = np.asarray(deltas, dtype=np.float64)
     order = np.argsort(t, kind="stable")
-    return t[order], np.cumsum(d[order])
+    t, v = t[order], np.cumsum(d[order])
+    keep = last_per_time(t)
+    return t[keep], v[keep]
 
 
-def _utilisation(record: RunRecord, t0: float) -> tuple[np.ndarray, np.ndarray]:
+def _utilisation(
+    record: RunRecord, t0: float, resources: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replay the placement log: each bind adds the pod's requests, each unbind (or a
-    re-bind of the same pod) takes back what its last bind added."""
+    re-bind of the same pod) takes back what its last bind added. Extended resources
+    also track each node's allocated amount, for the fragmentation on partly used
+    nodes."""
     log = record.stats.placement_log
+    ext = resources[len(RESOURCES) :]
+    k = len(resources)
     if not log:
-        return np.zeros(0), np.zeros((0, 3))
-    total = np.zeros(3, dtype=np.float64)
+        return np.zeros(0), np.zeros((0, k)), np.zeros((0, len(ext)))
+    total = np.zeros(k, dtype=np.float64)
+    capacity: dict[str, list[int]] = {}
     for n in record.nodes:
-        total += tuple(n.allocatable.get(r, 0) for r in (CPU, MEMORY, PODS))
-    held: dict[str, tuple[int, int]] = {}
+        total += tuple(n.allocatable.get(r, 0) for r in resources)
+        capacity[n.name] = [n.allocatable.get(r, 0) for r in ext]
+    extended = record.stats.extended_requests
+    allocated: dict[str, list[int]] = {name: [0] * len(ext) for name in capacity}
+    fragmented = [0] * len(ext)  # unallocated amount on partly allocated nodes
+
+    def move(node: str, amounts: list[int], sign: int) -> None:
+        cap, alloc = capacity.get(node), allocated.get(node)
+        if cap is None or alloc is None:
+            return
+        for e, amount in enumerate(amounts):
+            if amount:
+                before = alloc[e]
+                alloc[e] = before + sign * amount
+                fragmented[e] -= cap[e] - before if 0 < before < cap[e] else 0
+                fragmented[e] += cap[e] - alloc[e] if 0 < alloc[e] < cap[e] else 0
+
+    held: dict[str, tuple[str, tuple[int, ...]]] = {}
     times = np.empty(len(log), dtype=np.float64)
-    deltas = np.zeros((len(log), 3), dtype=np.float64)
+    deltas = np.zeros((len(log), k), dtype=np.float64)
+    frag = np.zeros((len(log), len(ext)), dtype=np.float64)
     for i, (now, key, node_name, cpu, memory) in enumerate(sorted(log, key=lambda e: e[0])):
         times[i] = now - t0
         previous = held.pop(key, None)
         if previous is not None:
-            deltas[i] -= (previous[0], previous[1], 1)
+            deltas[i] -= previous[1]
+            if ext:
+                move(previous[0], list(previous[1][len(RESOURCES) :]), -1)
         if node_name:
-            held[key] = (cpu, memory)
-            deltas[i] += (cpu, memory, 1)
+            req = extended.get(key) or {}
+            row = (cpu, memory, 1, *(req.get(r, 0) for r in ext))
+            held[key] = (node_name, row)
+            deltas[i] += row
+            if ext:
+                move(node_name, list(row[len(RESOURCES) :]), 1)
+        if ext:
+            frag[i] = fragmented
     used = np.cumsum(deltas, axis=0)
     safe = np.where(total > 0, total, 1.0)
-    return times, np.where(total > 0, used / safe, 0.0)
+    ext_total = safe[len(RESOURCES) :]
+    keep = last_per_time(times)
+    return times[keep], np.where(total > 0, used / safe, 0.0)[keep], (frag / ext_total)[keep]
 
 
 def run_start(record: RunRecord) -> float:
@@ -120,7 +183,8 @@ def run_series(record: RunRecord) -> RunSeries:
             times.append(bound - t0)
             deltas.append(-1)
     pending_t, pending = _steps(times, deltas)
-    util_t, util = _utilisation(record, t0)
+    resources = resources_of(record)
+    util_t, util, frag = _utilisation(record, t0, resources)
     return RunSeries(
         bind_times=bind_times,
         latency_ms=latency,
@@ -129,7 +193,23 @@ def run_series(record: RunRecord) -> RunSeries:
         pending=pending,
         utilisation_t=util_t,
         utilisation=util,
+        resources=resources,
+        fragmentation=frag,
     )
+
+
+#: (longest span in seconds, unit, seconds per unit) for time axes, shortest first.
+TIME_UNITS = ((300.0, "s", 1.0), (3 * 3600.0, "min", 60.0), (3 * 86400.0, "h", 3600.0))
+
+
+def time_unit(span: float) -> tuple[str, float]:
+    """The unit a time axis spanning ``span`` seconds reads best in, and its length in
+    seconds: seconds up to 5 minutes, minutes up to 3 hours, hours up to 3 days, then
+    days (a 149-day trace in days, not in seconds x 1e7)."""
+    for longest, unit, seconds in TIME_UNITS:
+        if span <= longest:
+            return unit, seconds
+    return "days", 86400.0
 
 
 def time_weighted(t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -171,4 +251,87 @@ def nodes_in_use(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
             used += per_node[node_name] == 1
         times[i] = now - t0
         values[i] = used
-    return times, values
+    keep = last_per_time(times)
+    return times[keep], values[keep]
+
+
+def left_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Pods that left their node so far (completed, preempted or deleted), cumulative,
+    as a step function over the run."""
+    log = sorted(record.stats.placement_log, key=lambda e: e[0])
+    t0 = run_start(record)
+    t = np.asarray([e[0] - t0 for e in log if not e[2]], dtype=np.float64)
+    if len(t) == 0:
+        return np.zeros(0), np.zeros(0)
+    v = np.arange(1, len(t) + 1, dtype=np.float64)
+    keep = last_per_time(t)
+    return t[keep], v[keep]
+
+
+def bound_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Pods bound to a node (running), as a step function over the run."""
+    log = sorted(record.stats.placement_log, key=lambda e: e[0])
+    if not log:
+        return np.zeros(0), np.zeros(0)
+    t0 = run_start(record)
+    held: set[str] = set()
+    times = np.empty(len(log), dtype=np.float64)
+    values = np.empty(len(log), dtype=np.float64)
+    for i, (now, key, node_name, _cpu, _mem) in enumerate(log):
+        if node_name:
+            held.add(key)
+        else:
+            held.discard(key)
+        times[i] = now - t0
+        values[i] = len(held)
+    keep = last_per_time(times)
+    return times[keep], values[keep]
+
+
+def usage_at_peak(record: RunRecord) -> tuple[NodeUsage, float]:
+    """Each node's requests at the moment the cluster's cpu allocation peaked, and that
+    moment (seconds since the run's start): the placement a run whose pods complete is
+    judged by, since at its end the cluster may well be empty."""
+    resources = resources_of(record)
+    ext = resources[len(RESOURCES) :]
+    log = sorted(record.stats.placement_log, key=lambda e: e[0])
+    index = {n.name: i for i, n in enumerate(record.nodes)}
+    allocatable = np.array(
+        [[n.allocatable.get(r, 0) for r in resources] for n in record.nodes], dtype=np.int64
+    ).reshape(len(record.nodes), len(resources))
+    requested = np.zeros_like(allocatable)
+    usage = NodeUsage(
+        names=tuple(n.name for n in record.nodes),
+        zones=tuple(zone_of(n) for n in record.nodes),
+        allocatable=allocatable,
+        requested=requested,
+        resources=resources,
+    )
+    if not log:
+        return usage, 0.0
+    held: dict[str, tuple[int, tuple[int, ...]]] = {}
+    extended = record.stats.extended_requests
+    cpu = 0
+    peak, peak_at = -1, 0
+    for i, (_now, key, node_name, c, m) in enumerate(log):
+        previous = held.pop(key, None)
+        if previous is not None:
+            cpu -= previous[1][0]
+        if node_name and node_name in index:
+            req = extended.get(key) or {}
+            row = (c, m, 1, *(req.get(r, 0) for r in ext))
+            held[key] = (index[node_name], row)
+            cpu += c
+        if cpu > peak:
+            peak, peak_at = cpu, i
+    held.clear()
+    for _now, key, node_name, c, m in log[: peak_at + 1]:
+        previous = held.pop(key, None)
+        if previous is not None:
+            requested[previous[0]] -= previous[1]
+        if node_name and node_name in index:
+            req = extended.get(key) or {}
+            row = (c, m, 1, *(req.get(r, 0) for r in ext))
+            held[key] = (index[node_name], row)
+            requested[index[node_name]] += row
+    return usage, float(log[peak_at][0] - run_start(record))

@@ -18,15 +18,19 @@ from typing import Any
 import numpy as np
 
 from cluster_sched.report.quality import (
+    NodeUsage,
     fragmentation,
     imbalance,
     node_usage,
+    partly_used,
     pending_shapes,
     utilisation_stats,
 )
 from cluster_sched.report.reasons import unschedulable_pods
 from cluster_sched.report.record import RunRecord
+from cluster_sched.report.series import usage_at_peak
 from cluster_sched.report.spread import spread_skew
+from cluster_sched.report.waiting import waiting_summary
 
 __all__ = [
     "group_figures",
@@ -87,9 +91,11 @@ def group_figures(record: RunRecord) -> dict[str, dict[str, object]]:
     out: dict[str, dict[str, object]] = {}
     for name, keys in record.groups.items():
         scheduled = [k for k in keys if k in bound]
+        # every pod the scheduler placed, including those that have left since (a
+        # virtual run's completed pods)
         latencies = [
             (stats.bound_at[k] - stats.enqueued_at[k]) * 1e3
-            for k in scheduled
+            for k in keys
             if k in stats.attempts and k in stats.bound_at and k in stats.enqueued_at
         ]
         attempts = [stats.attempts[k] for k in keys if k in stats.attempts]
@@ -105,10 +111,11 @@ def group_figures(record: RunRecord) -> dict[str, dict[str, object]]:
     return out
 
 
-def placement_quality(record: RunRecord) -> dict[str, object]:
+def placement_quality(record: RunRecord, usage: NodeUsage | None = None) -> dict[str, object]:
     """Nodes used, utilisation, imbalance, fragmentation, topology-spread skew (defined
-    in ``report.quality`` and ``report.spread``)."""
-    usage = node_usage(record)
+    in ``report.quality`` and ``report.spread``), of ``usage`` (default: the end of the
+    run)."""
+    usage = usage or node_usage(record)
     shapes, source = pending_shapes(record)
     return {
         "nodes_total": len(record.nodes),
@@ -117,22 +124,44 @@ def placement_quality(record: RunRecord) -> dict[str, object]:
         "utilisation_used_nodes": utilisation_stats(usage, only_used=True),
         "imbalance": imbalance(usage),
         "fragmentation": fragmentation(usage, shapes, source),
+        "extended": partly_used(usage),
         "topology_spread": spread_skew(record),
     }
 
 
 def report_summary(
-    record: RunRecord, *, config: object, config_file: str | None, seed: int | None
+    record: RunRecord,
+    *,
+    config: object,
+    config_file: str | None,
+    seed: int | None,
+    virtual: bool = False,
 ) -> dict[str, object]:
-    """Every key the report adds to summary.json (none of the run's own keys)."""
+    """Every key the report adds to summary.json (none of the run's own keys). A
+    virtual-time run's ``placement`` is the cluster at its peak cpu allocation
+    (``placement.when``), since its pods complete and the end may be an empty cluster;
+    ``placement_at_end`` keeps the end."""
     rows, reasons = unschedulable_pods(record)
+    if virtual:
+        peak, at = usage_at_peak(record)
+        placement = {
+            **placement_quality(record, peak),
+            "when": "peak cpu allocation",
+            "at_seconds": round(at, 3),
+        }
+        extra: dict[str, object] = {"placement_at_end": placement_quality(record)}
+    else:
+        placement = {**placement_quality(record), "when": "end of the run"}
+        extra = {}
     return {
         "version": project_version(),
         "seed": seed,
         "config_file": config_file,
         "config": to_jsonable(config),
         "groups": group_figures(record),
-        "placement": placement_quality(record),
+        "placement": placement,
+        **extra,
         "unschedulable_reasons": reasons,
         "unschedulable_pods": rows,
+        "waiting": waiting_summary(record),
     }

@@ -14,6 +14,7 @@ first); ``hint_status`` is how a failed hint enters the diagnosis.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,11 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FilterVerdicts, FitError
+from cluster_sched.framework.instrumentation import (
+    COMPILED_FILTER,
+    record_compiled_phase,
+    records_plugin_metrics,
+)
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.snapshot import Snapshot
@@ -155,6 +161,7 @@ class Scheduler:
             and source.table is table
             and pre[1].is_success
             and pre[0] is None
+            and not records_plugin_metrics(fwk, state)
         ):
             reduced = (
                 None
@@ -233,10 +240,17 @@ class Scheduler:
             pct if pct is not None else self.percentage_of_nodes_to_score, n
         )
         start = self.next_start_node_index % n
-        found = fast.find_feasible(fwk, state, pod, table, nominated, to_find, start)
+        started = time.time_ns()
+        if fwk.instrumented:
+            state.write(COMPILED_FILTER, True)
+        try:
+            found = fast.find_feasible(fwk, state, pod, table, nominated, to_find, start)
+        finally:
+            state.delete(COMPILED_FILTER)
         if found is None:
             return None
         self.rotated_windows += start > 0
+        record_compiled_phase(fwk, "Filter", (started, time.time_ns()))
         feasible, evaluated = found.rows, found.evaluated
         self.next_start_node_index = (self.next_start_node_index + evaluated) % n
         result = AttemptResult(None, evaluated, feasible, table, Diagnosis(), num_all_nodes=n)
@@ -253,10 +267,13 @@ class Scheduler:
             s = fwk.run_pre_score(state, pod, snapshot, nodes)
         if not s.is_success:
             raise PreFilterError(s)
+        started = time.time_ns()
         scored = fast.score(fwk, state, pod, table, found)
         if scored is None:
             self.score_feasible(fwk, state, pod, table, feasible, result)
             return result
+        window = (started, time.time_ns())
+        record_compiled_phase(fwk, "Score", window, also=("ScoreExtensionNormalize",))
         # The kernel's tie set and the same RNG draw as select_host.
         result.total_scores = scored.totals
         host = table.names[scored.select_row(self.rng)]

@@ -272,12 +272,15 @@ class EventHandlers:
 
     def add_pod_to_cache(self, pod: Pod) -> None:
         self.cache.add_pod(pod)
+        requests = pod.requests
         self.stats.on_bound(
             pod.key,
             pod.node_name,
             self.clock.now(),
-            pod.requests.get(CPU, 0),
-            pod.requests.get(MEMORY, 0),
+            requests.get(CPU, 0),
+            requests.get(MEMORY, 0),
+            # extended resources (``vendor/name``): the report's GPU figures
+            {r: v for r, v in requests.items() if "/" in r} if len(requests) > 2 else None,
         )
         self._pending_assigned.append(pod)
 

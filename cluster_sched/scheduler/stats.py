@@ -74,6 +74,38 @@ class PlacementLog:
         return f"PlacementLog({list(self)!r})"
 
 
+class FailureLog:
+    """Every failed scheduling attempt as ``(time, pod key, FailedScheduling message)``,
+    in columns: the time in a typed array, the key shared with the stats' dicts, the
+    message as an index into the distinct messages (a run repeats a few dozen of them):
+    ~24 bytes an attempt. The report replays it into the waiting reasons over time."""
+
+    __slots__ = ("_ids", "_keys", "_messages", "_times", "messages")
+
+    def __init__(self) -> None:
+        self._times = array("d")
+        self._keys: list[str] = []
+        self._ids = array("l")
+        self._messages: dict[str, int] = {}
+        #: the distinct messages, by index
+        self.messages: list[str] = []
+
+    def append(self, now: float, key: str, message: str) -> None:
+        index = self._messages.get(message)
+        if index is None:
+            index = self._messages[message] = len(self.messages)
+            self.messages.append(message)
+        self._times.append(now)
+        self._keys.append(key)
+        self._ids.append(index)
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    def __iter__(self) -> Iterator[tuple[float, str, int]]:
+        return zip(self._times, self._keys, self._ids, strict=True)
+
+
 @dataclass(slots=True)
 class RunStats:
     """Filled by the coordinator as pods move; read by the workload runner."""
@@ -105,6 +137,14 @@ class RunStats:
     #: the FailedScheduling message of each pod's latest failed attempt: why a pod that
     #: ends the run unbound is unschedulable (the report parses its reason histogram)
     last_failure: dict[str, str] = field(default_factory=dict)
+    #: every failed attempt, timed at its pod's pop (``last_pop``)
+    failure_log: FailureLog = field(default_factory=FailureLog)
+    #: when the latest pod was popped (a failure is timed at it: in virtual time an
+    #: attempt takes no time, on the real clock it is a few milliseconds early)
+    last_pop: float = 0.0
+    #: extended-resource requests (``vendor/name`` -> amount) of the pods seen bound that
+    #: make any: the GPU figures of a trace replay (cpu and memory are in the log)
+    extended_requests: dict[str, dict[str, int]] = field(default_factory=dict)
     #: the placement timeline, in the order the watch saw it: ``(time, pod key, node,
     #: cpu milli-cores, memory bytes)`` when a pod is seen bound, ``(time, pod key, "",
     #: 0, 0)`` when a bound pod leaves its node (utilisation over time is replayed from it)
@@ -117,12 +157,23 @@ class RunStats:
         self.enqueued_at.setdefault(key, now)
 
     def on_pop(self, key: str, now: float) -> None:
+        self.last_pop = now
         if self.first_pop is None:
             self.first_pop = now
             self.first_pop_cpu = self.cpu_clock()
         self.attempts[key] = self.attempts.get(key, 0) + 1
 
-    def on_bound(self, key: str, node: str, now: float, cpu: int = 0, memory: int = 0) -> None:
+    def on_bound(
+        self,
+        key: str,
+        node: str,
+        now: float,
+        cpu: int = 0,
+        memory: int = 0,
+        extended: dict[str, int] | None = None,
+    ) -> None:
+        if extended:
+            self.extended_requests[key] = extended
         if key not in self.bound_node:
             ns = key.partition("/")[0]
             self.bound_per_namespace[ns] = self.bound_per_namespace.get(ns, 0) + 1
@@ -145,6 +196,7 @@ class RunStats:
 
     def on_failure(self, key: str, message: str) -> None:
         self.last_failure[key] = message
+        self.failure_log.append(self.last_pop, key, message)
 
     def on_preempted(self, victims: list[str], preemptor: str) -> None:
         self.preempted.update(victims)

@@ -48,6 +48,7 @@ from typing import Final
 __all__ = [
     "ASSUME",
     "ATTR_ATTEMPTS",
+    "ATTR_COMPILED",
     "ATTR_CYCLE",
     "ATTR_EXTENSION_POINT",
     "ATTR_FEASIBLE_NODES",
@@ -167,6 +168,9 @@ ATTR_ATTEMPTS: Final = "scheduler.attempts"
 ATTR_SHARD_ID: Final = "scheduler.shard.id"
 ATTR_SHARD_NODES: Final = "scheduler.shard.nodes"
 """Number of nodes the shard owns."""
+ATTR_COMPILED: Final = "scheduler.compiled"
+"""True on a phase span the compiled path answered: one kernel call ran every plugin of
+the phase (and NormalizeScore inside Score), so the span times the call, not a plugin."""
 ATTR_FEASIBLE_NODES: Final = "scheduler.feasible_nodes"
 """Number of nodes that passed Filter (in a shard, or overall on the filter span)."""
 

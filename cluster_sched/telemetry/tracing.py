@@ -1,4 +1,5 @@
-"""Tracing facade: OpenTelemetry spans exported over OTLP/HTTP, or nothing at all.
+"""Tracing facade: OpenTelemetry spans exported over OTLP/HTTP, to a file of OTLP JSON
+lines, to the console (``telemetry.exporters``), or nothing at all.
 
 Why a facade: the scheduling cycle opens a dozen spans per pod. With tracing off that must
 cost ~nothing, so the disabled ``Tracing`` hands back shared singletons — one context
@@ -188,7 +189,8 @@ DISABLED: Final = Tracing()
 
 
 class OtlpTracing(Tracing):
-    """Tracing switched on: spans batched and exported over OTLP/HTTP protobuf."""
+    """Tracing switched on: spans batched and exported over OTLP/HTTP protobuf (``endpoint``),
+    appended to ``trace_file`` as OTLP JSON lines and/or printed (``console``)."""
 
     __slots__ = ("_closed", "_lock", "_provider", "_tracer", "endpoint")
 
@@ -196,22 +198,28 @@ class OtlpTracing(Tracing):
 
     def __init__(
         self,
-        endpoint: str,
+        endpoint: str | None,
         service_name: str = DEFAULT_SERVICE_NAME,
         *,
         sampling_rate_per_million: int | None = None,
         gzip: bool = False,
         resource_attributes: Attributes | None = None,
+        trace_file: str | None = None,
+        console: bool = False,
     ) -> None:
         # Imported here so a process with tracing off never loads the SDK and exporter.
-        from opentelemetry.exporter.otlp.proto.http import Compression
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
-        self.endpoint = traces_url(endpoint)
+        from cluster_sched.telemetry.exporters import (
+            JsonLinesExporter,
+            QuietOtlpExporter,
+            console_exporter,
+        )
+
+        self.endpoint = traces_url(endpoint) if endpoint else None
         sampler = None
         if sampling_rate_per_million is not None:
             if not 0 <= sampling_rate_per_million <= 1_000_000:
@@ -221,11 +229,15 @@ class OtlpTracing(Tracing):
             sampler = ParentBased(TraceIdRatioBased(sampling_rate_per_million / 1_000_000))
         resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
         self._provider = TracerProvider(resource=resource, sampler=sampler, shutdown_on_exit=False)
-        exporter = OTLPSpanExporter(
-            endpoint=self.endpoint,
-            compression=Compression.Gzip if gzip else Compression.NoCompression,
-        )
-        self._provider.add_span_processor(BatchSpanProcessor(exporter))
+        exporters: list[Any] = []
+        if self.endpoint is not None:
+            exporters.append(QuietOtlpExporter(self.endpoint, gzip=gzip))
+        if trace_file:
+            exporters.append(JsonLinesExporter(trace_file))
+        if console:
+            exporters.append(console_exporter())
+        for exporter in exporters:
+            self._provider.add_span_processor(BatchSpanProcessor(exporter))
         self._tracer = self._provider.get_tracer(TRACER_NAME)
         self._lock = threading.Lock()
         self._closed = False
@@ -334,17 +346,21 @@ def setup_tracing(
     sampling_rate_per_million: int | None = None,
     gzip: bool = False,
     resource_attributes: Attributes | None = None,
+    trace_file: str | None = None,
+    console: bool = False,
 ) -> Tracing:
-    """Tracing to ``endpoint`` (from ``--otlp-endpoint``), else $OTEL_EXPORTER_OTLP_ENDPOINT.
+    """Tracing to ``endpoint`` (from ``--otlp-endpoint``), else $OTEL_EXPORTER_OTLP_ENDPOINT,
+    and/or to ``trace_file`` (``--trace-file``: OTLP JSON lines) and the console
+    (``--trace-console``: a line per span on stderr).
 
     ``endpoint`` is the OTLP base URL (``http://localhost:4318``); spans go to
-    ``/v1/traces`` under it. With neither set, returns the shared disabled instance.
+    ``/v1/traces`` under it. With no target at all, returns the shared disabled instance.
     ``sampling_rate_per_million`` mirrors upstream's TracingConfiguration: None samples
     every root (or defers to $OTEL_TRACES_SAMPLER), a number samples that many roots per
     million and children follow their parent's decision.
     """
     resolved = resolve_endpoint(endpoint)
-    if resolved is None:
+    if resolved is None and not trace_file and not console:
         return DISABLED
     return OtlpTracing(
         resolved,
@@ -352,6 +368,8 @@ def setup_tracing(
         sampling_rate_per_million=sampling_rate_per_million,
         gzip=gzip,
         resource_attributes=resource_attributes,
+        trace_file=trace_file,
+        console=console,
     )
 
 

@@ -51,11 +51,7 @@ def _register_run(sub: Any) -> None:
     p.add_argument(
         "--group-timeout", type=float, default=600.0, help="seconds a pod group may take"
     )
-    p.add_argument(
-        "--otlp-endpoint",
-        default=None,
-        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )
+    add_tracing_options(p)
     add_lenient_option(p)
     _add_metrics_options(p)
     p.add_argument(
@@ -71,6 +67,23 @@ def _register_run(sub: Any) -> None:
     add_clock_options(p)
     add_redis_option(p, private_fallback=True)
     p.set_defaults(func=_cmd_run)
+
+
+def add_tracing_options(p: Any) -> None:
+    """Where spans go: a collector, a file, the console (any together; none: off)."""
+    p.add_argument(
+        "--otlp-endpoint",
+        default=None,
+        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT); an unreachable "
+        "one costs one warning line",
+    )
+    p.add_argument(
+        "--trace-file",
+        default=None,
+        metavar="PATH",
+        help="append spans to PATH as OTLP JSON lines (no collector needed)",
+    )
+    p.add_argument("--trace-console", action="store_true", help="print a line per span to stderr")
 
 
 def _add_metrics_options(p: Any) -> None:
@@ -108,17 +121,37 @@ def start_metrics(args: argparse.Namespace) -> Metrics:
 def print_summary(summary: dict[str, Any]) -> None:
     lat = summary["latency_ms"]
     att = summary["attempt_latency_ms"]
+    virtual = summary.get("clock") == "virtual"
+    if virtual:
+        # Scheduling takes no simulated time: latency is the time pods were pending,
+        # wall-clock figures say how fast the simulation ran.
+        sim = summary.get("simulation_speed") or {}
+        timing = [
+            f"throughput     {summary['throughput']} pods per simulated s "
+            f"(first pop to last bind, {summary['duration_s']} s simulated)",
+            f"pending        p50 {lat['p50'] / 1e3:g} s  p90 {lat['p90'] / 1e3:g} s  "
+            f"p99 {lat['p99'] / 1e3:g} s (simulated, queued to bound)",
+            f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  "
+            f"max {summary['attempts_per_pod']['max']}",
+            f"sim. speed     {sim.get('pods_per_wall_second', 0.0)} pods per wall second, "
+            f"attempt p50 {att['p50']} ms, {sim.get('cpu_us_per_pod', 0.0)} µs CPU per pod "
+            "(wall clock)",
+        ]
+    else:
+        timing = [
+            f"throughput     {summary['throughput']} pods/s (first pop to last bind, {summary['duration_s']} s)",
+            f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
+            f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
+            f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
+            f"cpu            {summary.get('process_cpu_us_per_pod', 0.0)} µs per pod in this process (first pop to last bind)",
+        ]
     lines = [
         f"workload {summary['workload']}: {summary['nodes']} nodes, {summary['pods']} pods",
         f"scheduled      {summary['scheduled']}",
         f"unschedulable  {summary['unschedulable']}",
         f"gated          {summary.get('gated', 0)}",
         f"preempted      {summary['preempted']}",
-        f"throughput     {summary['throughput']} pods/s (first pop to last bind, {summary['duration_s']} s)",
-        f"latency        p50 {lat['p50']} ms  p90 {lat['p90']} ms  p99 {lat['p99']} ms (queued to bound)",
-        f"attempt        p50 {att['p50']} ms  p90 {att['p90']} ms  p99 {att['p99']} ms (one scheduling cycle)",
-        f"attempts/pod   mean {summary['attempts_per_pod']['mean']}  max {summary['attempts_per_pod']['max']}",
-        f"cpu            {summary.get('process_cpu_us_per_pod', 0.0)} µs per pod in this process (first pop to last bind)",
+        *timing,
     ]
     compiled = summary.get("compiled_path")
     if compiled:
@@ -131,11 +164,33 @@ def print_summary(summary: dict[str, Any]) -> None:
         flushes = " ".join(f"{k}={v}" for k, v in sorted(batch["flushes"].items()))
         lines.append(f"batching       {profile}: {attempts or '-'}; flushed {flushes or '-'}")
     placement = summary.get("placement")
-    if placement:
+    over = summary.get("over_time") or {}
+    if virtual and over:
+        lines.append(
+            f"nodes in use   mean {over['nodes_in_use_mean']:.1f}, peak {over['nodes_in_use_max']:.0f}"
+            f" of {summary['nodes']} (simulated time)"
+        )
+        util = over["utilisation_mean"]
+        lines.append(
+            "allocation     time mean "
+            + ", ".join(f"{r} {v:.1%}" for r, v in util.items() if r != "pods")
+        )
+        for r, v in (over.get("unallocated_on_partly_used_nodes_mean") or {}).items():
+            lines.append(
+                f"fragmentation  {r}: {v:.1%} of capacity unallocated on partly used nodes (time mean)"
+            )
+    elif placement:
         cpu = placement["utilisation_used_nodes"]["cpu"]
         lines.append(
             f"nodes used     {placement['nodes_used']} of {placement['nodes_total']}"
             f"  (cpu on used nodes: mean {cpu['mean']:.1%}, p90 {cpu['p90']:.1%})"
+        )
+    waiting = summary.get("waiting") or {}
+    if waiting.get("pods_waited") and not summary.get("unschedulable_reasons"):
+        top = next(iter(waiting["failed_attempts_by_reason"]), "")
+        lines.append(
+            f"waited         {waiting['pods_waited']} pods failed at least one attempt "
+            f"({waiting['failed_attempts']} failed attempts, most often: {top})"
         )
     for reason, pods in list((summary.get("unschedulable_reasons") or {}).items())[:5]:
         lines.append(f"unschedulable: {pods} pods: {reason}")
@@ -145,7 +200,8 @@ def print_summary(summary: dict[str, Any]) -> None:
     if vt:
         lines.append(
             f"virtual time   {vt['simulated_seconds']} s simulated in {vt['wall_seconds']} s "
-            f"({vt['arrivals']} arrivals, {vt['completions']} completions)"
+            f"({vt['arrivals']} arrivals, {vt['completions']} completions, "
+            f"{vt['running_at_end']} running at the end)"
         )
     for line in summary.get("invalid") or []:
         lines.append(f"skipped invalid object: {line}")
@@ -182,6 +238,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             shards=args.shards,
             ray_address=args.ray_address,
             otlp_endpoint=args.otlp_endpoint,
+            trace_file=args.trace_file,
+            trace_console=args.trace_console,
             report=not args.no_report,
             batch_size=args.batch_size,
             compiled=args.compiled,
@@ -252,11 +310,7 @@ def _register_serve(sub: Any) -> None:
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
     p.add_argument("--seed", type=int, default=None)
     _add_metrics_options(p)
-    p.add_argument(
-        "--otlp-endpoint",
-        default=None,
-        help="OTLP/HTTP endpoint (default $OTEL_EXPORTER_OTLP_ENDPOINT)",
-    )
+    add_tracing_options(p)
     add_executor_options(p)
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
@@ -290,7 +344,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
     client = connect(url)
     config = load_config(args.config)
-    tracing = setup_tracing(args.otlp_endpoint)
+    tracing = setup_tracing(
+        args.otlp_endpoint, trace_file=args.trace_file, console=args.trace_console
+    )
     metrics = start_metrics(args)
     store = Store(client)
     timeout = (

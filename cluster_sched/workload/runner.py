@@ -27,7 +27,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
 from cluster_sched.report.record import RunRecord
-from cluster_sched.report.series import nodes_in_use, run_series, time_weighted
+from cluster_sched.report.series import bound_over_time, nodes_in_use, run_series, time_weighted
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.scheduler.metrics_state import attach_metrics
@@ -63,6 +63,10 @@ class RunOptions:
     shards: int = 1
     ray_address: str | None = None
     otlp_endpoint: str | None = None
+    #: append spans to this file as OTLP JSON lines
+    trace_file: str | None = None
+    #: print a line per span to stderr
+    trace_console: bool = False
     #: pods popped per queue round trip (1: the plain serial loop)
     batch_size: int = DEFAULT_BATCH_SIZE
     #: the compiled path for attempts on the in-process table
@@ -259,34 +263,59 @@ def run_workload(
         show(len(coord.stats.bound_node))
 
 
-def _count_completed(groups: dict[str, Any], workload: Workload, completed: set[str]) -> None:
-    """Virtual runs: per group, the pods deleted because their lifetime ended are
-    ``completed``, not ``deleted`` (which keeps preemption victims and the like)."""
+def _count_completed(
+    groups: dict[str, Any], workload: Workload, completed: set[str], record: RunRecord
+) -> None:
+    """Virtual runs: per group, ``scheduled`` counts every pod the scheduler ever placed
+    (as the run's own figure does), ``completed`` the pods deleted because their
+    lifetime ended (not ``deleted``, which keeps preemption victims and the like) and
+    ``running`` those still bound at the end."""
+    placed = {k for k in record.stats.bound_at if k in record.stats.attempts}
+    bound = {p.key for p in record.bound}
     for group in workload.pod_groups:
         figures = groups.get(group.name)
         if figures is not None:
-            done = sum(1 for k in group.pod_keys() if k in completed)
+            keys = group.pod_keys()
+            done = sum(1 for k in keys if k in completed)
+            figures["scheduled"] = sum(1 for k in keys if k in placed)
+            figures["running"] = sum(1 for k in keys if k in bound)
             figures["completed"] = done
-            figures["deleted"] -= done
+            figures["deleted"] = max(
+                0, figures["pods"] - figures["running"] - figures["unschedulable"] - done
+            )
 
 
 def over_time_figures(record: RunRecord) -> dict[str, Any]:
-    """Time-weighted mean and peak of cluster utilisation (requested / allocatable),
-    pending pods and nodes in use over the run: the figures of a long run with
-    completions, whose final placement is only a moment."""
+    """Time-weighted mean and peak of cluster utilisation (requested / allocatable, every
+    resource, extended ones included), pending and running pods and nodes in use over
+    the run, and for extended resources the unallocated share on partly used nodes: the
+    figures of a long run with completions, whose final placement is only a moment."""
     series = run_series(record)
+    names = series.resources
     util_mean, util_max = time_weighted(series.utilisation_t, series.utilisation)
     pend_mean, pend_max = time_weighted(series.pending_t, series.pending)
     used_mean, used_max = time_weighted(*nodes_in_use(record))
-    names = ("cpu", "memory", "pods")
-    return {
+    run_mean, run_max = time_weighted(*bound_over_time(record))
+    out: dict[str, Any] = {
         "utilisation_mean": {n: round(float(v), 6) for n, v in zip(names, util_mean, strict=True)},
         "utilisation_max": {n: round(float(v), 6) for n, v in zip(names, util_max, strict=True)},
         "pending_mean": round(float(pend_mean), 3),
         "pending_max": round(float(pend_max), 3),
+        "running_mean": round(float(run_mean), 3),
+        "running_max": round(float(run_max), 3),
         "nodes_in_use_mean": round(float(used_mean), 3),
         "nodes_in_use_max": round(float(used_max), 3),
     }
+    extended = names[3:]
+    if extended:
+        frag_mean, frag_max = time_weighted(series.utilisation_t, series.fragmentation)
+        out["unallocated_on_partly_used_nodes_mean"] = {
+            n: round(float(v), 6) for n, v in zip(extended, frag_mean, strict=True)
+        }
+        out["unallocated_on_partly_used_nodes_max"] = {
+            n: round(float(v), 6) for n, v in zip(extended, frag_max, strict=True)
+        }
+    return out
 
 
 def placements_from_store(store: Store) -> dict[str, str]:
@@ -345,7 +374,9 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     workload = load_workload(opts.workload, seed=opts.seed or 0, lenient=opts.lenient)
     config = load_config(opts.config)
     features = parse_feature_gates(opts.feature_gates)
-    tracing = setup_tracing(opts.otlp_endpoint)
+    tracing = setup_tracing(
+        opts.otlp_endpoint, trace_file=opts.trace_file, console=opts.trace_console
+    )
     metrics = opts.metrics or Metrics.disabled()
     virtual = VirtualClock() if opts.clock == "virtual" else None
     vstats: VirtualStats | None = None
@@ -447,12 +478,20 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     if vstats is not None:
         summary.update(virtual_figures(stats, vstats))
     # Everything below runs after the loop has stopped: the report costs the run nothing.
-    summary.update(report_summary(record, config=config, config_file=opts.config, seed=opts.seed))
+    summary.update(
+        report_summary(
+            record,
+            config=config,
+            config_file=opts.config,
+            seed=opts.seed,
+            virtual=vstats is not None,
+        )
+    )
     summary["over_time"] = over_time_figures(record)
     if vstats is not None:
         groups = summary["groups"]
         assert isinstance(groups, dict)
-        _count_completed(groups, workload, completed)
+        _count_completed(groups, workload, completed, record)
     result = RunResult(summary, placements, list(invalid), record)
     if opts.output:
         out = Path(opts.output)

@@ -70,7 +70,7 @@ class VirtualStats:
     completions: int = 0
     clock_jumps: int = 0
     wall_seconds: float = 0.0
-    #: pods whose lifetime had not ended when the run stopped
+    #: pods bound when the run stopped (their lifetime not over, or without one)
     running_at_end: int = 0
     by_event: dict[str, int] = field(default_factory=dict)
 
@@ -174,7 +174,7 @@ class VirtualRun:
             if not self._run_phase(phase, last=n == len(phases) - 1):
                 break  # the horizon
         self.stats.end = self.clock.now()
-        self.stats.running_at_end = len(self._completions)
+        self.stats.running_at_end = len(self.coord.stats.bound_node)
         self.stats.wall_seconds = time.monotonic() - wall
         return self.stats
 
@@ -407,6 +407,11 @@ def virtual_figures(stats: RunStats, run: VirtualStats) -> dict[str, Any]:
         return round(float(np.percentile(latency_ms, q)), 3) if len(latency_ms) else 0.0
 
     span = run.end - run.start
+    cpu = (
+        stats.last_bind_cpu - stats.first_pop_cpu
+        if stats.first_pop_cpu is not None and stats.last_bind_cpu is not None
+        else 0.0
+    )
     history = hashlib.sha256()
     for when, key, node, _cpu, _mem in stats.placement_log:
         history.update(f"{when - run.start:.6f} {key} {node}\n".encode())
@@ -416,5 +421,14 @@ def virtual_figures(stats: RunStats, run: VirtualStats) -> dict[str, Any]:
         "throughput": round(len(placed) / span, 3) if span > 0 else float(len(placed)),
         "latency_ms": {"p50": pct(50), "p90": pct(90), "p99": pct(99)},
         "duration_s": round(span, 3),
+        # per pod ever placed: most have completed and left the store by the end
+        "process_cpu_us_per_pod": round(cpu / len(placed) * 1e6, 1) if placed else 0.0,
         "virtual_time": {**run.as_dict(), "history_sha256": history.hexdigest()},
+        "simulation_speed": {
+            "wall_seconds": round(run.wall_seconds, 3),
+            "pods_per_wall_second": (
+                round(len(placed) / run.wall_seconds, 1) if run.wall_seconds > 0 else 0.0
+            ),
+            "cpu_us_per_pod": round(cpu / len(placed) * 1e6, 1) if placed else 0.0,
+        },
     }

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from cluster_sched.redis_server import RedisServer, connect
 from cluster_sched.store.store import Store
-from cluster_sched.workload.runner import RunOptions, run_evaluation
+from cluster_sched.workload.runner import RunOptions, RunResult, run_evaluation
+from tests.report.gpu_trace import write_gpu_trace
 from tests.report.mixed import MIXED_WORKLOAD, MOST_ALLOCATED, MixedRun
 
 
@@ -51,3 +53,25 @@ def mixed_run(
         summary=json.loads((out / "summary.json").read_text()),
         failed_scheduling=events,
     )
+
+
+@pytest.fixture(scope="package")
+def gpu_trace_run(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[RunResult, Path]:
+    """The GPU-share trace (``tests.report.gpu_trace``) replayed in virtual time, with
+    its report in the returned directory."""
+    root = tmp_path_factory.mktemp("gpu-trace")
+    out = root / "out"
+    result = run_evaluation(
+        RunOptions(
+            workload=str(write_gpu_trace(root)),
+            seed=3,
+            output=str(out),
+            quiet=True,
+            redis=redis_server.url,
+            prefix="{gpu}",
+            clock="virtual",
+        )
+    )
+    return result, out

@@ -30,6 +30,8 @@ CHARTS = {
     "unschedulable_reasons",
     "utilisation_over_time",
     "pending_over_time",
+    "nodes_in_use",
+    "waiting_reasons_over_time",
 }
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: Executables of headless-capable Chromium builds, first found wins.

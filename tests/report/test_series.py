@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from cluster_sched.report.record import build_record
-from cluster_sched.report.series import run_series
+from cluster_sched.report.series import run_series, time_weighted
 from cluster_sched.scheduler.stats import RunStats
 
 NODES = [
@@ -38,9 +38,10 @@ def test_utilisation_replays_binds_unbinds_and_rebinds() -> None:
     assert np.allclose(cpu, [0.25, 0.75, 0.5, 0.5])
     assert np.allclose(series.utilisation[:, 1], [0.125, 0.375, 0.25, 0.25])
     assert np.allclose(series.utilisation[:, 2], [0.05, 0.1, 0.05, 0.05])
-    # pending: both queued at t=0, a bound at 1, b's last bind at 4
-    assert series.pending_t.tolist() == [0.0, 0.0, 1.0, 4.0]
-    assert series.pending.tolist() == [1.0, 2.0, 1.0, 0.0]
+    # pending: both queued at t=0 (one step: what holds after the instant), a bound
+    # at 1, b's last bind at 4
+    assert series.pending_t.tolist() == [0.0, 1.0, 4.0]
+    assert series.pending.tolist() == [2.0, 1.0, 0.0]
     assert series.spans_time
 
 
@@ -71,3 +72,17 @@ def test_nodes_in_use_and_time_weighted_means() -> None:
     two = np.column_stack([used, used * 2])
     mean2, _ = time_weighted(t, two)
     assert mean2.tolist() == [1.4, 2.8]
+
+
+def test_a_pod_bound_the_instant_it_arrives_was_never_pending() -> None:
+    # virtual time: scheduling takes no simulated time, so arrival and bind coincide
+    stats = RunStats()
+    stats.on_enqueue("ns/a", 100.0)
+    stats.on_pop("ns/a", 100.0)
+    stats.on_bound("ns/a", "n1", 100.0, cpu=1000, memory=GI)
+    stats.on_enqueue("ns/b", 160.0)
+    stats.on_pop("ns/b", 160.0)
+    stats.on_bound("ns/b", "n2", 160.0, cpu=1000, memory=GI)
+    series = run_series(build_record(NODES, [], stats))
+    assert series.pending.tolist() == [0.0, 0.0]
+    assert time_weighted(series.pending_t, series.pending)[1] == 0.0

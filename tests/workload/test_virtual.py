@@ -53,7 +53,7 @@ spec:
 
 #: Wall-clock figures: how long the machine took, not what the scheduler decided.
 #: measurements of the machine, not decisions: attempt wall time, peak memory
-WALL_KEYS = ("attempt_latency_ms", "memory")
+WALL_KEYS = ("attempt_latency_ms", "memory", "process_cpu_us_per_pod", "simulation_speed")
 
 
 def _decisions(summary: dict[str, Any]) -> dict[str, Any]:
