@@ -45,6 +45,7 @@ from tenacity.stop import stop_base
 
 from cluster_sched.errors import StoreError, StoreLostError
 from cluster_sched.telemetry.metrics import Metrics
+from cluster_sched.workload.option_types import seconds
 
 __all__ = [
     "DEFAULT_MAX_BACKOFF",
@@ -131,7 +132,7 @@ def add_outage_option(p: argparse.ArgumentParser) -> None:
     else forever)."""
     p.add_argument(
         "--store-outage-timeout",
-        type=float,
+        type=seconds(zero=True),
         default=None,
         metavar="SECONDS",
         help="how long to wait for Redis when it goes away before giving up (exit 2); "

@@ -24,6 +24,9 @@ from cluster_sched.workload.cli_args import (
     add_feature_gates_option,
     add_lenient_option,
     add_redis_option,
+    port,
+    seconds,
+    seed,
 )
 
 Register = Callable[[Any], None]
@@ -36,7 +39,7 @@ def _register_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a whole evaluation of a workload")
     p.add_argument("workload", help="plain Kubernetes YAML, or a cluster-sched Workload file")
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=seed, default=None)
     p.add_argument(
         "--output",
         default=None,
@@ -49,7 +52,10 @@ def _register_run(sub: Any) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
-        "--group-timeout", type=float, default=600.0, help="seconds a pod group may take"
+        "--group-timeout",
+        type=seconds(),
+        default=600.0,
+        help="seconds a pod group may take (--clock real)",
     )
     p.add_argument(
         "--otlp-endpoint",
@@ -60,7 +66,7 @@ def _register_run(sub: Any) -> None:
     _add_metrics_options(p)
     p.add_argument(
         "--metrics-linger",
-        type=float,
+        type=seconds(zero=True),
         default=0.0,
         metavar="SECONDS",
         help="with --metrics-port: keep serving the final metrics this long after the "
@@ -76,7 +82,7 @@ def _register_run(sub: Any) -> None:
 def _add_metrics_options(p: Any) -> None:
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=port,
         default=None,
         help="serve Prometheus metrics on this port (0: any free port, shown on stderr); "
         "a port in use exits 2 with one line on stderr",
@@ -154,10 +160,6 @@ def print_summary(summary: dict[str, Any]) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from cluster_sched.workload.runner import RunOptions, run_evaluation
 
-    if args.metrics_linger < 0:
-        raise UsageError(f"--metrics-linger {args.metrics_linger}: must be 0 or more seconds")
-    if args.metrics_linger and args.metrics_port is None:
-        raise UsageError(f"--metrics-linger {args.metrics_linger}: needs --metrics-port")
     metrics = start_metrics(args)
     result = run_evaluation(
         RunOptions(
@@ -239,7 +241,7 @@ def _register_serve(sub: Any) -> None:
         help="run the coordinator against an existing store (Ctrl-C: exit 130, SIGTERM: 0)",
     )
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=seed, default=None)
     _add_metrics_options(p)
     p.add_argument(
         "--otlp-endpoint",
