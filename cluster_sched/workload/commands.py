@@ -268,6 +268,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         StoreGuard,
         ensure_run_id,
         env_outage_timeout,
+        first_contact,
         outage_timeout,
         serve_until,
     )
@@ -279,22 +280,42 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise InvalidObjectError(
             "serve needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL"
         )
-    client = connect(url)
     config = load_config(args.config)
     tracing = setup_tracing(args.otlp_endpoint)
     metrics = start_metrics(args)
-    store = Store(client)
     timeout = (
         outage_timeout(args.store_outage_timeout)
         if args.store_outage_timeout is not None
         else env_outage_timeout()
     )
+    stopped_by: int | None = None
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopped_by
+        stopped_by = signum
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def contact() -> tuple[Any, Store, str]:
+        client = connect(url, attempts=1)
+        try:
+            store = Store(client)
+            return client, store, ensure_run_id(client, store.keys.prefix)
+        except BaseException:
+            client.close()
+            raise
+
+    # Started while Redis is down (or restarting): wait as a running coordinator would.
+    reached = first_contact(
+        contact, lambda: stopped_by is not None, timeout=timeout, metrics=metrics
+    )
+    if reached is None:
+        tracing.shutdown()
+        return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
+    client, store, run_id = reached
     guard = StoreGuard(
-        client,
-        prefix=store.keys.prefix,
-        run_id=ensure_run_id(client, store.keys.prefix),
-        timeout=timeout,
-        metrics=metrics,
+        client, prefix=store.keys.prefix, run_id=run_id, timeout=timeout, metrics=metrics
     )
 
     def start() -> Coordinator:
@@ -328,19 +349,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             raise
         return coord
 
-    stopped_by: int | None = None
-
-    def stop(signum: int, frame: Any) -> None:
-        nonlocal stopped_by
-        stopped_by = signum
-
     def announce(coord: Any) -> None:
         if guard.outages == 0:
             shown = redact_url(url)  # the password stays out of logs
             print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     elector = standby(store, client, config, lambda: stopped_by is not None)
     if elector is not None and not elector.is_leader:
         tracing.shutdown()  # stopped while standing by: nothing was written
