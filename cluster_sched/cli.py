@@ -1,4 +1,4 @@
-"""``cluster-sched``: explain, run, perf, apply, serve, get, describe.
+"""``cluster-sched``: explain, run, perf, apply, serve, get, describe, delete.
 
 Every expected failure is one line on stderr and never a traceback. Exit codes:
 
@@ -6,8 +6,10 @@ Every expected failure is one line on stderr and never a traceback. Exit codes:
 0   done, and everything passed
 1   an evaluation ran but something failed (``perf``: a threshold was missed or
     pods were never scheduled)
-2   usage or input error: bad option, manifest, config, path; Redis unreachable;
-    a port already in use
+2   usage or input error: bad option (a value out of range, an option that does
+    nothing with the others given), manifest, config, path (an empty file too);
+    an object ``get``/``describe``/``delete`` cannot find; Redis unreachable
+    (``serve`` waits for it first); a port already in use
 3   ``serve``: Redis came back from an outage empty or holding another run's data;
     the coordinator refuses to schedule from it (restart it to start a new run)
 130 interrupted (Ctrl-C): one line, ``interrupted``
@@ -69,12 +71,14 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument(
         "--cluster",
         required=True,
-        help="nodes, namespaces, running pods (YAML/JSON; kubectl get -A -o yaml works)",
+        help="nodes, namespaces, running pods (YAML/JSON; kubectl get -A -o yaml works), "
+        "or a Workload file (expanded as run expands it)",
     )
     p.add_argument(
         "--pod",
         required=True,
-        help="the pending pod: a YAML/JSON file, or NAMESPACE/NAME of a pending pod of --cluster",
+        help="the pending pod: a YAML/JSON file holding one Pod, or NAMESPACE/NAME of a "
+        "pending pod of --cluster",
     )
     p.add_argument(
         "--config", help="KubeSchedulerConfiguration v1 (default: upstream's default profile)"
