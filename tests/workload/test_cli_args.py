@@ -4,17 +4,18 @@ before any work starts."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from cluster_sched.cli import EXIT_USAGE, main
 
-ROOT = Path(__file__).resolve().parents[2]
-SMALL = str(ROOT / "examples/small-basic.yaml")
-PERF = str(ROOT / "examples/scheduler_perf/performance-config.yaml")
-CONFIG = str(ROOT / "examples/configs/default.yaml")
-REDIS = "redis://127.0.0.1:1"  # never reached: the options are refused first
+#: Files that do not exist: every case must be refused before any file is read, and
+#: were the refusal to regress, the command fails at once on the missing file instead
+#: of running a whole evaluation (or, for serve, waiting for a Redis that never comes).
+SMALL = "missing/workload.yaml"
+PERF = "missing/performance-config.yaml"
+CONFIG = "missing/sched.yaml"
+REDIS = "redis://127.0.0.1:1"
+SERVE = ["serve", "--redis", REDIS, "--config", CONFIG]
 
 #: (argv, the words the one line must hold): every numeric option of every command,
 #: out of range.
@@ -30,9 +31,9 @@ OUT_OF_RANGE = [
     (["run", SMALL, "--metrics-port", "0", "--metrics-linger", "-1"], "--metrics-linger: must"),
     (["run", SMALL, "--clock", "virtual", "--horizon", "-5"], "--horizon: must be more than 0"),
     (["run", SMALL, "--clock", "virtual", "--horizon", "inf"], "--horizon: must be more than 0"),
-    (["serve", "--redis", REDIS, "--batch-size", "0"], "--batch-size: must be at least 1"),
-    (["serve", "--redis", REDIS, "--store-outage-timeout", "-1"], "--store-outage-timeout:"),
-    (["serve", "--redis", REDIS, "--metrics-port", "65536"], "--metrics-port: must be a port"),
+    ([*SERVE, "--batch-size", "0"], "--batch-size: must be at least 1"),
+    ([*SERVE, "--store-outage-timeout", "-1"], "--store-outage-timeout:"),
+    ([*SERVE, "--metrics-port", "65536"], "--metrics-port: must be a port"),
     (["perf", PERF, "--timeout", "0"], "--timeout: must be more than 0 seconds"),
     (["perf", PERF, "--batch-size", "0"], "--batch-size: must be at least 1"),
     (["perf", PERF, "--executor", "ray", "--shards", "-2"], "--shards: must be at least 1"),
@@ -55,7 +56,7 @@ USELESS = [
     (["run", SMALL, "--metrics-address", "0.0.0.0"], "--metrics-address does nothing without"),
     (["run", SMALL, "--metrics-linger", "5"], "--metrics-linger does nothing without"),
     (["run", SMALL, "--no-report"], "--no-report does nothing without --output"),
-    (["serve", "--redis", REDIS, "--shards", "3"], "--shards does nothing without --executor"),
+    ([*SERVE, "--shards", "3"], "--shards does nothing without --executor"),
     (["perf", PERF, "--ray-address", "auto"], "--ray-address does nothing without"),
     (
         ["compare", SMALL, "--config", CONFIG, "--output", "o", "--executor", "ray", "--parallel", "2"],
