@@ -43,7 +43,7 @@ def _states(workload: Path, keep: int) -> list[CycleState]:
     ThreadedOutcomes.submit = keeping  # type: ignore[method-assign]
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            cli_main(["run", str(workload), "--quiet", "--no-report", "--seed", "1"])
+            cli_main(["run", str(workload), "--quiet", "--seed", "1"])
     finally:
         ThreadedOutcomes.submit = submit  # type: ignore[method-assign]
     return kept

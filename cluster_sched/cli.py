@@ -1,4 +1,4 @@
-"""``cluster-sched``: explain, run, perf, apply, serve, get, describe.
+"""``cluster-sched``: explain, run, perf, apply, serve, get, describe, delete.
 
 Every expected failure is one line on stderr and never a traceback. Exit codes:
 
@@ -6,8 +6,10 @@ Every expected failure is one line on stderr and never a traceback. Exit codes:
 0   done, and everything passed
 1   an evaluation ran but something failed (``perf``: a threshold was missed or
     pods were never scheduled)
-2   usage or input error: bad option, manifest, config, path; Redis unreachable;
-    a port already in use
+2   usage or input error: bad option (a value out of range, an option that does
+    nothing with the others given), manifest, config, path (an empty file too);
+    an object ``get``/``describe``/``delete`` cannot find; Redis unreachable
+    (``serve`` waits for it first); a port already in use
 3   ``serve``: Redis came back from an outage empty or holding another run's data;
     the coordinator refuses to schedule from it (restart it to start a new run)
 130 interrupted (Ctrl-C): one line, ``interrupted``
@@ -30,8 +32,6 @@ import redis
 
 from cluster_sched.errors import (
     ClusterSchedError,
-    ConfigError,
-    PluginError,
     StoreLostError,
     one_line,
 )
@@ -41,8 +41,12 @@ from cluster_sched.workload.cli_args import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    CliParser,
     add_feature_gates_option,
     add_lenient_option,
+    check_useless_options,
+    int_at_least,
+    seed,
 )
 
 __all__ = [
@@ -67,22 +71,26 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
     p.add_argument(
         "--cluster",
         required=True,
-        help="nodes, namespaces, running pods (YAML/JSON; kubectl get -A -o yaml works)",
+        help="nodes, namespaces, running pods (YAML/JSON; kubectl get -A -o yaml works), "
+        "or a Workload file (expanded as run expands it)",
     )
     p.add_argument(
         "--pod",
         required=True,
-        help="the pending pod: a YAML/JSON file, or NAMESPACE/NAME of a pending pod of --cluster",
+        help="the pending pod: a YAML/JSON file holding one Pod, or NAMESPACE/NAME of a "
+        "pending pod of --cluster",
     )
     p.add_argument(
         "--config", help="KubeSchedulerConfiguration v1 (default: upstream's default profile)"
     )
-    p.add_argument("--seed", type=int, default=None, help="seed for tie-breaking among top nodes")
+    p.add_argument("--seed", type=seed, default=None, help="seed for tie-breaking among top nodes")
     p.add_argument("--output", choices=("table", "json"), default="table")
     p.add_argument(
         "--all", action="store_true", help="table: show every node, not only the top ones"
     )
-    p.add_argument("--top", type=int, default=20, help="table: how many nodes to show (default 20)")
+    p.add_argument(
+        "--top", type=int_at_least(1), default=20, help="table: how many nodes to show (default 20)"
+    )
     add_lenient_option(p)
     add_feature_gates_option(p)
     p.set_defaults(func=_cmd_explain)
@@ -90,30 +98,34 @@ def _add_explain(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     from cluster_sched.cache.cache import Cache
-    from cluster_sched.config.load import load_config
+    from cluster_sched.config.load import load_config, naming_config_file
     from cluster_sched.features import parse_feature_gates
     from cluster_sched.scheduler.explain import explain
     from cluster_sched.scheduler.explain_table import render_table
-    from cluster_sched.workload.explain_input import pending_pod
-    from cluster_sched.workload.snapshot import load_snapshot
+    from cluster_sched.workload.explain_input import (
+        load_cluster,
+        load_pod_file,
+        pending_pod,
+        pod_reference,
+    )
 
     features = parse_feature_gates(args.feature_gates)
-    config = load_config(args.config)
-    snapshot = load_snapshot(args.cluster, seed=args.seed or 0, lenient=args.lenient)
-    for line in snapshot.warnings:
+    config = load_config(args.config, lenient=args.lenient)
+    snapshot = load_cluster(args.cluster, seed=args.seed or 0, lenient=args.lenient)
+    warnings = [*config.warnings, *snapshot.warnings]
+    warnings.extend(f"skipped invalid object: {line}" for line in snapshot.invalid)
+    if pod_reference(args.pod) is None:
+        pod, pod_warnings = load_pod_file(args.pod, lenient=args.lenient)
+        warnings.extend(pod_warnings)
+    else:
+        pod = pending_pod(args.pod, snapshot, args.cluster)
+    for line in warnings:
         print(f"warning: {line}", file=sys.stderr)
     cache = Cache()
     cache.load(snapshot.parsed())
-    pod = pending_pod(args.pod, snapshot, args.cluster)
     pods = [pod]
-    try:
+    with naming_config_file(args.config):  # profiles are built only here
         result = explain(cache, pods[0], config, seed=args.seed, features=features)
-    except (ConfigError, PluginError) as err:
-        # Profiles are expanded (plugins imported, placed, started) only here: name the
-        # file the bad plugin reference came from.
-        if args.config and not str(err).startswith(f"{args.config}:"):
-            raise type(err)(f"{args.config}: {err}") from err
-        raise
     if args.output == "json":
         print(json.dumps(result.json, indent=2, sort_keys=False))
     else:
@@ -135,7 +147,7 @@ def _console() -> Any:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CliParser(
         prog="cluster-sched",
         description="kube-scheduler's exact behaviour, as a distributed Python system",
         epilog=(
@@ -213,9 +225,10 @@ def _stdout_gone() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         with ctrl_c_never_swallowed():
+            args = parser.parse_args(list(argv) if argv is not None else None)
+            check_useless_options(args)
             return int(args.func(args) or 0)
     except BrokenPipeError:
         return _stdout_gone()

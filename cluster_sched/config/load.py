@@ -12,7 +12,8 @@ file and the field (``sched.yaml: profiles[0].pluginConfig[1].args.x: ...``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from cluster_sched.errors import ConfigError, one_line
+from cluster_sched.errors import ConfigError, PluginError, one_line
 from cluster_sched.plugins import names
 
 from ._fields import (
@@ -55,6 +56,7 @@ from .plugin_args import (
     has_typed_args,
     parse_plugin_args,
 )
+from .plugin_names import unknown_plugin_names
 from .types import (
     PLUGIN_SET_KEYS,
     QUEUE_SORT,
@@ -66,7 +68,7 @@ from .types import (
     SchedulerConfiguration,
 )
 
-__all__ = ["default_config", "load_config", "parse_config"]
+__all__ = ["default_config", "load_config", "naming_config_file", "parse_config"]
 
 #: Top-level fields upstream's v1 type has but that change nothing here (no API server
 #: client or profiling endpoint): accepted so real files load, ignored.
@@ -95,8 +97,11 @@ _PROFILE_FIELDS = (
 )
 
 
-def load_config(path: str | Path | None) -> SchedulerConfiguration:
-    """Load and validate the configuration file at ``path``; None gives the defaults."""
+def load_config(path: str | Path | None, *, lenient: bool = False) -> SchedulerConfiguration:
+    """Load and validate the configuration file at ``path``; None gives the defaults.
+
+    A plugin name that names no plugin (``config.plugin_names``) is an error, or with
+    ``lenient`` a line of the result's ``warnings``."""
     if path is None:
         return default_config()
     source = str(path)
@@ -109,7 +114,25 @@ def load_config(path: str | Path | None) -> SchedulerConfiguration:
     doc = _load_yaml(text, source)
     if doc is None:
         raise ConfigError(f"{source}: configuration file is empty")
-    return parse_config(doc, source=source)
+    config = parse_config(doc, source=source)
+    problems = [f"{source}: {line}" for line in unknown_plugin_names(doc)]
+    if problems and not lenient:
+        raise ConfigError(one_line(problems[0]))
+    return replace(config, warnings=tuple(f"{line}; ignored" for line in problems))
+
+
+@contextmanager
+def naming_config_file(path: str | Path | None) -> Iterator[None]:
+    """Errors raised while profiles are built from the configuration at ``path`` (plugins
+    imported, placed at their extension points, given their args) name the file, as
+    errors found while loading it do."""
+    try:
+        yield
+    except (ConfigError, PluginError) as err:
+        prefix = f"{path}:"
+        if path is None or str(err).startswith(prefix):
+            raise
+        raise type(err)(one_line(f"{prefix} {err}")) from err
 
 
 def default_config() -> SchedulerConfiguration:

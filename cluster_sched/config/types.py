@@ -226,6 +226,8 @@ class SchedulerConfiguration:
     leader_election: LeaderElectionConfiguration = field(
         default_factory=LeaderElectionConfiguration
     )
+    #: ``--lenient``: one line per problem let through (a misspelled plugin name)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         """The profile pods with ``spec.schedulerName == scheduler_name`` use, if any."""

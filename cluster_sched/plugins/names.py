@@ -15,6 +15,7 @@ __all__ = [
     "DYNAMIC_RESOURCES",
     "IMAGE_LOCALITY",
     "INTER_POD_AFFINITY",
+    "IN_TREE",
     "NODE_AFFINITY",
     "NODE_NAME",
     "NODE_PORTS",
@@ -52,6 +53,32 @@ TAINT_TOLERATION = "TaintToleration"
 VOLUME_BINDING = "VolumeBinding"
 VOLUME_RESTRICTIONS = "VolumeRestrictions"
 VOLUME_ZONE = "VolumeZone"
+
+#: Every in-tree plugin's name (the in-tree registry registers exactly these): a name
+#: that is neither one of them nor an import path is a typo.
+IN_TREE: frozenset[str] = frozenset(
+    {
+        PRIORITY_SORT,
+        SCHEDULING_GATES,
+        DEFAULT_BINDER,
+        DEFAULT_PREEMPTION,
+        DYNAMIC_RESOURCES,
+        IMAGE_LOCALITY,
+        INTER_POD_AFFINITY,
+        NODE_AFFINITY,
+        NODE_NAME,
+        NODE_PORTS,
+        NODE_RESOURCES_BALANCED_ALLOCATION,
+        NODE_RESOURCES_FIT,
+        NODE_UNSCHEDULABLE,
+        NODE_VOLUME_LIMITS,
+        POD_TOPOLOGY_SPREAD,
+        TAINT_TOLERATION,
+        VOLUME_BINDING,
+        VOLUME_RESTRICTIONS,
+        VOLUME_ZONE,
+    }
+)
 
 #: Plugins upstream removed; a v1 configuration that names one is invalid
 #: (``invalidPluginsByVersion`` in upstream's config validation).

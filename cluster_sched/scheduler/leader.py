@@ -140,14 +140,24 @@ class LeaderElector:
     def acquire(self, should_stop: Callable[[], bool] = lambda: False) -> bool:
         """Block until the lease is ours (True), trying every retryPeriod, then start the
         renew thread; False if ``should_stop`` said so first (a signal while standing by).
-        Redis errors while standing by are logged and retried, as upstream's are."""
+        Redis errors while standing by are retried, as upstream's are, and logged once
+        until an attempt gets an answer again (a standby waits out an outage quietly)."""
+        failing = False
         while not should_stop():
             try:
                 if self.try_acquire_or_renew():
                     self._start_renewing()
                     return True
+                failing = False
             except redis.RedisError as exc:
-                log.warning("acquiring lease %s failed: %s", self.lease_key, exc)
+                if not failing:
+                    log.warning(
+                        "acquiring lease %s failed: %s; retrying every %g s",
+                        self.lease_key,
+                        exc,
+                        self.config.retry_period,
+                    )
+                failing = True
             deadline = time.monotonic() + self.config.retry_period
             while time.monotonic() < deadline and not should_stop():
                 time.sleep(min(0.05, self.config.retry_period))

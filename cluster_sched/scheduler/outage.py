@@ -15,6 +15,11 @@ at the first start against a store. Redis that comes back without it (restarted 
 persistence) or with another one (restored from another deployment's data) is reported
 as :class:`StoreLostError` (exit code 3, see ``cli.py``) and never scheduled from.
 
+A coordinator started while Redis is down (or restarting) waits the same way before it
+starts (:func:`first_contact`), leader and standby alike, instead of exiting: one policy
+for every wait (:func:`wait_for_redis`). A wrong password is not an outage: it fails
+at once.
+
 While Redis is down, one warning line is logged (and one again every
 :data:`REPEAT_LOG_INTERVAL` seconds) and the ``cluster_sched_store_unavailable`` gauge
 is 1. The wait lasts ``--store-outage-timeout`` seconds (default: forever); past it, the
@@ -29,7 +34,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import redis
 from tenacity import (
@@ -45,6 +50,7 @@ from tenacity.stop import stop_base
 
 from cluster_sched.errors import StoreError, StoreLostError
 from cluster_sched.telemetry.metrics import Metrics
+from cluster_sched.workload.option_types import seconds
 
 __all__ = [
     "DEFAULT_MAX_BACKOFF",
@@ -53,12 +59,16 @@ __all__ = [
     "StoreGuard",
     "add_outage_option",
     "ensure_run_id",
+    "first_contact",
     "is_outage",
     "outage_timeout",
     "serve_until",
+    "wait_for_redis",
 ]
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: Key (under the store prefix) holding the id of the run that first used this store.
 RUN_ID_SUFFIX = "run_id"
@@ -80,6 +90,8 @@ def is_outage(exc: BaseException) -> bool:
     seen: BaseException | None = exc
     depth = 0
     while seen is not None and depth < 16:
+        if isinstance(seen, redis.AuthenticationError):
+            return False  # a wrong password is a configuration error: waiting won't fix it
         if isinstance(seen, _TRANSIENT):
             return True
         seen = seen.__cause__ or seen.__context__
@@ -131,7 +143,7 @@ def add_outage_option(p: argparse.ArgumentParser) -> None:
     else forever)."""
     p.add_argument(
         "--store-outage-timeout",
-        type=float,
+        type=seconds(zero=True),
         default=None,
         metavar="SECONDS",
         help="how long to wait for Redis when it goes away before giving up (exit 2); "
@@ -168,49 +180,111 @@ class StoreGuard:
         came back empty or from another run.
         """
         self.outages += 1
-        started = time.monotonic()
-        last_log = started
-        self.metrics.set_store_unavailable(True)
-        log.warning(
-            "Redis unavailable (%s); scheduling paused, retrying%s",
-            _first_line(cause),
-            f" for up to {self.timeout:g} s" if self.timeout else " until it is back",
+        back = wait_for_redis(
+            self.client.ping,
+            cause,
+            stopped,
+            timeout=self.timeout,
+            metrics=self.metrics,
+            max_backoff=self.max_backoff,
+            waiting="scheduling paused",
         )
-
-        def before_sleep(state: RetryCallState) -> None:
-            nonlocal last_log
-            if time.monotonic() - last_log >= REPEAT_LOG_INTERVAL:
-                last_log = time.monotonic()
-                log.warning("Redis still unavailable after %.0f s", last_log - started)
-
-        stop = stop_after_delay(self.timeout) if self.timeout else stop_never
-        retrying = Retrying(
-            stop=stop | _StopWhen(stopped),
-            wait=wait_exponential(multiplier=0.05, max=self.max_backoff),
-            retry=retry_if_exception(is_outage),
-            before_sleep=before_sleep,
-            reraise=False,
-        )
-        try:
-            retrying(self._ping)
-        except RetryError as exc:
-            if stopped():
-                return False
-            last = exc.last_attempt.exception() or cause
-            raise StoreError(
-                f"Redis unreachable for {time.monotonic() - started:.0f} s "
-                f"(--store-outage-timeout {self.timeout:g}): {_first_line(last)}"
-            ) from last
-        finally:
-            self.metrics.set_store_unavailable(False)
+        if back is None:
+            return False
         check_run_id(self.client, self.prefix, self.run_id)
-        log.warning(
-            "Redis is back after %.1f s; relisting and resuming", time.monotonic() - started
-        )
+        log.warning("Redis is back after %.1f s; relisting and resuming", back)
         return True
 
     def _ping(self) -> None:
         self.client.ping()
+
+
+def wait_for_redis(
+    attempt: Callable[[], object],
+    cause: BaseException,
+    stopped: Callable[[], bool],
+    *,
+    timeout: float | None,
+    metrics: Metrics,
+    max_backoff: float = DEFAULT_MAX_BACKOFF,
+    waiting: str,
+) -> float | None:
+    """Call ``attempt`` until it stops failing with an outage: seconds it took, or None
+    if ``stopped()`` turned true first. The one policy for every wait on Redis (at
+    startup and during a run): exponential backoff capped at ``max_backoff``, one
+    warning line (``waiting`` says what is held up) repeated every
+    :data:`REPEAT_LOG_INTERVAL` s, the unavailable gauge at 1, StoreError past
+    ``timeout`` seconds (None: forever)."""
+    started = time.monotonic()
+    last_log = started
+    metrics.set_store_unavailable(True)
+    log.warning(
+        "Redis unavailable (%s); %s, retrying%s",
+        _first_line(cause),
+        waiting,
+        f" for up to {timeout:g} s" if timeout else " until it is back",
+    )
+
+    def before_sleep(state: RetryCallState) -> None:
+        nonlocal last_log
+        if time.monotonic() - last_log >= REPEAT_LOG_INTERVAL:
+            last_log = time.monotonic()
+            log.warning("Redis still unavailable after %.0f s", last_log - started)
+
+    stop = stop_after_delay(timeout) if timeout else stop_never
+    retrying = Retrying(
+        stop=stop | _StopWhen(stopped),
+        wait=wait_exponential(multiplier=0.05, max=max_backoff),
+        retry=retry_if_exception(is_outage),
+        before_sleep=before_sleep,
+        reraise=False,
+    )
+    try:
+        retrying(attempt)
+    except RetryError as exc:
+        if stopped():
+            return None
+        last = exc.last_attempt.exception() or cause
+        raise StoreError(
+            f"Redis unreachable for {time.monotonic() - started:.0f} s "
+            f"(--store-outage-timeout {timeout:g}): {_first_line(last)}"
+        ) from last
+    finally:
+        metrics.set_store_unavailable(False)
+    return time.monotonic() - started
+
+
+def first_contact(
+    attempt: Callable[[], _T],
+    stopped: Callable[[], bool],
+    *,
+    timeout: float | None,
+    metrics: Metrics | None = None,
+    max_backoff: float = DEFAULT_MAX_BACKOFF,
+) -> _T | None:
+    """``attempt()``'s result once Redis answers: a coordinator (leader or standby)
+    started during an outage waits it out under the same policy as a running one
+    (:func:`wait_for_redis`), instead of exiting. None if ``stopped()`` first."""
+    try:
+        return attempt()
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        cause: BaseException = exc
+    result: list[_T] = []
+    back = wait_for_redis(
+        lambda: result.append(attempt()),
+        cause,
+        stopped,
+        timeout=timeout,
+        metrics=metrics or Metrics.disabled(),
+        max_backoff=max_backoff,
+        waiting="not serving yet",
+    )
+    if back is None:
+        return None
+    log.warning("Redis is up after %.1f s; starting", back)
+    return result[-1]
 
 
 class _StopWhen(stop_base):

@@ -24,6 +24,9 @@ from cluster_sched.workload.cli_args import (
     add_feature_gates_option,
     add_lenient_option,
     add_redis_option,
+    port,
+    seconds,
+    seed,
 )
 
 Register = Callable[[Any], None]
@@ -36,7 +39,7 @@ def _register_run(sub: Any) -> None:
     p = sub.add_parser("run", help="run a whole evaluation of a workload")
     p.add_argument("workload", help="plain Kubernetes YAML, or a cluster-sched Workload file")
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=seed, default=None)
     p.add_argument(
         "--output",
         default=None,
@@ -49,14 +52,17 @@ def _register_run(sub: Any) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument(
-        "--group-timeout", type=float, default=600.0, help="seconds a pod group may take"
+        "--group-timeout",
+        type=seconds(),
+        default=600.0,
+        help="seconds a pod group may take (--clock real)",
     )
     add_tracing_options(p)
     add_lenient_option(p)
     _add_metrics_options(p)
     p.add_argument(
         "--metrics-linger",
-        type=float,
+        type=seconds(zero=True),
         default=0.0,
         metavar="SECONDS",
         help="with --metrics-port: keep serving the final metrics this long after the "
@@ -89,7 +95,7 @@ def add_tracing_options(p: Any) -> None:
 def _add_metrics_options(p: Any) -> None:
     p.add_argument(
         "--metrics-port",
-        type=int,
+        type=port,
         default=None,
         help="serve Prometheus metrics on this port (0: any free port, shown on stderr); "
         "a port in use exits 2 with one line on stderr",
@@ -220,10 +226,6 @@ def print_summary(summary: dict[str, Any]) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from cluster_sched.workload.runner import RunOptions, run_evaluation
 
-    if args.metrics_linger < 0:
-        raise UsageError(f"--metrics-linger {args.metrics_linger}: must be 0 or more seconds")
-    if args.metrics_linger and args.metrics_port is None:
-        raise UsageError(f"--metrics-linger {args.metrics_linger}: needs --metrics-port")
     metrics = start_metrics(args)
     result = run_evaluation(
         RunOptions(
@@ -308,7 +310,7 @@ def _register_serve(sub: Any) -> None:
         help="run the coordinator against an existing store (Ctrl-C: exit 130, SIGTERM: 0)",
     )
     p.add_argument("--config", help="KubeSchedulerConfiguration v1")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=seed, default=None)
     _add_metrics_options(p)
     add_tracing_options(p)
     add_executor_options(p)
@@ -331,6 +333,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         StoreGuard,
         ensure_run_id,
         env_outage_timeout,
+        first_contact,
         outage_timeout,
         serve_until,
     )
@@ -342,24 +345,44 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise InvalidObjectError(
             "serve needs a store: pass --redis URL or set CLUSTER_SCHED_REDIS_URL"
         )
-    client = connect(url)
     config = load_config(args.config)
     tracing = setup_tracing(
         args.otlp_endpoint, trace_file=args.trace_file, console=args.trace_console
     )
     metrics = start_metrics(args)
-    store = Store(client)
     timeout = (
         outage_timeout(args.store_outage_timeout)
         if args.store_outage_timeout is not None
         else env_outage_timeout()
     )
+    stopped_by: int | None = None
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopped_by
+        stopped_by = signum
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def contact() -> tuple[Any, Store, str]:
+        client = connect(url, attempts=1)
+        try:
+            store = Store(client)
+            return client, store, ensure_run_id(client, store.keys.prefix)
+        except BaseException:
+            client.close()
+            raise
+
+    # Started while Redis is down (or restarting): wait as a running coordinator would.
+    reached = first_contact(
+        contact, lambda: stopped_by is not None, timeout=timeout, metrics=metrics
+    )
+    if reached is None:
+        tracing.shutdown()
+        return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
+    client, store, run_id = reached
     guard = StoreGuard(
-        client,
-        prefix=store.keys.prefix,
-        run_id=ensure_run_id(client, store.keys.prefix),
-        timeout=timeout,
-        metrics=metrics,
+        client, prefix=store.keys.prefix, run_id=run_id, timeout=timeout, metrics=metrics
     )
 
     def start() -> Coordinator:
@@ -394,19 +417,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             raise
         return coord
 
-    stopped_by: int | None = None
-
-    def stop(signum: int, frame: Any) -> None:
-        nonlocal stopped_by
-        stopped_by = signum
-
     def announce(coord: Any) -> None:
         if guard.outages == 0:
             shown = redact_url(url)  # the password stays out of logs
             print(json.dumps({"serving": shown, "profiles": sorted(coord.frameworks)}), flush=True)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     elector = standby(store, client, config, lambda: stopped_by is not None)
     if elector is not None and not elector.is_leader:
         tracing.shutdown()  # stopped while standing by: nothing was written

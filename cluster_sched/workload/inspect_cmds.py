@@ -1,12 +1,17 @@
-"""``cluster-sched get`` and ``cluster-sched describe``: read a store as kubectl reads a
-cluster.
+"""``cluster-sched get``, ``describe`` and ``delete``: read (and prune) a store as
+kubectl does a cluster.
 
-    cluster-sched get pods|nodes|events [-n NS | -A] [-o json|yaml|wide] --redis URL
-    cluster-sched describe pod NS/NAME --redis URL      (or NAME -n NS)
+    cluster-sched get KIND [NAME...] [-n NS | -A] [-o json|yaml|wide] --redis URL
+    cluster-sched describe pod|node|KIND NAME --redis URL     (NS/NAME, or NAME -n NS)
+    cluster-sched delete KIND NAME... [-n NS] --redis URL
 
-Read-only: they list the store's hashes and its Event stream and never write. Output is
-kubectl's (see ``inspect_render``); ``-o json|yaml`` prints a v1 ``List``. Errors
-(no store, unknown pod, unreadable object) are one line, exit code 2.
+KIND is any kind the store holds, spelled as kubectl spells it (``pods``, ``pod``,
+``po``; ``inspect_kinds``). ``get`` and ``describe`` list the store's hashes and its
+Event stream and never write; ``delete`` deletes through the store, so the scheduler's
+watch sees the DELETED event as it sees any other. Output is kubectl's (see
+``inspect_render``, ``describe_node``); ``-o json|yaml`` prints the object for one
+NAME, else a v1 ``List``. Errors (no store, an object not found, an unreadable
+object) are one line, exit code 2.
 """
 
 from __future__ import annotations
@@ -20,10 +25,20 @@ from typing import Any
 import yaml
 
 from cluster_sched.errors import UsageError
-from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_OK, add_redis_option
+from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_redis_option
+from cluster_sched.workload.describe_node import pods_on_node, render_describe_node
+from cluster_sched.workload.inspect_kinds import (
+    EVENTS,
+    Resource,
+    generic_rows,
+    resource,
+    resource_names,
+)
 from cluster_sched.workload.inspect_render import (
     event_object,
     event_rows,
+    events_section,
+    map_lines,
     node_rows,
     now_utc,
     pod_rows,
@@ -36,18 +51,6 @@ __all__ = ["register_inspect_commands"]
 
 Register = Callable[[Any], None]
 
-#: kubectl's names for the resources ``get`` knows (plural, singular, short).
-RESOURCES = {
-    "pods": "pods",
-    "pod": "pods",
-    "po": "pods",
-    "nodes": "nodes",
-    "node": "nodes",
-    "no": "nodes",
-    "events": "events",
-    "event": "events",
-    "ev": "events",
-}
 #: The namespace ``get`` and ``describe`` use without ``-n`` (as kubectl's default context).
 DEFAULT_NAMESPACE = "default"
 
@@ -61,8 +64,9 @@ def _add_namespace_options(p: argparse.ArgumentParser, *, all_namespaces: bool) 
 
 
 def _register_get(sub: Any) -> None:
-    p = sub.add_parser("get", help="list pods, nodes or events of a store, as kubectl get")
-    p.add_argument("resource", choices=sorted(RESOURCES), metavar="pods|nodes|events")
+    p = sub.add_parser("get", help="list objects of a store (any kind it holds), as kubectl get")
+    p.add_argument("resource", metavar="KIND", help=f"one of {', '.join(resource_names())}")
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these objects")
     _add_namespace_options(p, all_namespaces=True)
     p.add_argument("-o", "--output", choices=("json", "yaml", "wide"), default=None)
     add_redis_option(p, private_fallback=False)
@@ -70,12 +74,21 @@ def _register_get(sub: Any) -> None:
 
 
 def _register_describe(sub: Any) -> None:
-    p = sub.add_parser("describe", help="show one pod in detail, as kubectl describe")
-    p.add_argument("resource", choices=("pod", "pods", "po"), metavar="pod")
-    p.add_argument("name", help="NAMESPACE/NAME, or NAME with -n")
+    p = sub.add_parser("describe", help="show one object in detail, as kubectl describe")
+    p.add_argument("resource", metavar="KIND", help="pod, node, or any kind the store holds")
+    p.add_argument("name", help="NAMESPACE/NAME, or NAME with -n (NAME for cluster kinds)")
     _add_namespace_options(p, all_namespaces=False)
     add_redis_option(p, private_fallback=False)
     p.set_defaults(func=_cmd_describe)
+
+
+def _register_delete(sub: Any) -> None:
+    p = sub.add_parser("delete", help="delete objects from a store, as kubectl delete")
+    p.add_argument("resource", metavar="KIND", help="any kind the store holds")
+    p.add_argument("names", nargs="+", metavar="NAME", help="NAMESPACE/NAME, or NAME with -n")
+    _add_namespace_options(p, all_namespaces=False)
+    add_redis_option(p, private_fallback=False)
+    p.set_defaults(func=_cmd_delete)
 
 
 def _register_check(sub: Any) -> None:
@@ -90,7 +103,7 @@ def _register_check(sub: Any) -> None:
 
 
 def register_inspect_commands() -> list[Register]:
-    return [_register_get, _register_describe, _register_check]
+    return [_register_get, _register_describe, _register_delete, _register_check]
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -144,55 +157,152 @@ def _print_objects(items: list[Any], output: str) -> None:
         print(yaml.safe_dump(envelope, sort_keys=False, default_flow_style=False), end="")
 
 
+def _object_key(res: Resource, name: str, namespace: str | None) -> tuple[str, str]:
+    """``(key, namespace)`` of ``name`` (``NS/NAME`` or ``NAME`` in ``namespace``)."""
+    if not res.namespaced:
+        if "/" in name or not name:
+            raise UsageError(f"{name}: {res.plural} are cluster-scoped: give NAME alone")
+        return name, ""
+    ns, sep, short = name.rpartition("/")
+    if not sep:
+        ns = namespace or DEFAULT_NAMESPACE
+    elif namespace and namespace != ns:
+        raise UsageError(f"{name}: names namespace {ns}, but -n says {namespace}")
+    if not short or not ns:
+        raise UsageError(f"{name}: expected NAMESPACE/NAME or NAME")
+    return f"{ns}/{short}", ns
+
+
+def _not_found(res: Resource, key: str) -> str:
+    ns, _, name = key.rpartition("/")
+    return f'{res.plural} "{name}" not found' + (f" in namespace {ns}" if ns else "")
+
+
+def _listed(store: Any, res: Resource, namespace: str | None) -> list[Any]:
+    if res.kind == EVENTS:
+        items = [event_object(r) for r in store.events()]
+    else:
+        items = store.list(res.kind)
+    if not res.namespaced or namespace is None:
+        return items
+    return [d for d in items if (d.get("metadata") or {}).get("namespace", "") == namespace]
+
+
+def _named(items: list[Any], res: Resource, names: list[str], namespace: str | None) -> list[Any]:
+    """``items`` with the keys ``names`` give, in that order; UsageError for a missing one."""
+    by_key = {}
+    for doc in items:
+        meta = doc.get("metadata") or {}
+        name = meta.get("name", "")
+        by_key[f"{meta.get('namespace', '')}/{name}" if res.namespaced else name] = doc
+    out = []
+    for name in names:
+        key, _ = _object_key(res, name, namespace)
+        if key not in by_key:
+            raise UsageError(_not_found(res, key))
+        out.append(by_key[key])
+    return out
+
+
 def _cmd_get(args: argparse.Namespace) -> int:
-    resource = RESOURCES[args.resource]
+    res = resource(args.resource)
     if args.all_namespaces and args.namespace:
         raise UsageError("-n and -A cannot be used together")
     namespace = None if args.all_namespaces else (args.namespace or DEFAULT_NAMESPACE)
-    keep = _in_namespace(namespace)
     store = _open_store(args)
     now = now_utc()
-    items: list[Any]
     try:
-        if resource == "pods":
-            items = [d for d in store.list("Pod") if keep(d["metadata"].get("namespace", ""))]
-            rows = pod_rows(items, now, wide=args.output == "wide", namespaces=namespace is None)
-        elif resource == "nodes":
-            items = store.list("Node")
-            rows = node_rows(items, now, wide=args.output == "wide")
-        else:
-            items = [event_object(r) for r in store.events()]
-            items = [e for e in items if keep(e["metadata"]["namespace"])]
-            rows = event_rows(items, now, namespaces=namespace is None)
+        items = _listed(store, res, None if args.names else namespace)
     finally:
         store.close()
+    if args.names:
+        items = _named(items, res, args.names, args.namespace)
+    namespaces = namespace is None and res.namespaced
+    wide = args.output == "wide"
     if args.output in ("json", "yaml"):
-        _print_objects(items, args.output)
+        if len(args.names) == 1:
+            _print_object(_kubectl_order(items[0]), args.output)
+        else:
+            _print_objects(items, args.output)
         return 0
     if not items:
-        where = "" if resource == "nodes" or namespace is None else f" in {namespace} namespace"
+        where = "" if not res.namespaced or namespace is None else f" in {namespace} namespace"
         print(f"No resources found{where}.", file=sys.stderr)
         return 0
+    if res.kind == "Pod":
+        rows = pod_rows(items, now, wide=wide, namespaces=namespaces)
+    elif res.kind == "Node":
+        rows = node_rows(items, now, wide=wide)
+    elif res.kind == EVENTS:
+        rows = event_rows(items, now, namespaces=namespaces)
+    else:
+        rows = generic_rows(items, now, namespaces=namespaces)
     print(tabwrite(rows))
     return 0
 
 
+def _print_object(doc: Any, output: str) -> None:
+    if output == "json":
+        print(json.dumps(doc, indent=4))
+    else:
+        print(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False), end="")
+
+
 def _cmd_describe(args: argparse.Namespace) -> int:
-    namespace, sep, name = args.name.rpartition("/")
-    if not sep:
-        namespace = args.namespace or DEFAULT_NAMESPACE
-    elif args.namespace and args.namespace != namespace:
-        raise UsageError(f"{args.name}: names namespace {namespace}, but -n says {args.namespace}")
-    if not name or not namespace:
-        raise UsageError(f"{args.name}: expected NAMESPACE/NAME or NAME")
-    key = f"{namespace}/{name}"
+    res = resource(args.resource)
+    if res.kind == EVENTS:
+        raise UsageError("describe events is not supported: use get events")
+    key, _ = _object_key(res, args.name, args.namespace)
     store = _open_store(args)
+    now = now_utc()
     try:
-        doc = store.get("Pod", key)
+        doc = store.get(res.kind, key)
         if doc is None:
-            raise UsageError(f'pods "{name}" not found in namespace {namespace}')
-        events = [event_object(r) for r in store.events(key=key, kind="Pod")]
+            raise UsageError(_not_found(res, key))
+        events = [event_object(r) for r in store.events(key=key, kind=res.kind)]
+        pods = pods_on_node(store.list("Pod"), key) if res.kind == "Node" else []
     finally:
         store.close()
-    print(render_describe_pod(doc, events, now_utc()), end="")
+    if res.kind == "Pod":
+        print(render_describe_pod(doc, events, now), end="")
+    elif res.kind == "Node":
+        print(render_describe_node(doc, pods, events, now), end="")
+    else:
+        print(_describe_generic(doc, events, now), end="")
     return 0
+
+
+def _describe_generic(doc: Any, events: list[Any], now: Any) -> str:
+    """Identity, labels and annotations, then the rest of the object as YAML (what
+    ``kubectl describe`` shows for a kind without its own describer), and Events."""
+    meta = doc.get("metadata") or {}
+    rows = [["Name:", str(meta.get("name", ""))]]
+    if meta.get("namespace"):
+        rows.append(["Namespace:", str(meta["namespace"])])
+    rows += map_lines("Labels", meta.get("labels"))
+    rows += map_lines("Annotations", meta.get("annotations"))
+    rest = {k: v for k, v in doc.items() if k not in ("metadata", "apiVersion", "kind")}
+    body = yaml.safe_dump(rest, sort_keys=False, default_flow_style=False) if rest else ""
+    return f"{tabwrite(rows, padding=2)}\n{body}{events_section(events, now)}"
+
+
+def _cmd_delete(args: argparse.Namespace) -> int:
+    """Delete each NAME; one line per deletion, one error line per object not found
+    (exit 2 if any was not found, after deleting the others)."""
+    res = resource(args.resource)
+    if res.kind == EVENTS:
+        raise UsageError("events are a stream in this store: they cannot be deleted")
+    keys = [_object_key(res, name, args.namespace)[0] for name in args.names]
+    store = _open_store(args)
+    try:
+        existed = store.delete_many([(res.kind, key) for key in keys])
+    finally:
+        store.close()
+    missing = 0
+    for key, found in zip(keys, existed, strict=True):
+        if found:
+            print(f'{res.singular} "{key.rpartition("/")[2]}" deleted')
+        else:
+            missing += 1
+            print(f"error: {_not_found(res, key)}", file=sys.stderr)
+    return EXIT_USAGE if missing else EXIT_OK

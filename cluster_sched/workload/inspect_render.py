@@ -18,13 +18,18 @@ from typing import Any
 
 __all__ = [
     "NONE",
+    "age",
     "event_object",
     "event_rows",
+    "events_section",
     "human_duration",
+    "map_lines",
     "node_rows",
     "pod_rows",
     "render_describe_pod",
+    "roles",
     "tabwrite",
+    "toleration",
     "v1_list",
 ]
 
@@ -77,7 +82,7 @@ def human_duration(seconds: float) -> str:
     return f"{hours // 24 // 365}y"
 
 
-def _age(timestamp: Any, now: datetime) -> str:
+def age(timestamp: Any, now: datetime) -> str:
     when = _parse_time(timestamp)
     if when is None:
         return "<unknown>"
@@ -183,7 +188,7 @@ def pod_rows(
     for doc in docs:
         meta = _meta(doc)
         row = [str(meta.get("name", "")), _ready(doc), _pod_status(doc), _restarts(doc)]
-        row.append(_age(meta.get("creationTimestamp"), now))
+        row.append(age(meta.get("creationTimestamp"), now))
         if wide:
             status = _section(doc, "status")
             row += [
@@ -211,7 +216,7 @@ def _node_status(doc: Mapping[str, Any]) -> str:
     return ready
 
 
-def _roles(doc: Mapping[str, Any]) -> str:
+def roles(doc: Mapping[str, Any]) -> str:
     labels = _meta(doc).get("labels")
     roles: set[str] = set()
     if isinstance(labels, Mapping):
@@ -239,8 +244,8 @@ def node_rows(docs: Sequence[Mapping[str, Any]], now: datetime, *, wide: bool) -
     for doc in docs:
         meta = _meta(doc)
         info = _section(_section(doc, "status"), "nodeInfo")
-        row = [str(meta.get("name", "")), _node_status(doc), _roles(doc)]
-        row += [_age(meta.get("creationTimestamp"), now), str(info.get("kubeletVersion", ""))]
+        row = [str(meta.get("name", "")), _node_status(doc), roles(doc)]
+        row += [age(meta.get("creationTimestamp"), now), str(info.get("kubeletVersion", ""))]
         if wide:
             row += [
                 _address(doc, "InternalIP"),
@@ -301,7 +306,7 @@ def event_rows(
     for ev in events:
         involved = ev["involvedObject"]
         row = [
-            _age(ev.get("lastTimestamp"), now),
+            age(ev.get("lastTimestamp"), now),
             str(ev.get("type", "")),
             str(ev.get("reason", "")),
             f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
@@ -324,7 +329,7 @@ def v1_list(items: Sequence[Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- describe
 
 
-def _map_lines(label: str, value: Any) -> list[list[str]]:
+def map_lines(label: str, value: Any) -> list[list[str]]:
     if not isinstance(value, Mapping) or not value:
         return [[f"{label}:", NONE]]
     lines = [[f"{label}:", f"{k}={v}"] for k, v in sorted(value.items())[:1]]
@@ -368,8 +373,8 @@ def render_describe_pod(
     rows.append(["Node:", f"{node}/{status.get('hostIP') or ''}" if node else NONE])
     if meta.get("creationTimestamp"):
         rows.append(["Start Time:", str(status.get("startTime") or NONE)])
-    rows += _map_lines("Labels", meta.get("labels"))
-    rows += _map_lines("Annotations", meta.get("annotations"))
+    rows += map_lines("Labels", meta.get("labels"))
+    rows += map_lines("Annotations", meta.get("annotations"))
     rows.append(["Status:", _pod_status(doc)])
     rows.append(["IP:", str(status.get("podIP") or "")])
     if status.get("nominatedNodeName"):
@@ -391,11 +396,15 @@ def render_describe_pod(
         ]
     )
     tolerations = [t for t in _list(spec.get("tolerations")) if isinstance(t, Mapping)]
-    rows.append(["Tolerations:", _toleration(tolerations[0]) if tolerations else NONE])
-    rows += [["", _toleration(t)] for t in tolerations[1:]]
-    text = tabwrite(rows, padding=2)
+    rows.append(["Tolerations:", toleration(tolerations[0]) if tolerations else NONE])
+    rows += [["", toleration(t)] for t in tolerations[1:]]
+    return f"{tabwrite(rows, padding=2)}\n{events_section(events, now)}"
+
+
+def events_section(events: Sequence[Mapping[str, Any]], now: datetime) -> str:
+    """``kubectl describe``'s closing ``Events:`` table (oldest first), or ``<none>``."""
     if not events:
-        return f"{text}\nEvents:{' ' * 10}{NONE}\n"
+        return f"Events:{' ' * 10}{NONE}\n"
     table = [["  Type", "Reason", "Age", "From", "Message"]]
     table.append(["  ----", "------", "----", "----", "-------"])
     for ev in events:
@@ -403,15 +412,15 @@ def render_describe_pod(
             [
                 f"  {ev.get('type', '')}",
                 str(ev.get("reason", "")),
-                _age(ev.get("lastTimestamp"), now),
+                age(ev.get("lastTimestamp"), now),
                 str(ev.get("source", {}).get("component", "")),
                 str(ev.get("message", "")).replace("\n", " "),
             ]
         )
-    return f"{text}\nEvents:\n{tabwrite(table, padding=2)}\n"
+    return f"Events:\n{tabwrite(table, padding=2)}\n"
 
 
-def _toleration(t: Mapping[str, Any]) -> str:
+def toleration(t: Mapping[str, Any]) -> str:
     text = str(t.get("key", ""))
     if t.get("value"):
         text += f"={t['value']}"

@@ -8,16 +8,23 @@ from pathlib import Path
 from typing import Any
 
 from cluster_sched.errors import UsageError
-from cluster_sched.workload.cli_args import add_clock_options, add_feature_gates_option
+from cluster_sched.workload.cli_args import (
+    add_clock_options,
+    add_feature_gates_option,
+    int_at_least,
+)
 
 __all__ = ["register_more"]
 
 
 def _seeds(text: str) -> list[int]:
     try:
-        return [int(s) for s in text.split(",") if s.strip()]
+        seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise UsageError(f"--seeds takes integers joined by commas, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise UsageError(f"--seeds takes integers of 0 or more joined by commas, got {text!r}")
+    return seeds
 
 
 def _register_compare(sub: Any) -> None:
@@ -51,7 +58,7 @@ def _register_compare(sub: Any) -> None:
     )
     p.add_argument(
         "--parallel",
-        type=int,
+        type=int_at_least(1),
         default=1,
         help="--executor local: evaluations at a time (1: one after another, in-process)",
     )

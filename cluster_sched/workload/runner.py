@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from cluster_sched.clock import VirtualClock
-from cluster_sched.config.load import load_config
+from cluster_sched.config.load import load_config, naming_config_file
 from cluster_sched.errors import UsageError
 from cluster_sched.features import parse_feature_gates
 from cluster_sched.gc_policy import collect_everything, survivors_frozen
@@ -372,7 +372,7 @@ def run_evaluation(opts: RunOptions) -> RunResult:
 def _run_evaluation(opts: RunOptions) -> RunResult:
     _check_clock(opts)
     workload = load_workload(opts.workload, seed=opts.seed or 0, lenient=opts.lenient)
-    config = load_config(opts.config)
+    config = load_config(opts.config, lenient=opts.lenient)
     features = parse_feature_gates(opts.feature_gates)
     tracing = setup_tracing(
         opts.otlp_endpoint, trace_file=opts.trace_file, console=opts.trace_console
@@ -384,29 +384,30 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     vrun: VirtualRun | None = None
     with redis_session(opts.redis) as session:
         store = Store(session.client, prefix=opts.prefix)
-        coord = new_scheduler(
-            store,
-            session.client,
-            config,
-            options=ExecutorOptions(
-                executor=opts.executor,
-                shards=opts.shards,
-                ray_address=opts.ray_address,
-                config_path=opts.config,
-                redis_url=session.url,
-                compiled=opts.compiled,
-                shard_prefetch=opts.shard_prefetch,
-                shard_dispatch=opts.shard_dispatch,
-            ),
-            seed=opts.seed,
-            prefix=opts.prefix,
-            tracing=tracing,
-            metrics=metrics,
-            batch_size=opts.batch_size,
-            features=features,
-            clock=virtual,
-            binding_executor=InlineBindingExecutor if virtual is not None else None,
-        )
+        with naming_config_file(opts.config):  # profiles are built here
+            coord = new_scheduler(
+                store,
+                session.client,
+                config,
+                options=ExecutorOptions(
+                    executor=opts.executor,
+                    shards=opts.shards,
+                    ray_address=opts.ray_address,
+                    config_path=opts.config,
+                    redis_url=session.url,
+                    compiled=opts.compiled,
+                    shard_prefetch=opts.shard_prefetch,
+                    shard_dispatch=opts.shard_dispatch,
+                ),
+                seed=opts.seed,
+                prefix=opts.prefix,
+                tracing=tracing,
+                metrics=metrics,
+                batch_size=opts.batch_size,
+                features=features,
+                clock=virtual,
+                binding_executor=InlineBindingExecutor if virtual is not None else None,
+            )
         attach_metrics(coord, metrics)
         try:
             if virtual is not None:
@@ -461,7 +462,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
         placements = dict(sorted(placed.items()))
         memory = {"coordinator_peak_rss_bytes": peak_rss_bytes(), **redis_memory(session.client)}
     summary["invalid"] = invalid
-    summary["warnings"] = list(workload.warnings)
+    summary["warnings"] = [*config.warnings, *workload.warnings]
     summary["terminal_pods_skipped"] = len(workload.terminal)
     summary["created_by_controllers"] = dict(workload.created)
     summary["workload"] = workload.name

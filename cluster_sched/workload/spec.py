@@ -366,12 +366,19 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
     return w
 
 
-def load_workload(path: str | Path, *, seed: int = 0, lenient: bool = False) -> Workload:
+def load_workload(
+    path: str | Path, *, seed: int = 0, lenient: bool = False, what: str = "workload"
+) -> Workload:
     """Read a workload file (either format). ``seed`` names the pods controllers create;
-    ``lenient`` turns unknown fields into warnings (plain YAML)."""
+    ``lenient`` turns unknown fields into warnings (plain YAML); ``what`` names the
+    kind of file in errors ("manifest" for ``explain``'s inputs)."""
     source = str(path)
-    text = read_text(path, "workload")
+    text = read_text(path, what)
     docs = load_documents(text, source)
+    if not docs:
+        # Nothing to create and nothing to schedule: a run of it would report an empty
+        # evaluation as a success, which is never what the file's author meant.
+        raise InvalidObjectError(f"the file holds no objects (empty {what})", source=source)
     if len(docs) == 1 and docs[0].get("kind") == KIND:
         if docs[0].get("apiVersion") != API_VERSION:
             raise InvalidObjectError(

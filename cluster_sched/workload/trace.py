@@ -155,6 +155,8 @@ def read_trace(path: str | Path) -> list[TraceRecord]:
             if not isinstance(raw, Mapping):
                 raise _bad("must be a JSON object", f"line {i}", source)
             records.append(_record(raw, i, source, csv_row=False))
+    if not records:
+        raise InvalidObjectError("the file holds no records (empty trace)", source=source)
     records.sort(key=lambda r: r.arrival)
     return records
 

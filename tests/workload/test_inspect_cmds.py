@@ -1,6 +1,8 @@
-"""``cluster-sched get`` and ``describe`` against a real Redis after a small scheduled run:
-kubectl's columns, namespaces, v1 Lists for -o json|yaml, describe's node, nominated
-node, conditions and events, and one-line errors with exit code 2."""
+"""``cluster-sched get``, ``describe`` and ``delete`` against a real Redis after a small
+scheduled run: kubectl's columns, namespaces, v1 Lists for -o json|yaml, one object by
+NAME, every stored kind by kubectl's names, describe's node, nominated node, conditions
+and events, describe node's pods and allocated resources, and one-line errors with
+exit code 2."""
 
 from __future__ import annotations
 
@@ -239,3 +241,92 @@ def test_check_passes_on_a_consistent_store_and_names_each_problem(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "bound 3, pending 1, problems 1"
     assert out[1:] == ["2 Scheduled events for default/web-1"]
+
+
+# --- issue 26 finding 11: get KIND NAME, describe node, delete, for every stored kind ----
+
+
+def test_get_names_one_object_and_o_json_prints_it_alone(
+    scheduled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "get", "pods", "web-2", "--redis", scheduled)
+    assert code == 0
+    assert [row[:3] for row in _table(out)] == [
+        ["NAME", "READY", "STATUS"],
+        ["web-2", "0/1", "Pending"],
+    ]
+    code, out, _ = _run(capsys, "get", "po", "team/api", "-o", "json", "--redis", scheduled)
+    doc = json.loads(out)
+    assert (doc["kind"], doc["metadata"]["name"], doc["spec"]["nodeName"]) == (
+        "Pod",
+        "api",
+        "node-a",
+    )
+    code, out, _ = _run(capsys, "get", "node", "node-a", "cp-0", "--redis", scheduled)
+    assert [row[0] for row in _table(out)] == ["NAME", "node-a", "cp-0"]
+
+
+def test_get_any_stored_kind_by_kubectl_names(
+    scheduled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for spelling in ("namespaces", "namespace", "ns", "Namespace"):
+        code, out, _ = _run(capsys, "get", spelling, "team", "--redis", scheduled)
+        assert code == 0 and [row[0] for row in _table(out)] == ["NAME", "team"], spelling
+    code, out, err = _run(capsys, "get", "pdb", "--redis", scheduled)
+    assert (code, out, err) == (0, "", "No resources found in default namespace.\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["get", "pods", "nope"], 'error: pods "nope" not found in namespace default'),
+        (["get", "nodes", "nope"], 'error: nodes "nope" not found'),
+        (["get", "widgets"], 'error: the server doesn\'t have a resource type "widgets"'),
+        (["describe", "node", "nope"], 'error: nodes "nope" not found'),
+        (["describe", "node", "a/b"], "error: a/b: nodes are cluster-scoped: give NAME alone"),
+        (["delete", "events", "x"], "error: events are a stream in this store"),
+    ],
+    ids=["pod", "node", "kind", "describe-node", "cluster-scoped", "delete-events"],
+)
+def test_missing_objects_and_kinds_are_one_line_and_exit_2(
+    scheduled: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = _run(capsys, *argv, "--redis", scheduled)
+    assert code == 2 and out == ""
+    [line] = err.splitlines()
+    assert line.startswith(message)
+
+
+def test_describe_node_shows_its_pods_and_allocated_resources(
+    scheduled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run(capsys, "describe", "node", "node-a", "--redis", scheduled)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["Name:", "node-a"]
+    assert "Non-terminated Pods:  (3 in total)" in lines
+    pods = {line.split()[1]: line.split() for line in lines if line.startswith("  default ")}
+    pods.update({line.split()[1]: line.split() for line in lines if line.startswith("  team ")})
+    assert set(pods) == {"web-1", "web-2", "api"}
+    assert pods["web-1"][2:4] == ["500m", "(25%)"]  # of node-a's 2 allocatable cpus
+    allocated = lines[lines.index("Allocated resources:") :]
+    cpu = next(line.split() for line in allocated if line.startswith("  cpu "))
+    assert cpu[1:3] == ["1500m", "(75%)"]
+    assert lines[-1].startswith("Events:")
+
+
+def test_delete_removes_the_objects_and_reports_each(
+    scheduled: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "delete", "pod", "web-1", "huge", "nope", "--redis", scheduled)
+    assert code == 2
+    assert out.splitlines() == ['pod "web-1" deleted', 'pod "huge" deleted']
+    assert err == 'error: pods "nope" not found in namespace default\n'
+    code, out, _ = _run(capsys, "delete", "ns", "team", "--redis", scheduled)
+    assert (code, out) == (0, 'namespace "team" deleted\n')
+    store = Store(connect(scheduled))
+    try:
+        assert sorted(d["metadata"]["name"] for d in store.list("Pod")) == ["api", "web-2"]
+        assert store.get("Namespace", "team") is None
+    finally:
+        store.close()

@@ -229,3 +229,19 @@ def test_unsupported_api_version(tmp_path: Path) -> None:
         InvalidObjectError, match=r'field apiVersion: unsupported apiVersion "cluster-sched.io/v9"'
     ):
         load_workload(write(tmp_path, text))
+
+
+@pytest.mark.parametrize("text", ["", "\n# no objects\n---\n---\n"], ids=["empty", "comments"])
+def test_an_empty_workload_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """Issue 26 finding 9: ``run`` of an empty file used to report an empty evaluation
+    as a success (rc 0)."""
+    from cluster_sched.cli import main
+
+    path = tmp_path / "w.yaml"
+    path.write_text(text)
+    with pytest.raises(InvalidObjectError, match="the file holds no objects"):
+        load_workload(path)
+    assert main(["run", str(path), "--quiet"]) == 2
+    assert capsys.readouterr().err == f"error: {path}: the file holds no objects (empty workload)\n"

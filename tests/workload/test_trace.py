@@ -141,3 +141,13 @@ def test_the_shipped_openb_sample_replays_end_to_end(
     page = (tmp_path / "report" / "report.html").read_text()
     assert 'id="utilisation_over_time"' in page and 'id="pending_over_time"' in page
     assert "<th>completed</th>" in page
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_an_empty_trace_is_refused(tmp_path: Path, suffix: str) -> None:
+    """Issue 26: every file a command reads is refused when empty (a replay of nothing
+    used to report an empty evaluation as a success)."""
+    path = tmp_path / f"pods{suffix}"
+    path.write_text("arrival,cpu\n" if suffix == ".csv" else "\n")
+    with pytest.raises(InvalidObjectError, match=r"holds no records \(empty trace\)"):
+        read_trace(path)

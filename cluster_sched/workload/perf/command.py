@@ -35,6 +35,8 @@ from cluster_sched.workload.cli_args import (
     add_executor_options,
     add_feature_gates_option,
     add_redis_option,
+    seconds,
+    seed,
 )
 from cluster_sched.workload.perf.config import (
     PlannedWorkload,
@@ -73,10 +75,10 @@ def register_perf(sub: Any) -> None:
         metavar="DIR",
         help="directory for <test>_<workload>.json (default: the current directory)",
     )
-    p.add_argument("--seed", type=int, default=None, help="seed for tie-breaking among top nodes")
+    p.add_argument("--seed", type=seed, default=None, help="seed for tie-breaking among top nodes")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(),
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help=f"how long an op may wait for its pods (default {DEFAULT_TIMEOUT:g}, as upstream)",

@@ -25,6 +25,7 @@ from cluster_sched.api.tree import copy_tree
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.kinds import NAMESPACED_KINDS
 from cluster_sched.workload.perf.ops import CreateNodes
+from cluster_sched.workload.snapshot import unknown_field_errors
 
 __all__ = ["Namer", "Template", "base_node", "base_pod", "namespace_doc", "prepare_node"]
 
@@ -83,6 +84,7 @@ class Template:
         self.source = str(path) if path is not None else "<built-in>"
         self.params = dict(params or {})
         self._text = ""
+        self._schema_checked = False
         self._static: dict[str, Any] | None = default
         if path is not None:
             self._text = read_text(path, "template")
@@ -125,6 +127,12 @@ class Template:
             meta = {k: v for k, v in meta.items() if k != "generateName"}
             doc = {**doc, "metadata": {**meta, "name": "generated"}}
         parse_object(doc, self.source)
+        if not self._schema_checked:
+            # Kubernetes' schema once per template (its rendered objects differ only in
+            # placeholder values): a typo is refused as in any other input file.
+            self._schema_checked = True
+            for err in unknown_field_errors(doc, self.source):
+                raise err
 
     def _decode(self, text: str) -> dict[str, Any]:
         docs = load_documents(text, self.source)
