@@ -1,17 +1,440 @@
-"""Upstream DynamicResources (DRA ResourceClaims): a stub that Skips."""
+"""DynamicResources: a pod's ResourceClaims must exist, and be allocated or allocatable
+on the node (upstream pkg/scheduler/framework/plugins/dynamicresources, v1.35 with its
+default gates: the "incubating" allocator, prioritized lists and admin access on).
+
+- PreEnqueue: every claim exists (a template's claim is named in the pod's status),
+  is not being deleted, and a template's claim is owned by the pod.
+- PreFilter: the same checks, an allocated claim must be reservable by the pod, no
+  allocation may be in flight, every device class must exist; builds the allocator.
+- Filter: allocated claims' node selectors; the allocator for the others, node by node,
+  only on nodes that see any device at all (the others fail as a column).
+- PostFilter: deallocates one allocated claim that was unavailable and is reserved by
+  nobody else, so the next attempt can allocate it elsewhere.
+- Reserve/Unreserve: the allocation chosen for the node goes in flight in the DRA
+  listers, so no later pod (of this batch or the next) can take its devices.
+- PreBind: writes ``status.allocation`` (with the finalizer) and ``status.reservedFor``.
+
+Status strings are upstream's. Per-cycle data stays in the plugin (keyed by pod): the
+CycleState carries only a small frozen token, and Reserve's frozen decision for PreBind.
+"""
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.api.selectors import node_selector_matches
+from cluster_sched.config.plugin_args import DynamicResourcesArgs
+from cluster_sched.dra.allocator import AllocationError, Allocator
+from cluster_sched.dra.listers import DraListers
+from cluster_sched.dra.objects import (
+    CLAIM_FINALIZER,
+    RESERVED_FOR_MAX_SIZE,
+    AllocationResult,
+    ResourceClaim,
+)
+from cluster_sched.dra.wire import allocation_to_manifest
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import (
+    NodeSlice,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+)
+from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip, unresolvable
+from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.plugins import names
-from cluster_sched.plugins._novolumes import NoVolumes
+
+NAME = names.DYNAMIC_RESOURCES
+STATE_KEY = NAME
+RESERVED_KEY = NAME + "/reserved"
+#: Per-cycle entries kept at most (a pod rejected in Filter never reaches Reserve).
+MAX_CYCLES = 4096
+
+ERR_IN_USE = "resourceclaim in use"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
+ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
+ERR_NO_NEW_CLAIMS = "no new claims to deallocate"
 
 
-class DynamicResources(NoVolumes):
-    name = names.DYNAMIC_RESOURCES
+@dataclass(frozen=True, slots=True)
+class _Token:
+    """What CycleState holds: the pod the plugin's own cycle entry belongs to."""
+
+    pod_key: str
+    has_claims: bool
 
 
-def new(args: Any, handle: Handle) -> DynamicResources:
-    return DynamicResources()
+@dataclass(frozen=True, slots=True)
+class _Reserved:
+    """Reserve's decision, for PreBind (travels to the binder): claim key -> allocation
+    (None: already allocated, only the reservation is added)."""
+
+    claims: tuple[tuple[str, AllocationResult | None], ...] = ()
+
+
+@dataclass(slots=True)
+class _Cycle:
+    claims: list[ResourceClaim]
+    to_allocate: list[int]
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+
+
+def claim_name(pod: Pod, entry: Any) -> tuple[str | None, bool, str]:
+    """upstream resourceclaim.Name: (claim name or None, must check owner, error)."""
+    if entry.resource_claim_name:
+        return entry.resource_claim_name, False, ""
+    if entry.name in pod.resource_claim_statuses:
+        return pod.resource_claim_statuses[entry.name], True, ""
+    return None, False, f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet'
+
+
+def is_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
+    """upstream resourceclaim.IsForPod: the pod controls the claim (by uid when both
+    have one: claims made from a snapshot's templates may predate the pod's uid)."""
+    if claim.meta.namespace != pod.namespace:
+        return False
+    for ref in claim.meta.owner_references:
+        if ref.controller and ref.kind == "Pod" and ref.name == pod.name:
+            return not (ref.uid and pod.uid) or ref.uid == pod.uid
+    return False
+
+
+def pod_claims(pod: Pod, dra: DraListers) -> tuple[list[ResourceClaim], str]:
+    """upstream foreachPodResourceClaim: the pod's claims, or the first error."""
+    out = []
+    for entry in pod.resource_claims:
+        name, check_owner, err = claim_name(pod, entry)
+        if err:
+            return [], err
+        if name is None:
+            continue
+        claim = dra.claim(pod.namespace, name)
+        if claim is None:
+            return [], f'resourceclaim.resource.k8s.io "{name}" not found'
+        if claim.meta.deletion_timestamp is not None:
+            return [], f'resourceclaim "{claim.name}" is being deleted'
+        if check_owner and not is_for_pod(pod, claim):
+            return [], (
+                f"ResourceClaim {claim.key} was not created for pod "
+                f"{pod.namespace}/{pod.name} (pod is not owner)"
+            )
+        out.append(claim)
+    return out, ""
+
+
+def reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
+    return any(ref.uid == pod.uid for ref in claim.reserved_for)
+
+
+class DynamicResources:
+    name = NAME
+
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
+        self._handle = handle
+        self._args = args
+        self._cycles: OrderedDict[str, _Cycle] = OrderedDict()
+
+    def _dra(self) -> DraListers | None:
+        snapshot = self._handle.snapshot
+        return snapshot.dra if snapshot is not None else None
+
+    # -- PreEnqueue
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        dra = self._dra()
+        if not pod.resource_claims or dra is None:
+            return SUCCESS
+        _, err = pod_claims(pod, dra)
+        return unresolvable(err) if err else SUCCESS
+
+    # -- PreFilter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(STATE_KEY, _Token(pod.key, False))
+        if not pod.resource_claims:
+            return None, skip()
+        dra: DraListers = snapshot.dra
+        claims, err = pod_claims(pod, dra)
+        if err:
+            return None, unresolvable(err)
+        if not claims:
+            return None, skip()
+        to_allocate = []
+        for index, claim in enumerate(claims):
+            if claim.allocation is not None:
+                if len(claim.reserved_for) >= RESERVED_FOR_MAX_SIZE and not reserved_for_pod(
+                    pod, claim
+                ):
+                    return None, unresolvable(ERR_IN_USE)
+                continue
+            to_allocate.append(index)
+            if dra.has_pending(claim.meta.uid):
+                return None, unresolvable(
+                    f"resource claim {claim.key} is in the process of being allocated"
+                )
+            for req in claim.spec.requests:
+                alts = (req.exactly,) if req.exactly is not None else req.first_available
+                for alt in alts:
+                    assert alt is not None
+                    qual = f"{req.name}/{alt.name}" if req.exactly is None else req.name
+                    if alt.device_class_name not in dra.classes:
+                        return None, unresolvable(
+                            f"request {qual}: device class {alt.device_class_name} does not exist"
+                        )
+        cycle = _Cycle(claims, to_allocate)
+        if to_allocate:
+            allocated = dra.allocated_devices()
+            cycle.allocator = Allocator(
+                dra.classes,
+                dra.slices.values(),
+                allocated.__contains__,
+                snapshot.namespace_labels,
+                # DRAAdminAccess and DRAPrioritizedList: beta and on in v1.35
+                admin_access=True,
+                prioritized_list=True,
+            )
+        self._cycles[pod.key] = cycle
+        self._cycles.move_to_end(pod.key)
+        while len(self._cycles) > MAX_CYCLES:
+            self._cycles.popitem(last=False)
+        state.write(STATE_KEY, _Token(pod.key, True))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def _cycle(self, state: CycleState) -> _Cycle | None:
+        token: _Token | None = state.get(STATE_KEY)
+        if token is None or not token.has_claims:
+            return None
+        return self._cycles.get(token.pod_key)
+
+    # -- Filter
+
+    def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        k = len(nodes)
+        token: _Token | None = state.get(STATE_KEY)
+        if token is None:
+            return NodeVerdicts.missing_state(k, STATE_KEY)
+        cycle = self._cycle(state)
+        if cycle is None:
+            return NodeVerdicts.passing(k)
+        codes = np.zeros(k, dtype=np.int8)
+        ids = np.zeros(k, dtype=np.int32)
+        reasons: list[tuple[str, ...]] = []
+        reason_ids: dict[tuple[str, ...], int] = {}
+
+        def fail(i: int, code: Code, reason: str) -> None:
+            key = (reason,)
+            if key not in reason_ids:
+                reason_ids[key] = len(reasons)
+                reasons.append(key)
+            codes[i] = code
+            ids[i] = reason_ids[key]
+
+        table = nodes.table
+        claims = [cycle.claims[i] for i in cycle.to_allocate]
+        if cycle.allocator is not None:
+            try:
+                cycle.allocator.validate(claims)
+            except AllocationError as err:
+                return NodeVerdicts.from_mask(np.ones(k, dtype=bool), Code.ERROR, str(err))
+        for i, row in enumerate(nodes.rows.tolist()):
+            node = table.nodes[row]
+            unavailable = [
+                index
+                for index, claim in enumerate(cycle.claims)
+                if claim.allocation_node_selector is not None
+                and not node_selector_matches(
+                    claim.allocation_node_selector, node.name, node.labels
+                )
+            ]
+            found: list[AllocationResult] | None = None
+            if cycle.allocator is not None:
+                try:
+                    found = cycle.allocator.allocate(node, claims)
+                except AllocationError as err:
+                    fail(i, Code.ERROR, str(err))
+                    continue
+                if found is None:
+                    fail(i, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
+                    continue
+            if unavailable:
+                cycle.unavailable.update(unavailable)
+                fail(i, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_AVAILABLE)
+                continue
+            if cycle.allocator is not None and found is not None:
+                cycle.node_allocations[node.name] = found
+        return NodeVerdicts(codes, ids, reasons)
+
+    # -- PostFilter
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        token: _Token | None = state.get(STATE_KEY)
+        if token is None:
+            return None, error(f'reading "{STATE_KEY}" from cycleState: not found')
+        cycle = self._cycle(state)
+        if cycle is None:
+            return None, Status(Code.UNSCHEDULABLE, (ERR_NO_NEW_CLAIMS,))
+        for index in sorted(cycle.unavailable):
+            claim = cycle.claims[index]
+            reserved = claim.reserved_for
+            if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
+                store = getattr(self._handle.binder, "store", None)
+                if store is not None:
+                    doc = store.get("ResourceClaim", claim.key)
+                    if doc is not None:
+                        doc = copy.deepcopy(doc)
+                        status = doc.setdefault("status", {})
+                        for key in ("allocation", "reservedFor", "devices"):
+                            status.pop(key, None)
+                        store.apply(doc, source=NAME)
+                return None, Status(
+                    Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",)
+                )
+        return None, Status(Code.UNSCHEDULABLE, ("still not schedulable",))
+
+    # -- Reserve / Unreserve
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        cycle = self._cycle(state)
+        if cycle is None:
+            return SUCCESS
+        decided: list[tuple[str, AllocationResult | None]] = []
+        if cycle.to_allocate:
+            allocations = cycle.node_allocations.get(node_name)
+            if allocations is None:
+                return error("claim allocation not found for node")
+            if len(allocations) != len(cycle.to_allocate):
+                return error(
+                    f"internal error, have {len(allocations)} allocations, "
+                    f"{len(cycle.to_allocate)} claims to allocate, want "
+                    f"{len(cycle.to_allocate)} claims"
+                )
+            dra = self._dra()
+            for index, allocation in zip(cycle.to_allocate, allocations, strict=True):
+                claim = cycle.claims[index]
+                if dra is not None:
+                    dra.signal_pending(claim, allocation)
+                decided.append((claim.key, allocation))
+        for index, claim in enumerate(cycle.claims):
+            if index not in cycle.to_allocate and not reserved_for_pod(pod, claim):
+                decided.append((claim.key, None))
+        state.write(RESERVED_KEY, _Reserved(tuple(decided)))
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        cycle = self._cycle(state)
+        dra = self._dra()
+        if cycle is None or dra is None:
+            return
+        for claim in cycle.claims:
+            dra.remove_pending(claim.meta.uid)
+
+    # -- PreBind
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        reserved: _Reserved | None = state.get(RESERVED_KEY)
+        return skip() if reserved is None or not reserved.claims else SUCCESS
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        reserved: _Reserved | None = state.get(RESERVED_KEY)
+        if reserved is None or not reserved.claims:
+            return SUCCESS
+        store = getattr(self._handle.binder, "store", None)
+        if store is None:
+            return error("no store to write the pod's resource claims to")
+        for key, allocation in reserved.claims:
+            doc = store.get("ResourceClaim", key)
+            if doc is None:
+                return error(f"claim {key} got deleted in the meantime")
+            doc = copy.deepcopy(doc)
+            meta = doc.setdefault("metadata", {})
+            if meta.get("deletionTimestamp"):
+                return error(f"claim {key} got deleted in the meantime")
+            status = doc.setdefault("status", {})
+            if allocation is not None:
+                if status.get("allocation") is not None:
+                    return error(f"claim {key} got allocated elsewhere in the meantime")
+                finalizers = list(meta.get("finalizers") or [])
+                if CLAIM_FINALIZER not in finalizers:
+                    meta["finalizers"] = [*finalizers, CLAIM_FINALIZER]
+                status["allocation"] = allocation_to_manifest(allocation)
+            refs = list(status.get("reservedFor") or [])
+            refs.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
+            status["reservedFor"] = refs
+            store.apply(doc, source=NAME)
+        return SUCCESS
+
+    # -- events
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        add_update = ActionType.ADD | ActionType.UPDATE
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, add_update),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, add_update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, add_update)),
+        )
+
+    def is_schedulable_after_claim_change(
+        self, pod: Pod, old: ResourceClaim | None, new: ResourceClaim | None
+    ) -> QueueingHint:
+        dra = self._dra()
+        if new is None or dra is None:
+            return QueueingHint.QUEUE
+        claims, err = pod_claims(pod, dra)
+        if err:
+            return QueueingHint.QUEUE_SKIP
+        if old is not None and old.allocation is not None and new.allocation is None:
+            return QueueingHint.QUEUE
+        if not any(c.meta.uid == new.meta.uid for c in claims):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        same = (old.allocation, old.reserved_for) == (new.allocation, new.reserved_for) and (
+            (old.raw or {}).get("status") == (new.raw or {}).get("status")
+        )
+        return QueueingHint.QUEUE_SKIP if same else QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_change(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        dra = self._dra()
+        if new is None or new.uid != pod.uid or dra is None:
+            return QueueingHint.QUEUE_SKIP
+        _, err = pod_claims(new, dra)
+        return QueueingHint.QUEUE_SKIP if err else QueueingHint.QUEUE
+
+
+def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
+    return DynamicResources(args or DynamicResourcesArgs(), handle)

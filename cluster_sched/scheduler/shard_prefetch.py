@@ -85,7 +85,10 @@ class PrefetchItem:
 def _state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
     present = {pl.name for pl in fwk.pre_filter}
     return (
-        not pod.volumes and present <= KNOWN and (present & CROSS_NODE) <= state.skip_filter_plugins
+        not pod.volumes
+        and not pod.resource_claims
+        and present <= KNOWN
+        and (present & CROSS_NODE) <= state.skip_filter_plugins
     )
 
 
