@@ -87,10 +87,11 @@ def _cmp(a: Any, b: Any) -> int:
 
 def _quantity(text: Any) -> dict[str, str]:
     from cluster_sched.api.quantity import exact_quantity
+    from cluster_sched.errors import QuantityError
 
     try:
         return _q(Fraction(exact_quantity(str(text), resource="")))
-    except ValueError as err:
+    except (ValueError, QuantityError) as err:
         raise CelRuntimeError(f"quantities must match the regular expression: {err}") from None
 
 

@@ -37,7 +37,7 @@ from cluster_sched.dra.objects import (
     Semver,
     qualified,
 )
-from cluster_sched.errors import InvalidObjectError
+from cluster_sched.errors import InvalidObjectError, QuantityError
 
 __all__ = [
     "decode_device_class",
@@ -184,8 +184,8 @@ def _device(value: object, path: str, driver: str) -> Device:
             )
         try:
             amount = exact_quantity(cap["value"], resource=key)
-        except ValueError as err:
-            raise InvalidObjectError(str(err), field=f"{path}.capacity.{key}.value") from None
+        except QuantityError as err:
+            raise QuantityError(err.reason, field=f"{path}.capacity.{key}.value") from None
         capacity[qualified(key, driver)] = Fraction(amount)
     return Device(name=name, attributes=attributes, capacity=capacity)
 
