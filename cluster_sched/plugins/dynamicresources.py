@@ -34,6 +34,7 @@ from cluster_sched.dra.allocator import AllocationError, Allocator
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import (
     CLAIM_FINALIZER,
+    FIRST_AVAILABLE_MAX_SIZE,
     RESERVED_FOR_MAX_SIZE,
     AllocationResult,
     ResourceClaim,
@@ -57,6 +58,7 @@ from cluster_sched.framework.interfaces import (
 from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip, unresolvable
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.plugins import names
+from cluster_sched.plugins._helpers import default_normalize_score
 
 NAME = names.DYNAMIC_RESOURCES
 STATE_KEY = NAME
@@ -170,12 +172,16 @@ class DynamicResources:
     ) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, _Token(pod.key, False))
         if not pod.resource_claims:
+            # Score would give every node 0 (normalised: 0): skipping it is the same
+            # outcome and keeps the compiled scoring path for pods without claims.
+            state.skip_score_plugins.add(NAME)
             return None, skip()
         dra: DraListers = snapshot.dra
         claims, err = pod_claims(pod, dra)
         if err:
             return None, unresolvable(err)
         if not claims:
+            state.skip_score_plugins.add(NAME)
             return None, skip()
         to_allocate = []
         for index, claim in enumerate(claims):
@@ -285,6 +291,39 @@ class DynamicResources:
                 cycle.node_allocations[node.name] = found
         return NodeVerdicts(codes, ids, reasons)
 
+    # -- Score
+
+    def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
+        """Prioritized lists: each allocated subrequest at index i of its request's
+        firstAvailable adds FirstAvailableDeviceRequestMaxSize - i."""
+        cycle = self._cycle(state)
+        out = np.zeros(len(nodes), dtype=np.int64)
+        if cycle is None or not cycle.node_allocations:
+            return out
+        ranks: dict[str, int] = {}
+        for index in cycle.to_allocate:
+            for req in cycle.claims[index].spec.requests:
+                for i, sub in enumerate(req.first_available):
+                    ranks[f"{cycle.claims[index].key}:{req.name}/{sub.name}"] = (
+                        FIRST_AVAILABLE_MAX_SIZE - i
+                    )
+        if not ranks:
+            return out
+        keys = [cycle.claims[index].key for index in cycle.to_allocate]
+        for i, name in enumerate(nodes.names()):
+            allocations = cycle.node_allocations.get(name)
+            if allocations is None:
+                continue
+            score = 0
+            for key, allocation in zip(keys, allocations, strict=True):
+                subrequests = {r.request for r in allocation.devices if "/" in r.request}
+                score += sum(ranks.get(f"{key}:{sub}", 0) for sub in subrequests)
+            out[i] = score
+        return out
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        return default_normalize_score(scores, reverse=False)
+
     # -- PostFilter
 
     def post_filter(
@@ -324,6 +363,9 @@ class DynamicResources:
         if cycle.to_allocate:
             allocations = cycle.node_allocations.get(node_name)
             if allocations is None:
+                # Filter ran in a shard: the allocation is made again here (same inputs)
+                allocations = self._allocate_on(cycle, node_name)
+            if allocations is None:
                 return error("claim allocation not found for node")
             if len(allocations) != len(cycle.to_allocate):
                 return error(
@@ -342,6 +384,16 @@ class DynamicResources:
                 decided.append((claim.key, None))
         state.write(RESERVED_KEY, _Reserved(tuple(decided)))
         return SUCCESS
+
+    def _allocate_on(self, cycle: _Cycle, node_name: str) -> list[AllocationResult] | None:
+        snapshot = self._handle.snapshot
+        node = snapshot.node(node_name) if snapshot is not None else None
+        if node is None or cycle.allocator is None:
+            return None
+        try:
+            return cycle.allocator.allocate(node, [cycle.claims[i] for i in cycle.to_allocate])
+        except AllocationError:
+            return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         cycle = self._cycle(state)

@@ -165,6 +165,7 @@ UPSTREAM_EXTENSION_POINTS: dict[str, set[str]] = {
         "preFilter",
         "filter",
         "postFilter",
+        "score",
         "reserve",
         "preBind",
     },

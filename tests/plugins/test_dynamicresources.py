@@ -214,3 +214,30 @@ def test_gpu_example_is_placed_and_checked(tmp_path: Path, capsys: Any, batch: s
     assert len(placements) == 19
     assert "cpu-node-0" not in placements.values()
     assert _check(manifest, placements, claims["items"]) == []
+
+
+def test_prioritized_list_score_prefers_the_first_alternative() -> None:
+    first = {
+        "name": "req-0",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "class-a", "selectors": [
+                {"cel": {"expression": 'device.attributes["driver-a"].model == "big"'}}]},
+            {"name": "any", "deviceClassName": "class-a"},
+        ],
+    }  # fmt: skip
+    cluster = (
+        node("node-1"),
+        node("node-2"),
+        device_class(),
+        resource_slice("s1", [device("dev-1", model="small")], node="node-1", pool="node-1"),
+        resource_slice("s2", [device("dev-2", model="big")], node="node-2", pool="node-2"),
+        claim("claim-0", first),
+    )
+    out = explain(
+        _cache(*cluster), _pod({"name": "c", "resourceClaimName": "claim-0"}), CONFIG
+    ).json
+    assert out["rawScores"]["node-2"]["DynamicResources"] == 8
+    assert out["rawScores"]["node-1"]["DynamicResources"] == 7
+    assert out["scores"]["node-2"]["DynamicResources"] == 100
+    assert out["scores"]["node-1"]["DynamicResources"] == 87
+    assert out["selectedNode"] == "node-2"
