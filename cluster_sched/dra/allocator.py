@@ -81,6 +81,7 @@ class Allocator:
         *,
         admin_access: bool = True,
         prioritized_list: bool = True,
+        slices_for: Callable[[Node], Iterable[ResourceSlice]] | None = None,
     ) -> None:
         self._classes = classes
         self._slices = list(slices)
@@ -88,6 +89,8 @@ class Allocator:
         self._namespace_labels = namespace_labels
         self._admin_access = admin_access
         self._prioritized_list = prioritized_list
+        #: the slices a node may see (an index), instead of scanning ``slices``
+        self._slices_for = slices_for
 
     # -- checks that do not depend on the node
 
@@ -149,7 +152,8 @@ class Allocator:
     def allocate(
         self, node: Node, claims: Sequence[ResourceClaim]
     ) -> list[AllocationResult] | None:
-        pools = gather_pools(self._slices, node)
+        source = self._slices_for(node) if self._slices_for is not None else self._slices
+        pools = gather_pools(source, node)
         invalid = [f"{p.driver}/{p.name}" for p in pools if p.invalid]
         if invalid:
             raise AllocationError(f"invalid resource pools were encountered: {', '.join(invalid)}")

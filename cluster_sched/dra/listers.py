@@ -9,6 +9,7 @@ too, so that every pod of a batch, and the next cycles, see those devices as tak
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from cluster_sched.dra.objects import (
@@ -44,6 +45,16 @@ class DraListers:
     #: claim uid -> (claim key, allocation) decided by Reserve, not yet in the store
     in_flight: dict[str, tuple[str, AllocationResult]] = field(default_factory=dict)
     generation: int = 0
+    #: bumps only when a ResourceSlice or DeviceClass changes
+    slices_generation: int = 0
+    _index: tuple[dict[str, list[ResourceSlice]], list[ResourceSlice]] = ({}, [])
+    _index_gen: int = -1
+    _class_devices: dict[str, dict[str, tuple[tuple[str, str, str], ...]]] = field(
+        default_factory=dict
+    )
+    _class_gen: int = -1
+    _store_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    _flight_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     _allocated: frozenset[tuple[str, str, str]] = frozenset()
     _allocated_gen: int = -1
 
@@ -55,19 +66,34 @@ class DraListers:
             "ResourceClaimTemplate": self.templates,
         }[kind]
 
+    def _count(self, claim: object, sign: int) -> None:
+        if isinstance(claim, ResourceClaim) and claim.allocation is not None:
+            for r in claim.allocation.devices:
+                if not r.admin_access:
+                    self._store_counts[(r.driver, r.pool, r.device)] += sign
+
     def set(self, obj: DraObject) -> None:
         kind = type(obj).__name__
-        self._table(kind)[dra_key(obj)] = obj
+        table = self._table(kind)
+        key = dra_key(obj)
+        self._count(table.get(key), -1)
+        self._count(obj, 1)
+        table[key] = obj
         if isinstance(obj, ResourceClaim) and obj.allocation is not None:
-            self.in_flight.pop(obj.meta.uid, None)  # the store caught up
+            self.remove_pending(obj.meta.uid)  # the store caught up
         self.generation += 1
+        if kind in ("ResourceSlice", "DeviceClass"):
+            self.slices_generation += 1
 
     def remove(self, kind: str, key: str) -> None:
         old = self._table(kind).pop(key, None)
         if old is not None:
+            self._count(old, -1)
             if isinstance(old, ResourceClaim):
-                self.in_flight.pop(old.meta.uid, None)
+                self.remove_pending(old.meta.uid)
             self.generation += 1
+            if kind in ("ResourceSlice", "DeviceClass"):
+                self.slices_generation += 1
 
     def claim(self, namespace: str, name: str) -> ResourceClaim | None:
         return self.claims.get(f"{namespace}/{name}")
@@ -75,15 +101,27 @@ class DraListers:
     def signal_pending(self, claim: ResourceClaim, allocation: AllocationResult) -> None:
         """Reserve: the claim's allocation is in flight (upstream
         SignalClaimPendingAllocation)."""
+        self.remove_pending(claim.meta.uid)
         self.in_flight[claim.meta.uid] = (claim.key, allocation)
+        for r in allocation.devices:
+            if not r.admin_access:
+                self._flight_counts[(r.driver, r.pool, r.device)] += 1
         self.generation += 1
 
     def remove_pending(self, uid: str) -> bool:
         """Unreserve / a failed PreBind: forget the in-flight allocation."""
-        if self.in_flight.pop(uid, None) is None:
+        entry = self.in_flight.pop(uid, None)
+        if entry is None:
             return False
+        for r in entry[1].devices:
+            if not r.admin_access:
+                self._flight_counts[(r.driver, r.pool, r.device)] -= 1
         self.generation += 1
         return True
+
+    def is_allocated(self, device: tuple[str, str, str]) -> bool:
+        """Is the device allocated in the store or in flight (admin access aside)?"""
+        return self._store_counts[device] > 0 or self._flight_counts[device] > 0
 
     def has_pending(self, uid: str) -> bool:
         return uid in self.in_flight
@@ -107,3 +145,67 @@ class DraListers:
             self._allocated = frozenset(out)
             self._allocated_gen = self.generation
         return self._allocated
+
+    def slice_index(self) -> tuple[dict[str, list[ResourceSlice]], list[ResourceSlice]]:
+        """(node name -> its node-local slices, slices for a selector or all nodes)."""
+        if self._index_gen != self.slices_generation:
+            local: dict[str, list[ResourceSlice]] = {}
+            shared: list[ResourceSlice] = []
+            for s in self.slices.values():
+                if s.node_name:
+                    local.setdefault(s.node_name, []).append(s)
+                else:
+                    shared.append(s)
+            self._index = (local, shared)
+            self._index_gen = self.slices_generation
+        return self._index
+
+    def class_devices(self, class_name: str) -> dict[str, tuple[tuple[str, str, str], ...]]:
+        """node -> the node-local devices (newest generation of complete pools) a class's
+        selectors accept: the column pre-check's counts. A selector that fails on a
+        device counts it (the allocator then reports the error)."""
+        from cluster_sched.dra.cel import (
+            CelError,
+            CelRuntimeError,
+            compile_selector,
+            device_matches,
+        )
+
+        if self._class_gen != self.slices_generation:
+            self._class_devices = {}
+            self._class_gen = self.slices_generation
+        hit = self._class_devices.get(class_name)
+        if hit is not None:
+            return hit
+        cls = self.classes.get(class_name)
+        out: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        try:
+            sels = [compile_selector(e) for e in cls.selectors] if cls is not None else []
+        except CelError:
+            sels = []
+        local, _ = self.slice_index()
+        for node, slices in local.items():
+            pools: dict[tuple[str, str], list[ResourceSlice]] = {}
+            for s in slices:
+                pools.setdefault((s.driver, s.pool), []).append(s)
+            ids = []
+            for (driver, pool), members in pools.items():
+                newest = max(s.pool_generation for s in members)
+                current = [s for s in members if s.pool_generation == newest]
+                if len(current) < current[0].resource_slice_count:
+                    continue
+                for s in current:
+                    for dev in s.devices:
+                        ok = True
+                        for sel in sels:
+                            try:
+                                if not device_matches(sel, driver, dev):
+                                    ok = False
+                                    break
+                            except CelRuntimeError:
+                                break
+                        if ok:
+                            ids.append((driver, pool, dev.name))
+            out[node] = tuple(ids)
+        self._class_devices[class_name] = out
+        return out

@@ -39,6 +39,13 @@ from cluster_sched.dra.objects import (
     AllocationResult,
     ResourceClaim,
 )
+from cluster_sched.dra.podclaims import (
+    class_needs,
+    free_devices,
+    is_simple,
+    pod_claims,
+    reserved_for_pod,
+)
 from cluster_sched.dra.wire import allocation_to_manifest
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import (
@@ -95,53 +102,10 @@ class _Cycle:
     allocator: Allocator | None = None
     node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
-
-
-def claim_name(pod: Pod, entry: Any) -> tuple[str | None, bool, str]:
-    """upstream resourceclaim.Name: (claim name or None, must check owner, error)."""
-    if entry.resource_claim_name:
-        return entry.resource_claim_name, False, ""
-    if entry.name in pod.resource_claim_statuses:
-        return pod.resource_claim_statuses[entry.name], True, ""
-    return None, False, f'pod "{pod.namespace}/{pod.name}": ResourceClaim not created yet'
-
-
-def is_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
-    """upstream resourceclaim.IsForPod: the pod controls the claim (by uid when both
-    have one: claims made from a snapshot's templates may predate the pod's uid)."""
-    if claim.meta.namespace != pod.namespace:
-        return False
-    for ref in claim.meta.owner_references:
-        if ref.controller and ref.kind == "Pod" and ref.name == pod.name:
-            return not (ref.uid and pod.uid) or ref.uid == pod.uid
-    return False
-
-
-def pod_claims(pod: Pod, dra: DraListers) -> tuple[list[ResourceClaim], str]:
-    """upstream foreachPodResourceClaim: the pod's claims, or the first error."""
-    out = []
-    for entry in pod.resource_claims:
-        name, check_owner, err = claim_name(pod, entry)
-        if err:
-            return [], err
-        if name is None:
-            continue
-        claim = dra.claim(pod.namespace, name)
-        if claim is None:
-            return [], f'resourceclaim.resource.k8s.io "{name}" not found'
-        if claim.meta.deletion_timestamp is not None:
-            return [], f'resourceclaim "{claim.name}" is being deleted'
-        if check_owner and not is_for_pod(pod, claim):
-            return [], (
-                f"ResourceClaim {claim.key} was not created for pod "
-                f"{pod.namespace}/{pod.name} (pod is not owner)"
-            )
-        out.append(claim)
-    return out, ""
-
-
-def reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
-    return any(ref.uid == pod.uid for ref in claim.reserved_for)
+    #: the pre-check (every slice node-local): free devices each class needs per node
+    need: dict[str, int] | None = None
+    #: the count check alone decides Filter (``podclaims.is_simple``)
+    simple: bool = False
 
 
 class DynamicResources:
@@ -207,16 +171,21 @@ class DynamicResources:
                         )
         cycle = _Cycle(claims, to_allocate)
         if to_allocate:
-            allocated = dra.allocated_devices()
+            local, shared = dra.slice_index()
             cycle.allocator = Allocator(
                 dra.classes,
-                dra.slices.values(),
-                allocated.__contains__,
+                (),
+                dra.is_allocated,
                 snapshot.namespace_labels,
                 # DRAAdminAccess and DRAPrioritizedList: beta and on in v1.35
                 admin_access=True,
                 prioritized_list=True,
+                slices_for=lambda node: [*local.get(node.name, ()), *shared],
             )
+            if not shared:
+                wanted = [claims[i] for i in to_allocate]
+                cycle.need = class_needs(wanted)
+                cycle.simple = is_simple(wanted)
         self._cycles[pod.key] = cycle
         self._cycles.move_to_end(pod.key)
         while len(self._cycles) > MAX_CYCLES:
@@ -263,6 +232,7 @@ class DynamicResources:
                 cycle.allocator.validate(claims)
             except AllocationError as err:
                 return NodeVerdicts.from_mask(np.ones(k, dtype=bool), Code.ERROR, str(err))
+        dra = self._dra() if cycle.need is not None else None
         for i, row in enumerate(nodes.rows.tolist()):
             node = table.nodes[row]
             unavailable = [
@@ -273,8 +243,16 @@ class DynamicResources:
                     claim.allocation_node_selector, node.name, node.labels
                 )
             ]
+            counted = False
+            if dra is not None and cycle.need is not None:
+                # the pre-check: too few free devices of a class, no allocator run
+                short = any(free_devices(dra, cls, node.name) < n for cls, n in cycle.need.items())
+                if short:
+                    fail(i, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
+                    continue
+                counted = cycle.simple  # fits; Reserve allocates on the chosen node
             found: list[AllocationResult] | None = None
-            if cycle.allocator is not None:
+            if cycle.allocator is not None and not counted:
                 try:
                     found = cycle.allocator.allocate(node, claims)
                 except AllocationError as err:
