@@ -211,9 +211,19 @@ def test_gpu_example_is_placed_and_checked(tmp_path: Path, capsys: Any, batch: s
     claims = json.loads((tmp_path / "resourceclaims.json").read_text())
     assert claims["kind"] == "List"
     manifest = list(yaml.safe_load_all(path.read_text()))
-    assert len(placements) == 19
+    # 36 devices: 6 trainers x 2, 10 inference pods, 1 shared claim, 13 of 14 "any" pods
+    assert len(placements) == 19 + 13
+    assert len([p for p in placements if p.startswith("default/any-")]) == 13
     assert "cpu-node-0" not in placements.values()
-    assert _check(manifest, placements, claims["items"]) == []
+    allocated = [c for c in claims["items"] if (c.get("status") or {}).get("allocation")]
+    assert len(allocated) == len(claims["items"]) - 1  # the pending pod's claim
+    assert _check(manifest, placements, allocated) == []
+    devices = [
+        r["device"] + r["pool"]
+        for c in allocated
+        for r in c["status"]["allocation"]["devices"]["results"]
+    ]
+    assert len(devices) == len(set(devices)) == 36
 
 
 def test_prioritized_list_score_prefers_the_first_alternative() -> None:
