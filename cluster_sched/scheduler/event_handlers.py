@@ -21,6 +21,7 @@ from cluster_sched.api.selectors import label_selector_matches
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
+from cluster_sched.dra.claim_controller import release_pod_claims
 from cluster_sched.dra.listers import dra_key
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError
 from cluster_sched.framework.events import (
@@ -217,6 +218,8 @@ class EventHandlers:
     # ------------------------------------------------------------------ pods
 
     def on_pod(self, old: Pod | None, new: Pod | None) -> None:
+        if new is None and old is not None and old.resource_claims:
+            release_pod_claims(self.store, old, self.cache.dra)
         old_assigned = old is not None and bool(old.node_name)
         new_assigned = new is not None and bool(new.node_name)
         if old is not None and not old_assigned and (new is None or new_assigned):
