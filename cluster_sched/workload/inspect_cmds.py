@@ -21,6 +21,7 @@ import yaml
 
 from cluster_sched.errors import UsageError
 from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_OK, add_redis_option
+from cluster_sched.workload.inspect_dra import DRA_RESOURCES, NAMESPACED, dra_rows
 from cluster_sched.workload.inspect_render import (
     event_object,
     event_rows,
@@ -37,6 +38,8 @@ __all__ = ["register_inspect_commands"]
 Register = Callable[[Any], None]
 
 #: kubectl's names for the resources ``get`` knows (plural, singular, short).
+#: The DRA kinds ``get`` lists.
+DRA_KINDS = frozenset(DRA_RESOURCES.values())
 RESOURCES = {
     "pods": "pods",
     "pod": "pods",
@@ -47,6 +50,7 @@ RESOURCES = {
     "events": "events",
     "event": "events",
     "ev": "events",
+    **DRA_RESOURCES,
 }
 #: The namespace ``get`` and ``describe`` use without ``-n`` (as kubectl's default context).
 DEFAULT_NAMESPACE = "default"
@@ -62,7 +66,11 @@ def _add_namespace_options(p: argparse.ArgumentParser, *, all_namespaces: bool) 
 
 def _register_get(sub: Any) -> None:
     p = sub.add_parser("get", help="list pods, nodes or events of a store, as kubectl get")
-    p.add_argument("resource", choices=sorted(RESOURCES), metavar="pods|nodes|events")
+    p.add_argument(
+        "resource",
+        choices=sorted(RESOURCES),
+        metavar="pods|nodes|events|resourceclaims|resourceslices|deviceclasses|resourceclaimtemplates",
+    )
     _add_namespace_options(p, all_namespaces=True)
     p.add_argument("-o", "--output", choices=("json", "yaml", "wide"), default=None)
     add_redis_option(p, private_fallback=False)
@@ -160,6 +168,13 @@ def _cmd_get(args: argparse.Namespace) -> int:
         elif resource == "nodes":
             items = store.list("Node")
             rows = node_rows(items, now, wide=args.output == "wide")
+        elif resource in DRA_KINDS:
+            items = [
+                d
+                for d in store.list(resource)
+                if resource not in NAMESPACED or keep(d["metadata"].get("namespace", ""))
+            ]
+            rows = dra_rows(resource, items, now, namespaces=namespace is None)
         else:
             items = [event_object(r) for r in store.events()]
             items = [e for e in items if keep(e["metadata"]["namespace"])]
@@ -170,7 +185,8 @@ def _cmd_get(args: argparse.Namespace) -> int:
         _print_objects(items, args.output)
         return 0
     if not items:
-        where = "" if resource == "nodes" or namespace is None else f" in {namespace} namespace"
+        scoped = resource == "nodes" or resource in ("ResourceSlice", "DeviceClass")
+        where = "" if scoped or namespace is None else f" in {namespace} namespace"
         print(f"No resources found{where}.", file=sys.stderr)
         return 0
     print(tabwrite(rows))
