@@ -25,6 +25,7 @@ __all__ = ["DRA_KINDS", "DraListers", "dra_key"]
 #: The kinds this module lists, by class name.
 DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate")
 
+DeviceID = tuple[str, str, str]
 DraObject = DeviceClass | ResourceSlice | ResourceClaim | ResourceClaimTemplate
 
 
@@ -53,6 +54,9 @@ class DraListers:
         default_factory=dict
     )
     _class_gen: int = -1
+    _class_sets: dict[str, set[DeviceID]] = field(default_factory=dict)
+    _free: dict[str, dict[str, int]] = field(default_factory=dict)
+    _device_node: dict[DeviceID, str] = field(default_factory=dict)
     _store_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     _flight_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     _allocated: frozenset[tuple[str, str, str]] = frozenset()
@@ -70,7 +74,7 @@ class DraListers:
         if isinstance(claim, ResourceClaim) and claim.allocation is not None:
             for r in claim.allocation.devices:
                 if not r.admin_access:
-                    self._store_counts[(r.driver, r.pool, r.device)] += sign
+                    self._bump(self._store_counts, (r.driver, r.pool, r.device), sign)
 
     def set(self, obj: DraObject) -> None:
         kind = type(obj).__name__
@@ -105,7 +109,7 @@ class DraListers:
         self.in_flight[claim.meta.uid] = (claim.key, allocation)
         for r in allocation.devices:
             if not r.admin_access:
-                self._flight_counts[(r.driver, r.pool, r.device)] += 1
+                self._bump(self._flight_counts, (r.driver, r.pool, r.device), 1)
         self.generation += 1
 
     def remove_pending(self, uid: str) -> bool:
@@ -115,9 +119,37 @@ class DraListers:
             return False
         for r in entry[1].devices:
             if not r.admin_access:
-                self._flight_counts[(r.driver, r.pool, r.device)] -= 1
+                self._bump(self._flight_counts, (r.driver, r.pool, r.device), -1)
         self.generation += 1
         return True
+
+    def _bump(self, counts: Counter[DeviceID], device: DeviceID, sign: int) -> None:
+        """Change one allocation count; keep the cached free counts in step when the
+        device turns taken or free."""
+        before = self.is_allocated(device)
+        counts[device] += sign
+        after = self.is_allocated(device)
+        if before == after or not self._free:
+            return
+        node = self._device_node.get(device)
+        if node is None:
+            return
+        for class_name, free in self._free.items():
+            if device in self._class_sets[class_name]:
+                free[node] = free.get(node, 0) + (-1 if after else 1)
+
+    def free_count(self, class_name: str, node: str) -> int:
+        """Node-local devices of ``node`` the class accepts that nobody holds (the
+        pre-check's column), kept current as allocations come and go."""
+        self.class_devices(class_name)  # (re)builds the caches on a slice change
+        free = self._free.get(class_name)
+        if free is None:
+            free = {
+                n: sum(1 for d in ids if not self.is_allocated(d))
+                for n, ids in self._class_devices[class_name].items()
+            }
+            self._free[class_name] = free
+        return free.get(node, 0)
 
     def is_allocated(self, device: tuple[str, str, str]) -> bool:
         """Is the device allocated in the store or in flight (admin access aside)?"""
@@ -173,6 +205,9 @@ class DraListers:
 
         if self._class_gen != self.slices_generation:
             self._class_devices = {}
+            self._class_sets = {}
+            self._free = {}
+            self._device_node = {}
             self._class_gen = self.slices_generation
         hit = self._class_devices.get(class_name)
         if hit is not None:
@@ -207,5 +242,8 @@ class DraListers:
                         if ok:
                             ids.append((driver, pool, dev.name))
             out[node] = tuple(ids)
+            for d in ids:
+                self._device_node[d] = node
         self._class_devices[class_name] = out
+        self._class_sets[class_name] = {d for ids in out.values() for d in ids}
         return out

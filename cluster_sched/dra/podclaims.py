@@ -96,7 +96,8 @@ def is_simple(claims: list[ResourceClaim]) -> bool:
 
 
 def free_devices(dra: DraListers, class_name: str, node: str) -> int:
-    """Node-local devices of ``node`` the class accepts that nobody holds."""
+    """Node-local devices of ``node`` the class accepts that nobody holds, counted
+    afresh: the reference for ``DraListers.free_count``, which keeps it incrementally."""
     return sum(1 for d in dra.class_devices(class_name).get(node, ()) if not dra.is_allocated(d))
 
 

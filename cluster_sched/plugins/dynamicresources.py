@@ -41,7 +41,6 @@ from cluster_sched.dra.objects import (
 )
 from cluster_sched.dra.podclaims import (
     class_needs,
-    free_devices,
     is_simple,
     pod_claims,
     reserved_for_pod,
@@ -233,6 +232,18 @@ class DynamicResources:
             except AllocationError as err:
                 return NodeVerdicts.from_mask(np.ones(k, dtype=bool), Code.ERROR, str(err))
         dra = self._dra() if cycle.need is not None else None
+        if (
+            dra is not None
+            and cycle.need
+            and cycle.simple
+            and all(c.allocation_node_selector is None for c in cycle.claims)
+        ):
+            # one class, one count: the free-device column decides every node at once
+            ((cls, want),) = cycle.need.items()
+            free = np.fromiter(
+                (dra.free_count(cls, name) for name in nodes.names()), dtype=np.int64, count=k
+            )
+            return NodeVerdicts.from_mask(free < want, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
         for i, row in enumerate(nodes.rows.tolist()):
             node = table.nodes[row]
             unavailable = [
@@ -246,7 +257,7 @@ class DynamicResources:
             counted = False
             if dra is not None and cycle.need is not None:
                 # the pre-check: too few free devices of a class, no allocator run
-                short = any(free_devices(dra, cls, node.name) < n for cls, n in cycle.need.items())
+                short = any(dra.free_count(cls, node.name) < n for cls, n in cycle.need.items())
                 if short:
                     fail(i, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
                     continue

@@ -99,3 +99,37 @@ def test_allocations_are_valid_and_complete(case: Any) -> None:
             assert not sel or by_name[name][1] == "a"
     if constrained:
         assert len({by_name[n][0] for n in used}) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3)), min_size=1, max_size=12),
+    st.lists(st.tuples(st.booleans(), st.integers(0, 11)), max_size=20),
+)
+def test_incremental_free_counts_equal_a_fresh_count(devs: Any, ops: Any) -> None:
+    """DraListers.free_count (kept per allocation change) == podclaims.free_devices."""
+    from cluster_sched.dra.listers import DraListers
+    from cluster_sched.dra.objects import AllocationResult, DeviceResult
+    from cluster_sched.dra.podclaims import free_devices
+
+    dra = DraListers()
+    dra.set(parse(device_class("any")))
+    for n in range(3):
+        dra.set(
+            parse(
+                resource_slice(
+                    f"s{n}", [device(f"d{i}") for i in range(4)], node=f"n{n}", pool=f"n{n}"
+                )
+            )
+        )
+    dra.free_count("any", "n0")  # build the cache before the changes
+    for flight, idx in ops:
+        n, i = devs[idx % len(devs)]
+        result = AllocationResult((DeviceResult("r", "driver-a", f"n{n}", f"d{i}"),))
+        c = parse(claim(f"c{idx}"))
+        if flight:
+            dra.signal_pending(c, result)
+        else:
+            dra.remove_pending(c.meta.uid)
+        for node_name in ("n0", "n1", "n2"):
+            assert dra.free_count("any", node_name) == free_devices(dra, "any", node_name)
