@@ -3,11 +3,13 @@ claim's status and ``run --output`` lists)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from cluster_sched.dra.objects import AllocationResult
+from cluster_sched.api.objects import Pod
+from cluster_sched.dra.objects import CLAIM_FINALIZER, AllocationResult
 
-__all__ = ["allocation_to_manifest"]
+__all__ = ["allocation_to_manifest", "bind_claim"]
 
 
 def allocation_to_manifest(allocation: AllocationResult) -> dict[str, Any]:
@@ -37,3 +39,29 @@ def allocation_to_manifest(allocation: AllocationResult) -> dict[str, Any]:
     if allocation.node_selector is not None:
         out["nodeSelector"] = allocation.node_selector
     return out
+
+
+def bind_claim(store: Any, key: str, allocation: AllocationResult | None, pod: Pod) -> str:
+    """PreBind's write for one claim (upstream bindClaim): the finalizer and
+    ``status.allocation`` when the scheduler allocated it, then the pod appended to
+    ``status.reservedFor``. Returns upstream's error text, or "" when written."""
+    doc = store.get("ResourceClaim", key)
+    if doc is None:
+        return f"claim {key} got deleted in the meantime"
+    doc = copy.deepcopy(doc)
+    meta = doc.setdefault("metadata", {})
+    if meta.get("deletionTimestamp"):
+        return f"claim {key} got deleted in the meantime"
+    status = doc.setdefault("status", {})
+    if allocation is not None:
+        if status.get("allocation") is not None:
+            return f"claim {key} got allocated elsewhere in the meantime"
+        finalizers = list(meta.get("finalizers") or [])
+        if CLAIM_FINALIZER not in finalizers:
+            meta["finalizers"] = [*finalizers, CLAIM_FINALIZER]
+        status["allocation"] = allocation_to_manifest(allocation)
+    refs = list(status.get("reservedFor") or [])
+    refs.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
+    status["reservedFor"] = refs
+    store.apply(doc, source="DynamicResources")
+    return ""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,6 @@ from cluster_sched.config.plugin_args import DynamicResourcesArgs
 from cluster_sched.dra.allocator import AllocationError, Allocator
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import (
-    CLAIM_FINALIZER,
     FIRST_AVAILABLE_MAX_SIZE,
     RESERVED_FOR_MAX_SIZE,
     AllocationResult,
@@ -45,7 +45,7 @@ from cluster_sched.dra.podclaims import (
     pod_claims,
     reserved_for_pod,
 )
-from cluster_sched.dra.wire import allocation_to_manifest
+from cluster_sched.dra.wire import bind_claim
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import (
     ActionType,
@@ -84,6 +84,10 @@ class _Token:
 
     pod_key: str
     has_claims: bool
+    #: for a shard (no cycle entry of its own): one-request claims' free-device column,
+    #: node -> free devices of the class, and how many the pod needs
+    free: Mapping[str, int] | None = None
+    want: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +193,12 @@ class DynamicResources:
         self._cycles.move_to_end(pod.key)
         while len(self._cycles) > MAX_CYCLES:
             self._cycles.popitem(last=False)
-        state.write(STATE_KEY, _Token(pod.key, True))
+        free: dict[str, int] | None = None
+        want = 0
+        if cycle.simple and cycle.need and all(c.allocation_node_selector is None for c in claims):
+            ((cls, want),) = cycle.need.items()
+            free = {name: dra.free_count(cls, name) for name in dra.class_devices(cls)}
+        state.write(STATE_KEY, _Token(pod.key, True, free, want))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> None:
@@ -209,6 +218,20 @@ class DynamicResources:
         if token is None:
             return NodeVerdicts.missing_state(k, STATE_KEY)
         cycle = self._cycle(state)
+        if cycle is None and token.has_claims:
+            # a shard: only the free-device column travels in the CycleState
+            if token.free is None:
+                return NodeVerdicts.from_mask(
+                    np.ones(k, dtype=bool),
+                    Code.ERROR,
+                    "DynamicResources: this pod's claims are allocated by the coordinator's "
+                    "own Filter; run with --executor local",
+                )
+            free_col = token.free
+            free = np.fromiter((free_col.get(n, 0) for n in nodes.names()), np.int64, count=k)
+            return NodeVerdicts.from_mask(
+                free < token.want, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE
+            )
         if cycle is None:
             return NodeVerdicts.passing(k)
         codes = np.zeros(k, dtype=np.int8)
@@ -406,25 +429,9 @@ class DynamicResources:
         if store is None:
             return error("no store to write the pod's resource claims to")
         for key, allocation in reserved.claims:
-            doc = store.get("ResourceClaim", key)
-            if doc is None:
-                return error(f"claim {key} got deleted in the meantime")
-            doc = copy.deepcopy(doc)
-            meta = doc.setdefault("metadata", {})
-            if meta.get("deletionTimestamp"):
-                return error(f"claim {key} got deleted in the meantime")
-            status = doc.setdefault("status", {})
-            if allocation is not None:
-                if status.get("allocation") is not None:
-                    return error(f"claim {key} got allocated elsewhere in the meantime")
-                finalizers = list(meta.get("finalizers") or [])
-                if CLAIM_FINALIZER not in finalizers:
-                    meta["finalizers"] = [*finalizers, CLAIM_FINALIZER]
-                status["allocation"] = allocation_to_manifest(allocation)
-            refs = list(status.get("reservedFor") or [])
-            refs.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
-            status["reservedFor"] = refs
-            store.apply(doc, source=NAME)
+            problem = bind_claim(store, key, allocation, pod)
+            if problem:
+                return error(problem)
         return SUCCESS
 
     # -- events

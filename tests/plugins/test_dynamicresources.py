@@ -251,3 +251,63 @@ def test_prioritized_list_score_prefers_the_first_alternative() -> None:
     assert out["scores"]["node-2"]["DynamicResources"] == 100
     assert out["scores"]["node-1"]["DynamicResources"] == 87
     assert out["selectedNode"] == "node-2"
+
+
+def test_one_request_claims_on_the_shards_executor(tmp_path: Path, capsys: Any) -> None:
+    """Filter runs in the shards there: the free-device column travels in the CycleState,
+    and the in-flight allocations still keep every device to one claim."""
+    import yaml
+
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one", "namespace": "default"},
+        "spec": {
+            "spec": {
+                "devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "class-a"}}]}
+            }
+        },
+    }
+    docs: list[Any] = [device_class(), template]
+    for n in range(4):
+        docs += [
+            node(f"n{n}"),
+            resource_slice(f"s{n}", [device("d0"), device("d1")], node=f"n{n}", pool=f"n{n}"),
+        ]
+    for i in range(10):
+        docs.append({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}],
+                     "resourceClaims": [{"name": "g", "resourceClaimTemplateName": "one"}]},
+        })  # fmt: skip
+    path = tmp_path / "w.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    out = tmp_path / "out"
+    argv = [
+        "run",
+        str(path),
+        "--quiet",
+        "--no-report",
+        "--output",
+        str(out),
+        "--group-timeout",
+        "5",
+    ]
+    assert main([*argv, "--executor", "shards", "--shards", "2", "--batch-size", "8"]) == 0
+    capsys.readouterr()
+    placements = json.loads((out / "placements.json").read_text())
+    claims = json.loads((out / "resourceclaims.json").read_text())["items"]
+    results = [
+        (r["pool"], r["device"])
+        for c in claims
+        for r in ((c.get("status") or {}).get("allocation") or {})
+        .get("devices", {})
+        .get("results", [])
+    ]
+    assert len(placements) == 8 and len(results) == len(set(results)) == 8
+    for c in claims:
+        for r in (
+            ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+        ):
+            user = c["status"]["reservedFor"][0]["name"]
+            assert placements[f"default/{user}"] == r["pool"]
