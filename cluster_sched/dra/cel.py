@@ -330,11 +330,19 @@ def _device_value(driver: str, device: Device, literals: tuple[str, ...]) -> dic
     return {"driver": driver, "attributes": attributes, "capacity": capacity}
 
 
+_CONTEXT: list[Any] = []
+
+
 def _context(value: Mapping[str, Any]) -> Any:
-    ctx = _cel.Context()
+    """The evaluation context: Kubernetes' functions registered once, ``device`` set
+    per evaluation (selectors are evaluated on one thread, the scheduling cycle's)."""
+    if not _CONTEXT:
+        ctx = _cel.Context()
+        for name, fn in _FUNCTIONS.items():
+            ctx.add_function(name, fn)
+        _CONTEXT.append(ctx)
+    ctx = _CONTEXT[0]
     ctx.add_variable("device", value)
-    for name, fn in _FUNCTIONS.items():
-        ctx.add_function(name, fn)
     return ctx
 
 
