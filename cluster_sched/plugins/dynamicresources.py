@@ -72,6 +72,9 @@ RESERVED_KEY = NAME + "/reserved"
 #: Per-cycle entries kept at most (a pod rejected in Filter never reaches Reserve).
 MAX_CYCLES = 4096
 
+#: upstream's statusUnschedulable: every "does not fit" of this plugin is
+#: UnschedulableAndUnresolvable (preemption cannot free devices)
+UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 ERR_IN_USE = "resourceclaim in use"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -229,9 +232,7 @@ class DynamicResources:
                 )
             free_col = token.free
             free = np.fromiter((free_col.get(n, 0) for n in nodes.names()), np.int64, count=k)
-            return NodeVerdicts.from_mask(
-                free < token.want, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE
-            )
+            return NodeVerdicts.from_mask(free < token.want, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
         if cycle is None:
             return NodeVerdicts.passing(k)
         codes = np.zeros(k, dtype=np.int8)
@@ -266,7 +267,7 @@ class DynamicResources:
             free = np.fromiter(
                 (dra.free_count(cls, name) for name in nodes.names()), dtype=np.int64, count=k
             )
-            return NodeVerdicts.from_mask(free < want, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
+            return NodeVerdicts.from_mask(free < want, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
         for i, row in enumerate(nodes.rows.tolist()):
             node = table.nodes[row]
             unavailable = [
@@ -282,7 +283,7 @@ class DynamicResources:
                 # the pre-check: too few free devices of a class, no allocator run
                 short = any(dra.free_count(cls, node.name) < n for cls, n in cycle.need.items())
                 if short:
-                    fail(i, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
+                    fail(i, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
                     continue
                 counted = cycle.simple  # fits; Reserve allocates on the chosen node
             found: list[AllocationResult] | None = None
@@ -293,7 +294,7 @@ class DynamicResources:
                     fail(i, Code.ERROR, str(err))
                     continue
                 if found is None:
-                    fail(i, Code.UNSCHEDULABLE, ERR_CANNOT_ALLOCATE)
+                    fail(i, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
                     continue
             if unavailable:
                 cycle.unavailable.update(unavailable)

@@ -51,7 +51,7 @@ def test_with_resources_allocates_on_the_node_with_the_device() -> None:
     ).json
     assert out["selectedNode"] == "node-1"
     assert out["filter"]["node-2"] == {
-        "code": "Unschedulable",
+        "code": "UnschedulableAndUnresolvable",
         "plugin": "DynamicResources",
         "reasons": ["cannot allocate all claims"],
     }
@@ -96,7 +96,7 @@ def test_exhausted_resources_fit_error_is_v135s() -> None:
     ).json
     assert out["message"] == (
         "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 
