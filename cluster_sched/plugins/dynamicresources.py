@@ -408,6 +408,24 @@ class DynamicResources:
         except AllocationError:
             return None
 
+    def allocations(self, state: CycleState, node_names: list[str]) -> dict[str, list[Any]]:
+        """explain: per feasible node, the devices this pod's claims would get there."""
+        cycle = self._cycle(state)
+        out: dict[str, list[Any]] = {}
+        if cycle is None or not cycle.to_allocate:
+            return out
+        for name in node_names:
+            found = cycle.node_allocations.get(name) or self._allocate_on(cycle, name)
+            if found is None:
+                continue
+            out[name] = [
+                {"claim": cycle.claims[i].key, "request": r.request, "driver": r.driver}
+                | {"pool": r.pool, "device": r.device}
+                for i, allocation in zip(cycle.to_allocate, found, strict=True)
+                for r in allocation.devices
+            ]
+        return out
+
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         cycle = self._cycle(state)
         dra = self._dra()

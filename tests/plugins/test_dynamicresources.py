@@ -311,3 +311,22 @@ def test_one_request_claims_on_the_shards_executor(tmp_path: Path, capsys: Any) 
         ):
             user = c["status"]["reservedFor"][0]["name"]
             assert placements[f"default/{user}"] == r["pool"]
+
+
+def test_explain_lists_each_feasible_nodes_devices() -> None:
+    cluster = (*CLUSTER, resource_slice("s2", [device("dev-2")], node="node-2", pool="node-2"))
+    out = explain(
+        _cache(*cluster, claim()), _pod({"name": "c", "resourceClaimName": "claim-0"}), CONFIG
+    ).json
+    assert out["resourceClaims"] == {
+        node: [
+            {
+                "claim": "default/claim-0",
+                "request": "req-0",
+                "driver": "driver-a",
+                "pool": node,
+                "device": dev,
+            }
+        ]
+        for node, dev in (("node-1", "dev-1"), ("node-2", "dev-2"))
+    }
