@@ -11,6 +11,7 @@ from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import ResourceClaim
 
 __all__ = [
+    "claim_change_helps",
     "claim_name",
     "class_needs",
     "free_devices",
@@ -99,6 +100,25 @@ def free_devices(dra: DraListers, class_name: str, node: str) -> int:
     """Node-local devices of ``node`` the class accepts that nobody holds, counted
     afresh: the reference for ``DraListers.free_count``, which keeps it incrementally."""
     return sum(1 for d in dra.class_devices(class_name).get(node, ()) if not dra.is_allocated(d))
+
+
+def claim_change_helps(
+    pod: Pod, old: ResourceClaim | None, new: ResourceClaim, dra: DraListers
+) -> bool:
+    """upstream isSchedulableAfterClaimChange: a deallocation (devices freed), the
+    creation of one of the pod's claims, or a change of its status."""
+    claims, err = pod_claims(pod, dra)
+    if err:
+        return False
+    if old is not None and old.allocation is not None and new.allocation is None:
+        return True
+    if not any(c.meta.uid == new.meta.uid for c in claims):
+        return False
+    if old is None:
+        return True
+    return (old.raw or {}).get("status") != (new.raw or {}).get("status") or (
+        (old.allocation, old.reserved_for) != (new.allocation, new.reserved_for)
+    )
 
 
 def reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:

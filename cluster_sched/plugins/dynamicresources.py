@@ -40,6 +40,7 @@ from cluster_sched.dra.objects import (
     ResourceClaim,
 )
 from cluster_sched.dra.podclaims import (
+    claim_change_helps,
     class_needs,
     is_simple,
     pod_claims,
@@ -75,6 +76,7 @@ MAX_CYCLES = 4096
 #: upstream's statusUnschedulable: every "does not fit" of this plugin is
 #: UnschedulableAndUnresolvable (preemption cannot free devices)
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+_SKIP = QueueingHint.QUEUE_SKIP
 ERR_IN_USE = "resourceclaim in use"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -479,28 +481,15 @@ class DynamicResources:
         dra = self._dra()
         if new is None or dra is None:
             return QueueingHint.QUEUE
-        claims, err = pod_claims(pod, dra)
-        if err:
-            return QueueingHint.QUEUE_SKIP
-        if old is not None and old.allocation is not None and new.allocation is None:
-            return QueueingHint.QUEUE
-        if not any(c.meta.uid == new.meta.uid for c in claims):
-            return QueueingHint.QUEUE_SKIP
-        if old is None:
-            return QueueingHint.QUEUE
-        same = (old.allocation, old.reserved_for) == (new.allocation, new.reserved_for) and (
-            (old.raw or {}).get("status") == (new.raw or {}).get("status")
-        )
-        return QueueingHint.QUEUE_SKIP if same else QueueingHint.QUEUE
+        return QueueingHint.QUEUE if claim_change_helps(pod, old, new, dra) else _SKIP
 
     def is_schedulable_after_pod_change(
         self, pod: Pod, old: Pod | None, new: Pod | None
     ) -> QueueingHint:
         dra = self._dra()
         if new is None or new.uid != pod.uid or dra is None:
-            return QueueingHint.QUEUE_SKIP
-        _, err = pod_claims(new, dra)
-        return QueueingHint.QUEUE_SKIP if err else QueueingHint.QUEUE
+            return _SKIP
+        return _SKIP if pod_claims(new, dra)[1] else QueueingHint.QUEUE
 
 
 def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:

@@ -330,3 +330,44 @@ def test_explain_lists_each_feasible_nodes_devices() -> None:
         ]
         for node, dev in (("node-1", "dev-1"), ("node-2", "dev-2"))
     }
+
+
+def test_queueing_hints() -> None:
+    """isSchedulableAfterClaimChange / isSchedulableAfterPodChange: the pod's own claim
+    created or its status changed, any deallocation, and the pod's generated claim
+    recorded in its status queue the pod; unrelated changes do not."""
+    from cluster_sched.framework.events import QueueingHint
+    from cluster_sched.framework.handle import Handle
+    from cluster_sched.framework.snapshot import Snapshot
+    from cluster_sched.plugins.dynamicresources import new
+
+    snapshot = Snapshot()
+    plugin = new(None, Handle(snapshot=snapshot))
+    mine, other = parse_object(claim()), parse_object(claim("other"))
+    snapshot.dra.set(mine)
+    snapshot.dra.set(other)
+    pod = _pod({"name": "c", "resourceClaimName": "claim-0"})
+    q, skip = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
+    assert plugin.is_schedulable_after_claim_change(pod, None, mine) == q
+    assert plugin.is_schedulable_after_claim_change(pod, None, other) == skip
+    assert plugin.is_schedulable_after_claim_change(pod, mine, mine) == skip
+    allocated = claim("other")
+    allocated["status"] = {
+        "allocation": {
+            "devices": {"results": [{"request": "r", "driver": "d", "pool": "p", "device": "x"}]}
+        }
+    }
+    # another claim deallocated: its devices may now fit this pod
+    assert plugin.is_schedulable_after_claim_change(pod, parse_object(allocated), other) == q
+    waiting = _pod({"name": "c", "resourceClaimTemplateName": "t"})
+    assert plugin.pre_enqueue(waiting).code.label == "UnschedulableAndUnresolvable"
+    doc = dict(waiting.raw)
+    doc["status"] = {"resourceClaimStatuses": [{"name": "c", "resourceClaimName": "claim-0"}]}
+    generated = parse_object(doc)
+    assert plugin.is_schedulable_after_pod_change(waiting, waiting, waiting) == skip
+    mine_owned = claim()
+    mine_owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "pod", "uid": "pod-uid", "controller": True}
+    ]
+    snapshot.dra.set(parse_object(mine_owned))
+    assert plugin.is_schedulable_after_pod_change(waiting, waiting, generated) == q
