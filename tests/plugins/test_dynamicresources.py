@@ -371,3 +371,38 @@ def test_queueing_hints() -> None:
     ]
     snapshot.dra.set(parse_object(mine_owned))
     assert plugin.is_schedulable_after_pod_change(waiting, waiting, generated) == q
+
+
+def test_postfilter_deallocates_an_unused_claim() -> None:
+    """The claim is allocated on node-1, now tainted against the pod: PostFilter
+    deallocates it (reserved by nobody), so the next attempt may allocate elsewhere."""
+    held = claim()
+    held["status"] = {
+        "allocation": {
+            "devices": {
+                "results": [
+                    {"request": "req-0", "driver": "driver-a", "pool": "node-1", "device": "dev-1"}
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": ["node-1"]}
+                        ]
+                    }
+                ]
+            },
+        }
+    }
+    tainted = node("node-1")
+    tainted["spec"] = {"taints": [{"key": "gone", "effect": "NoSchedule"}]}
+    cluster = (tainted, *CLUSTER[1:], held)
+    out = explain(
+        _cache(*cluster), _pod({"name": "c", "resourceClaimName": "claim-0"}), CONFIG
+    ).json
+    assert out["filter"]["node-2"]["reasons"] == ["resourceclaim not available on the node"]
+    assert out["message"].endswith(
+        "deallocation of ResourceClaim completed, preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling."
+    )
