@@ -3,9 +3,7 @@
 Defaults: namespace ``default``; schedulerName ``default-scheduler``; priority 0;
 preemptionPolicy PreemptLowerPriority; port protocol TCP (and hostPort = containerPort
 under hostNetwork); toleration operator Equal; a container's missing requests default
-to its limits. Validation rejects what the API server would and the scheduler cares
-about: quantities, negative or over-limit requests, selectors, affinity terms, spread
-constraints, tolerations. Errors carry the field path; manifest adds object and file.
+to its limits. Validation rejects what the API server would and the scheduler reads.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from typing import Any
 
 from cluster_sched.api import _decode as d
 from cluster_sched.api import selectors
+from cluster_sched.api._claims import pod_claim_statuses, pod_resource_claims
 from cluster_sched.api._volumes import pod_volumes
 from cluster_sched.api.objects import (
     CPU,
@@ -82,15 +81,14 @@ def resource_list(value: object, field: str) -> tuple[dict[str, int], dict[str, 
 
 
 def _check_totals(totals: Mapping[str, int]) -> None:
-    """Each quantity fits int64, but their sum over containers, init containers and
-    overhead may not; upstream's PodRequests would then wrap in MilliValue()/Value()."""
+    """Each quantity fits int64, their sum may not (upstream's PodRequests would wrap)."""
     for name, total in totals.items():
         if total > INT64_MAX:
-            raise InvalidObjectError(
+            why = (
                 f"the pod's total {name} request (containers, init containers and overhead) "
-                f"is beyond the int64 range the scheduler reads",
-                field="spec.containers",
+                "is beyond the int64 range the scheduler reads"
             )
+            raise InvalidObjectError(why, field="spec.containers")
 
 
 def _container(
@@ -440,7 +438,7 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     raw_tolerations = spec.get("tolerations")
     raw_spread = spec.get("topologySpreadConstraints")
     raw_gates = spec.get("schedulingGates")
-    raw_volumes = spec.get("volumes")
+    raw_volumes, raw_claims = spec.get("volumes"), spec.get("resourceClaims")
     return {
         "containers": tuple(containers),
         "init_containers": tuple(init_containers),
@@ -470,6 +468,7 @@ def _parse_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
         if raw_gates
         else (),
         "volumes": pod_volumes(raw_volumes, "spec.volumes") if raw_volumes else (),
+        "resource_claims": pod_resource_claims(raw_claims, "spec.resourceClaims"),
         "requests": requests,
         "nonzero_cpu": nonzero_cpu,
         "nonzero_memory": nonzero_memory,
@@ -496,5 +495,6 @@ def decode_pod(doc: Mapping[str, Any]) -> Pod:
         nominated_node_name=d.string(status.get("nominatedNodeName"), "status.nominatedNodeName"),
         phase=d.string(status.get("phase"), "status.phase") or "Pending",
         start_time=d.timestamp(status.get("startTime"), "status.startTime"),
+        resource_claim_statuses=pod_claim_statuses(status),
         raw=doc,
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from cluster_sched.api._claim_templates import instantiate_claims
 from cluster_sched.api._controller_common import (
     ALPHANUMS,
     Expansion,
@@ -59,6 +60,7 @@ __all__ = [
     "expand_controllers",
     "fnv32a",
     "generated_name",
+    "instantiate_claims",
     "node_name_affinity",
     "node_should_run_daemon_pod",
     "safe_encode_string",

@@ -2,7 +2,8 @@
 
 Kinds: v1 Pod, Node, Namespace, Service, ReplicationController, PersistentVolume,
 PersistentVolumeClaim; policy/v1 PodDisruptionBudget; apps/v1 ReplicaSet, StatefulSet;
-scheduling.k8s.io/v1 PriorityClass; storage.k8s.io/v1 StorageClass, CSINode, CSIDriver.
+scheduling.k8s.io/v1 PriorityClass; storage.k8s.io/v1 StorageClass, CSINode, CSIDriver;
+resource.k8s.io/v1 DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate.
 ``kind: List`` (and typed lists such as ``PodList``) are flattened.
 
 Every problem is an InvalidObjectError (QuantityError for quantities) whose one-line
@@ -362,10 +363,23 @@ def _decode_priority_class(doc: Mapping[str, Any]) -> PriorityClass:
     )
 
 
-#: Everything ``parse_object`` can return.
-AnyObject = KubeObject | StorageObject
+#: Everything ``parse_object`` can return (the resource.k8s.io kinds are ``Any`` here).
+AnyObject = KubeObject | StorageObject | Any
+
+
+def _dra(name: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A resource.k8s.io decoder, imported when first used: ``dra`` builds on ``api``."""
+
+    def decode(doc: Mapping[str, Any]) -> Any:
+        from cluster_sched.dra import decode as dra_decode
+
+        return getattr(dra_decode, name)(doc)
+
+    return decode
+
 
 _STORAGE = frozenset({"storage.k8s.io/v1"})
+_DRA = frozenset({"resource.k8s.io/v1"})
 
 #: kind → (accepted apiVersions, namespaced, decoder)
 KINDS: Mapping[str, tuple[frozenset[str], bool, Callable[[Mapping[str, Any]], AnyObject]]] = {
@@ -383,6 +397,10 @@ KINDS: Mapping[str, tuple[frozenset[str], bool, Callable[[Mapping[str, Any]], An
     "StorageClass": (_STORAGE, False, decode_storage_class),
     "CSINode": (_STORAGE, False, decode_csinode),
     "CSIDriver": (_STORAGE, False, decode_csidriver),
+    "DeviceClass": (_DRA, False, _dra("decode_device_class")),
+    "ResourceSlice": (_DRA, False, _dra("decode_resource_slice")),
+    "ResourceClaim": (_DRA, True, _dra("decode_resource_claim")),
+    "ResourceClaimTemplate": (_DRA, True, _dra("decode_resource_claim_template")),
 }
 
 

@@ -251,6 +251,10 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     #: spec.volumes (only the sources the scheduler reads keep their details)
     volumes: tuple[Volume, ...] = ()
+    #: spec.resourceClaims (``dra.objects.PodResourceClaim``)
+    resource_claims: tuple[Any, ...] = ()
+    #: status.resourceClaimStatuses: pod claim name -> generated claim name (or None)
+    resource_claim_statuses: Mapping[str, str | None] = field(default_factory=dict)
     #: status.nominatedNodeName
     nominated_node_name: str = ""
     #: status.phase (Pending, Running, Succeeded, Failed)

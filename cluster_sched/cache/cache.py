@@ -45,6 +45,7 @@ from cluster_sched.api.objects import (
 )
 from cluster_sched.api.storage import STORAGE_KINDS, StorageObject
 from cluster_sched.clock import Clock, SystemClock
+from cluster_sched.dra.listers import DRA_KINDS, DraListers, DraObject
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.volume_listers import VolumeListers
@@ -148,6 +149,7 @@ class Cache:
         self.controllers: dict[tuple[str, str], WorkloadController] = {}
         #: PVs, PVCs, StorageClasses, CSINodes, CSIDrivers
         self.volumes = VolumeListers()
+        self.dra = DraListers()
         #: bumps on every change (cheap "did anything change" check for snapshots)
         self.generation = 0
         table = getattr(self.sink, "table", None)
@@ -160,6 +162,7 @@ class Cache:
             controllers=self.controllers,
             images={},
             volumes=self.volumes,
+            dra=self.dra,
         )
 
     # ------------------------------------------------------------------ nodes
@@ -378,6 +381,15 @@ class Cache:
         self.volumes.remove(kind, key)
         self.snapshot.objects_version += 1
 
+    def set_dra(self, obj: DraObject) -> None:
+        """Add or update a DeviceClass, ResourceSlice, ResourceClaim or template."""
+        self.dra.set(obj)
+        self.snapshot.objects_version += 1
+
+    def remove_dra(self, kind: str, key: str) -> None:
+        self.dra.remove(kind, key)
+        self.snapshot.objects_version += 1
+
     def load(self, objects: Iterable[object]) -> list[Pod]:
         """Add manifests' objects; returns the pods that are not bound (pending).
         Succeeded and Failed pods are left out: the scheduler's informer never sees them."""
@@ -397,6 +409,8 @@ class Cache:
                 self.set_controller(obj)
             elif type(obj).__name__ in STORAGE_KINDS:
                 self.set_storage(obj)  # type: ignore[arg-type]
+            elif type(obj).__name__ in DRA_KINDS:
+                self.set_dra(obj)  # type: ignore[arg-type]
         for pod in pods:
             if pod.node_name:
                 self.add_pod(pod)

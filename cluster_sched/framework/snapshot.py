@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cluster_sched.api.objects import Namespace, Node, PodDisruptionBudget, WorkloadController
+from cluster_sched.dra.listers import DraListers
 from cluster_sched.framework.volume_listers import VolumeListers
 from cluster_sched.nodetable.table import NodeTable
 
@@ -42,6 +43,8 @@ class Snapshot:
     #: PVs, PVCs, StorageClasses, CSINodes and CSIDrivers (the volume plugins' listers;
     #: their PreFilter reads them on the coordinator and hands Filter what it needs)
     volumes: VolumeListers = field(default_factory=VolumeListers)
+    #: DeviceClasses, ResourceSlices, ResourceClaims and their templates (DRA)
+    dra: DraListers = field(default_factory=DraListers)
     #: bumped by the owner whenever namespaces, PDBs, controllers or storage objects
     #: change (caches of answers that read them key on it)
     objects_version: int = 0

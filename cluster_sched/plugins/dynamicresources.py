@@ -1,17 +1,496 @@
-"""Upstream DynamicResources (DRA ResourceClaims): a stub that Skips."""
+"""DynamicResources: a pod's ResourceClaims must exist, and be allocated or allocatable
+on the node (upstream pkg/scheduler/framework/plugins/dynamicresources, v1.35 with its
+default gates: the "incubating" allocator, prioritized lists and admin access on).
+
+- PreEnqueue: every claim exists (a template's claim is named in the pod's status),
+  is not being deleted, and a template's claim is owned by the pod.
+- PreFilter: the same checks, an allocated claim must be reservable by the pod, no
+  allocation may be in flight, every device class must exist; builds the allocator.
+- Filter: allocated claims' node selectors; the allocator for the others, node by node,
+  only on nodes that see any device at all (the others fail as a column).
+- PostFilter: deallocates one allocated claim that was unavailable and is reserved by
+  nobody else, so the next attempt can allocate it elsewhere.
+- Reserve/Unreserve: the allocation chosen for the node goes in flight in the DRA
+  listers, so no later pod (of this batch or the next) can take its devices.
+- PreBind: writes ``status.allocation`` (with the finalizer) and ``status.reservedFor``.
+
+Status strings are upstream's. Per-cycle data stays in the plugin (keyed by pod): the
+CycleState carries only a small frozen token, and Reserve's frozen decision for PreBind.
+"""
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.api.selectors import node_selector_matches
+from cluster_sched.config.plugin_args import DynamicResourcesArgs
+from cluster_sched.dra.allocator import AllocationError, Allocator
+from cluster_sched.dra.listers import DraListers
+from cluster_sched.dra.objects import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    RESERVED_FOR_MAX_SIZE,
+    AllocationResult,
+    ResourceClaim,
+)
+from cluster_sched.dra.podclaims import (
+    claim_change_helps,
+    class_needs,
+    is_simple,
+    pod_claims,
+    reserved_for_pod,
+)
+from cluster_sched.dra.wire import bind_claim
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from cluster_sched.framework.handle import Handle
+from cluster_sched.framework.interfaces import (
+    NodeSlice,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+)
+from cluster_sched.framework.status import SUCCESS, Code, Status, error, skip, unresolvable
+from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.plugins import names
-from cluster_sched.plugins._novolumes import NoVolumes
+from cluster_sched.plugins._helpers import default_normalize_score
+
+NAME = names.DYNAMIC_RESOURCES
+STATE_KEY = NAME
+RESERVED_KEY = NAME + "/reserved"
+#: Per-cycle entries kept at most (a pod rejected in Filter never reaches Reserve).
+MAX_CYCLES = 4096
+
+#: upstream's statusUnschedulable: every "does not fit" of this plugin is
+#: UnschedulableAndUnresolvable (preemption cannot free devices)
+UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+_SKIP = QueueingHint.QUEUE_SKIP
+ERR_IN_USE = "resourceclaim in use"
+ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
+ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
+ERR_NO_NEW_CLAIMS = "no new claims to deallocate"
 
 
-class DynamicResources(NoVolumes):
-    name = names.DYNAMIC_RESOURCES
+@dataclass(frozen=True, slots=True)
+class _Token:
+    """What CycleState holds: the pod the plugin's own cycle entry belongs to."""
+
+    pod_key: str
+    has_claims: bool
+    #: for a shard (no cycle entry of its own): one-request claims' free-device column,
+    #: node -> free devices of the class, and how many the pod needs
+    free: Mapping[str, int] | None = None
+    want: int = 0
 
 
-def new(args: Any, handle: Handle) -> DynamicResources:
-    return DynamicResources()
+@dataclass(frozen=True, slots=True)
+class _Reserved:
+    """Reserve's decision, for PreBind (travels to the binder): claim key -> allocation
+    (None: already allocated, only the reservation is added)."""
+
+    claims: tuple[tuple[str, AllocationResult | None], ...] = ()
+
+
+@dataclass(slots=True)
+class _Cycle:
+    claims: list[ResourceClaim]
+    to_allocate: list[int]
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    #: the pre-check (every slice node-local): free devices each class needs per node
+    need: dict[str, int] | None = None
+    #: the count check alone decides Filter (``podclaims.is_simple``)
+    simple: bool = False
+
+
+class DynamicResources:
+    name = NAME
+
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
+        self._handle = handle
+        self._args = args
+        self._cycles: OrderedDict[str, _Cycle] = OrderedDict()
+
+    def _dra(self) -> DraListers | None:
+        snapshot = self._handle.snapshot
+        return snapshot.dra if snapshot is not None else None
+
+    # -- PreEnqueue
+
+    def pre_enqueue(self, pod: Pod) -> Status:
+        dra = self._dra()
+        if not pod.resource_claims or dra is None:
+            return SUCCESS
+        _, err = pod_claims(pod, dra)
+        return unresolvable(err) if err else SUCCESS
+
+    # -- PreFilter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Any
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(STATE_KEY, _Token(pod.key, False))
+        if not pod.resource_claims:
+            # Score would give every node 0 (normalised: 0): skipping it is the same
+            # outcome and keeps the compiled scoring path for pods without claims.
+            state.skip_score_plugins.add(NAME)
+            return None, skip()
+        dra: DraListers = snapshot.dra
+        claims, err = pod_claims(pod, dra)
+        if err:
+            return None, unresolvable(err)
+        if not claims:
+            state.skip_score_plugins.add(NAME)
+            return None, skip()
+        to_allocate = []
+        for index, claim in enumerate(claims):
+            if claim.allocation is not None:
+                if len(claim.reserved_for) >= RESERVED_FOR_MAX_SIZE and not reserved_for_pod(
+                    pod, claim
+                ):
+                    return None, unresolvable(ERR_IN_USE)
+                continue
+            to_allocate.append(index)
+            if dra.has_pending(claim.meta.uid):
+                return None, unresolvable(
+                    f"resource claim {claim.key} is in the process of being allocated"
+                )
+            for req in claim.spec.requests:
+                alts = (req.exactly,) if req.exactly is not None else req.first_available
+                for alt in alts:
+                    assert alt is not None
+                    qual = f"{req.name}/{alt.name}" if req.exactly is None else req.name
+                    if alt.device_class_name not in dra.classes:
+                        return None, unresolvable(
+                            f"request {qual}: device class {alt.device_class_name} does not exist"
+                        )
+        cycle = _Cycle(claims, to_allocate)
+        if to_allocate:
+            local, shared = dra.slice_index()
+            cycle.allocator = Allocator(
+                dra.classes,
+                (),
+                dra.is_allocated,
+                snapshot.namespace_labels,
+                # DRAAdminAccess and DRAPrioritizedList: beta and on in v1.35
+                admin_access=True,
+                prioritized_list=True,
+                slices_for=lambda node: [*local.get(node.name, ()), *shared],
+            )
+            if not shared:
+                wanted = [claims[i] for i in to_allocate]
+                cycle.need = class_needs(wanted)
+                cycle.simple = is_simple(wanted)
+        self._cycles[pod.key] = cycle
+        self._cycles.move_to_end(pod.key)
+        while len(self._cycles) > MAX_CYCLES:
+            self._cycles.popitem(last=False)
+        free: dict[str, int] | None = None
+        want = 0
+        if cycle.simple and cycle.need and all(c.allocation_node_selector is None for c in claims):
+            ((cls, want),) = cycle.need.items()
+            free = {name: dra.free_count(cls, name) for name in dra.class_devices(cls)}
+        state.write(STATE_KEY, _Token(pod.key, True, free, want))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def _cycle(self, state: CycleState) -> _Cycle | None:
+        token: _Token | None = state.get(STATE_KEY)
+        if token is None or not token.has_claims:
+            return None
+        return self._cycles.get(token.pod_key)
+
+    # -- Filter
+
+    def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
+        k = len(nodes)
+        token: _Token | None = state.get(STATE_KEY)
+        if token is None:
+            return NodeVerdicts.missing_state(k, STATE_KEY)
+        cycle = self._cycle(state)
+        if cycle is None and token.has_claims:
+            # a shard: only the free-device column travels in the CycleState
+            if token.free is None:
+                return NodeVerdicts.from_mask(
+                    np.ones(k, dtype=bool),
+                    Code.ERROR,
+                    "DynamicResources: this pod's claims are allocated by the coordinator's "
+                    "own Filter; run with --executor local",
+                )
+            free_col = token.free
+            free = np.fromiter((free_col.get(n, 0) for n in nodes.names()), np.int64, count=k)
+            return NodeVerdicts.from_mask(free < token.want, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+        if cycle is None:
+            return NodeVerdicts.passing(k)
+        codes = np.zeros(k, dtype=np.int8)
+        ids = np.zeros(k, dtype=np.int32)
+        reasons: list[tuple[str, ...]] = []
+        reason_ids: dict[tuple[str, ...], int] = {}
+
+        def fail(i: int, code: Code, reason: str) -> None:
+            key = (reason,)
+            if key not in reason_ids:
+                reason_ids[key] = len(reasons)
+                reasons.append(key)
+            codes[i] = code
+            ids[i] = reason_ids[key]
+
+        table = nodes.table
+        claims = [cycle.claims[i] for i in cycle.to_allocate]
+        if cycle.allocator is not None:
+            try:
+                cycle.allocator.validate(claims)
+            except AllocationError as err:
+                return NodeVerdicts.from_mask(np.ones(k, dtype=bool), Code.ERROR, str(err))
+        dra = self._dra() if cycle.need is not None else None
+        if (
+            dra is not None
+            and cycle.need
+            and cycle.simple
+            and all(c.allocation_node_selector is None for c in cycle.claims)
+        ):
+            # one class, one count: the free-device column decides every node at once
+            ((cls, want),) = cycle.need.items()
+            free = np.fromiter(
+                (dra.free_count(cls, name) for name in nodes.names()), dtype=np.int64, count=k
+            )
+            return NodeVerdicts.from_mask(free < want, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+        for i, row in enumerate(nodes.rows.tolist()):
+            node = table.nodes[row]
+            unavailable = [
+                index
+                for index, claim in enumerate(cycle.claims)
+                if claim.allocation_node_selector is not None
+                and not node_selector_matches(
+                    claim.allocation_node_selector, node.name, node.labels
+                )
+            ]
+            counted = False
+            if dra is not None and cycle.need is not None:
+                # the pre-check: too few free devices of a class, no allocator run
+                short = any(dra.free_count(cls, node.name) < n for cls, n in cycle.need.items())
+                if short:
+                    fail(i, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+                    continue
+                counted = cycle.simple  # fits; Reserve allocates on the chosen node
+            found: list[AllocationResult] | None = None
+            if cycle.allocator is not None and not counted:
+                try:
+                    found = cycle.allocator.allocate(node, claims)
+                except AllocationError as err:
+                    fail(i, Code.ERROR, str(err))
+                    continue
+                if found is None:
+                    fail(i, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+                    continue
+            if unavailable:
+                cycle.unavailable.update(unavailable)
+                fail(i, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ERR_NOT_AVAILABLE)
+                continue
+            if cycle.allocator is not None and found is not None:
+                cycle.node_allocations[node.name] = found
+        return NodeVerdicts(codes, ids, reasons)
+
+    # -- Score
+
+    def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
+        """Prioritized lists: each allocated subrequest at index i of its request's
+        firstAvailable adds FirstAvailableDeviceRequestMaxSize - i."""
+        cycle = self._cycle(state)
+        out = np.zeros(len(nodes), dtype=np.int64)
+        if cycle is None or not cycle.node_allocations:
+            return out
+        ranks: dict[str, int] = {}
+        for index in cycle.to_allocate:
+            for req in cycle.claims[index].spec.requests:
+                for i, sub in enumerate(req.first_available):
+                    ranks[f"{cycle.claims[index].key}:{req.name}/{sub.name}"] = (
+                        FIRST_AVAILABLE_MAX_SIZE - i
+                    )
+        if not ranks:
+            return out
+        keys = [cycle.claims[index].key for index in cycle.to_allocate]
+        for i, name in enumerate(nodes.names()):
+            allocations = cycle.node_allocations.get(name)
+            if allocations is None:
+                continue
+            score = 0
+            for key, allocation in zip(keys, allocations, strict=True):
+                subrequests = {r.request for r in allocation.devices if "/" in r.request}
+                score += sum(ranks.get(f"{key}:{sub}", 0) for sub in subrequests)
+            out[i] = score
+        return out
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
+        return default_normalize_score(scores, reverse=False)
+
+    # -- PostFilter
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        token: _Token | None = state.get(STATE_KEY)
+        if token is None:
+            return None, error(f'reading "{STATE_KEY}" from cycleState: not found')
+        cycle = self._cycle(state)
+        if cycle is None:
+            return None, Status(Code.UNSCHEDULABLE, (ERR_NO_NEW_CLAIMS,))
+        for index in sorted(cycle.unavailable):
+            claim = cycle.claims[index]
+            reserved = claim.reserved_for
+            if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
+                store = getattr(self._handle.binder, "store", None)
+                if store is not None:
+                    doc = store.get("ResourceClaim", claim.key)
+                    if doc is not None:
+                        doc = copy.deepcopy(doc)
+                        status = doc.setdefault("status", {})
+                        for key in ("allocation", "reservedFor", "devices"):
+                            status.pop(key, None)
+                        store.apply(doc, source=NAME)
+                return None, Status(
+                    Code.UNSCHEDULABLE, ("deallocation of ResourceClaim completed",)
+                )
+        return None, Status(Code.UNSCHEDULABLE, ("still not schedulable",))
+
+    # -- Reserve / Unreserve
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        cycle = self._cycle(state)
+        if cycle is None:
+            return SUCCESS
+        decided: list[tuple[str, AllocationResult | None]] = []
+        if cycle.to_allocate:
+            allocations = cycle.node_allocations.get(node_name)
+            if allocations is None:
+                # Filter ran in a shard: the allocation is made again here (same inputs)
+                allocations = self._allocate_on(cycle, node_name)
+            if allocations is None:
+                return error("claim allocation not found for node")
+            if len(allocations) != len(cycle.to_allocate):
+                return error(
+                    f"internal error, have {len(allocations)} allocations, "
+                    f"{len(cycle.to_allocate)} claims to allocate, want "
+                    f"{len(cycle.to_allocate)} claims"
+                )
+            dra = self._dra()
+            for index, allocation in zip(cycle.to_allocate, allocations, strict=True):
+                claim = cycle.claims[index]
+                if dra is not None:
+                    dra.signal_pending(claim, allocation)
+                decided.append((claim.key, allocation))
+        for index, claim in enumerate(cycle.claims):
+            if index not in cycle.to_allocate and not reserved_for_pod(pod, claim):
+                decided.append((claim.key, None))
+        state.write(RESERVED_KEY, _Reserved(tuple(decided)))
+        return SUCCESS
+
+    def _allocate_on(self, cycle: _Cycle, node_name: str) -> list[AllocationResult] | None:
+        snapshot = self._handle.snapshot
+        node = snapshot.node(node_name) if snapshot is not None else None
+        if node is None or cycle.allocator is None:
+            return None
+        try:
+            return cycle.allocator.allocate(node, [cycle.claims[i] for i in cycle.to_allocate])
+        except AllocationError:
+            return None
+
+    def allocations(self, state: CycleState, node_names: list[str]) -> dict[str, list[Any]]:
+        """explain: per feasible node, the devices this pod's claims would get there."""
+        cycle = self._cycle(state)
+        out: dict[str, list[Any]] = {}
+        if cycle is None or not cycle.to_allocate:
+            return out
+        for name in node_names:
+            found = cycle.node_allocations.get(name) or self._allocate_on(cycle, name)
+            if found is None:
+                continue
+            out[name] = [
+                {"claim": cycle.claims[i].key, "request": r.request, "driver": r.driver}
+                | {"pool": r.pool, "device": r.device}
+                for i, allocation in zip(cycle.to_allocate, found, strict=True)
+                for r in allocation.devices
+            ]
+        return out
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        cycle = self._cycle(state)
+        dra = self._dra()
+        if cycle is None or dra is None:
+            return
+        for claim in cycle.claims:
+            dra.remove_pending(claim.meta.uid)
+
+    # -- PreBind
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        reserved: _Reserved | None = state.get(RESERVED_KEY)
+        return skip() if reserved is None or not reserved.claims else SUCCESS
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        reserved: _Reserved | None = state.get(RESERVED_KEY)
+        if reserved is None or not reserved.claims:
+            return SUCCESS
+        store = getattr(self._handle.binder, "store", None)
+        if store is None:
+            return error("no store to write the pod's resource claims to")
+        for key, allocation in reserved.claims:
+            problem = bind_claim(store, key, allocation, pod)
+            if problem:
+                return error(problem)
+        return SUCCESS
+
+    # -- events
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        add_update = ActionType.ADD | ActionType.UPDATE
+        return (
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, add_update),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, add_update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, add_update)),
+        )
+
+    def is_schedulable_after_claim_change(
+        self, pod: Pod, old: ResourceClaim | None, new: ResourceClaim | None
+    ) -> QueueingHint:
+        dra = self._dra()
+        if new is None or dra is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if claim_change_helps(pod, old, new, dra) else _SKIP
+
+    def is_schedulable_after_pod_change(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        dra = self._dra()
+        if new is None or new.uid != pod.uid or dra is None:
+            return _SKIP
+        return _SKIP if pod_claims(new, dra)[1] else QueueingHint.QUEUE
+
+
+def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
+    return DynamicResources(args or DynamicResourcesArgs(), handle)

@@ -21,6 +21,8 @@ from cluster_sched.api.selectors import label_selector_matches
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
+from cluster_sched.dra.claim_controller import release_pod_claims
+from cluster_sched.dra.listers import dra_key
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError
 from cluster_sched.framework.events import (
     EVENT_ASSIGNED_POD_DELETE,
@@ -45,6 +47,14 @@ STORAGE_EVENT_RESOURCES: Mapping[str, EventResource] = {
     "CSIDriver": EventResource.CSI_DRIVER,
 }
 assert set(STORAGE_EVENT_RESOURCES) == set(STORAGE_KINDS)
+#: DRA kinds -> the resource of their cluster events (templates: none, the scheduler
+#: does not read them).
+DRA_EVENT_RESOURCES: Mapping[str, EventResource | None] = {
+    "DeviceClass": EventResource.DEVICE_CLASS,
+    "ResourceSlice": EventResource.RESOURCE_SLICE,
+    "ResourceClaim": EventResource.RESOURCE_CLAIM,
+    "ResourceClaimTemplate": None,
+}
 
 
 def queued_info_for(pod: Pod, timestamp: float) -> QueuedPodInfo:
@@ -89,6 +99,8 @@ def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     if old.tolerations != new.tolerations:
         actions.append(ActionType.UPDATE_POD_TOLERATION)
+    if old.resource_claim_statuses != new.resource_claim_statuses:
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
         actions.append(ActionType.UPDATE)
     return [ClusterEvent(resource, action) for action in actions]
@@ -206,6 +218,8 @@ class EventHandlers:
     # ------------------------------------------------------------------ pods
 
     def on_pod(self, old: Pod | None, new: Pod | None) -> None:
+        if new is None and old is not None and old.resource_claims:
+            release_pod_claims(self.store, old, self.cache.dra)
         old_assigned = old is not None and bool(old.node_name)
         new_assigned = new is not None and bool(new.node_name)
         if old is not None and not old_assigned and (new is None or new_assigned):
@@ -335,6 +349,17 @@ class EventHandlers:
                 cache.set_storage(new)
                 action = ActionType.ADD if old is None else ActionType.UPDATE
             self._pending_moves.setdefault(ClusterEvent(resource, action), []).append((old, new))
+        elif kind in DRA_EVENT_RESOURCES:
+            if new is None:
+                cache.remove_dra(kind, dra_key(old))
+                action = ActionType.DELETE
+            else:
+                cache.set_dra(new)
+                action = ActionType.ADD if old is None else ActionType.UPDATE
+            dra_resource = DRA_EVENT_RESOURCES[kind]
+            if dra_resource is not None:
+                event = ClusterEvent(dra_resource, action)
+                self._pending_moves.setdefault(event, []).append((old, new))
         elif kind == "Namespace":
             if new is None:
                 cache.remove_namespace(old.name)

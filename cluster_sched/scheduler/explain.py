@@ -189,6 +189,11 @@ def _explain(
             out["finalScores"][name] = int(result.total_scores[i])
     out["weightedScores"] = weighted_scores(out["scores"], out["weights"])
     feasible = result.feasible_nodes
+    # DynamicResources: the devices each feasible node would give the pod's claims
+    dra = next((pl for pl in fwk.filter if hasattr(pl, "allocations")), None)
+    claims = dra.allocations(state, list(feasible)) if dra is not None else {}
+    if claims:
+        out["resourceClaims"] = claims
     evaluated = [*result.diagnosis.node_to_status.statuses, *feasible]
     _add_plugin_results(out, fwk, pod, cache, table, evaluated, feasible, result.suggested_host)
     return Explanation(result, None, None, out)

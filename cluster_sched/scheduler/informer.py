@@ -31,6 +31,7 @@ from cluster_sched.api.objects import (
     WorkloadController,
 )
 from cluster_sched.api.storage import STORAGE_KINDS
+from cluster_sched.dra.listers import DRA_KINDS
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
@@ -47,6 +48,7 @@ WATCHED_KINDS = (
     "StorageClass",
     "CSINode",
     "CSIDriver",
+    *DRA_KINDS,
     "Namespace",
     "PodDisruptionBudget",
     "Service",
@@ -64,6 +66,7 @@ LIST_ORDER = (
     "CSINode",
     "PersistentVolume",
     "PersistentVolumeClaim",
+    *DRA_KINDS,
     "Namespace",
     "PodDisruptionBudget",
     "Service",
@@ -330,5 +333,5 @@ def bound_fast_path(
 
 def is_other_kind(obj: object) -> bool:
     return isinstance(obj, Namespace | PodDisruptionBudget | WorkloadController) or (
-        type(obj).__name__ in STORAGE_KINDS
+        type(obj).__name__ in STORAGE_KINDS or type(obj).__name__ in DRA_KINDS
     )

@@ -194,7 +194,7 @@ class PreCycleReuse:
 
     def _validity(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> tuple[int, ...] | None:
         """The facts a shared state depends on, or None when this pod may not share."""
-        if pod.volumes or len(snapshot.tables) != 1:
+        if pod.volumes or pod.resource_claims or len(snapshot.tables) != 1:
             return None
         if any(pl.name not in KNOWN for pl in fwk.pre_filter) or any(
             pl.name not in KNOWN for pl in fwk.pre_score

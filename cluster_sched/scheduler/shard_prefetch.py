@@ -86,7 +86,10 @@ def state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
     """The state after PreFilter depends on the pod alone (module docstring)."""
     present = {pl.name for pl in fwk.pre_filter}
     return (
-        not pod.volumes and present <= KNOWN and (present & CROSS_NODE) <= state.skip_filter_plugins
+        not pod.volumes
+        and not pod.resource_claims
+        and present <= KNOWN
+        and (present & CROSS_NODE) <= state.skip_filter_plugins
     )
 
 

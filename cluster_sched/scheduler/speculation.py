@@ -52,6 +52,7 @@ def speculation_wanted(fwk: Framework, pod: Pod) -> bool:
         bool(fwk.score)
         and not fwk.instrumented
         and not pod.volumes
+        and not pod.resource_claims
         and all(pl.name in KNOWN for pl in fwk.pre_score)
     )
 

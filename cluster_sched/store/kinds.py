@@ -35,6 +35,8 @@ CLUSTER_SCOPED_KINDS = frozenset(
         "StorageClass",
         "CSINode",
         "CSIDriver",
+        "DeviceClass",
+        "ResourceSlice",
     }
 )
 #: Kinds whose objects are keyed ``namespace/name``.
@@ -47,6 +49,8 @@ NAMESPACED_KINDS = frozenset(
         "StatefulSet",
         "ReplicationController",
         "PersistentVolumeClaim",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
     }
 )
 #: Every kind, in the order a consistent snapshot lists them (things pods refer to first).
@@ -55,10 +59,14 @@ KINDS: tuple[str, ...] = (
     "PriorityClass",
     "StorageClass",
     "CSIDriver",
+    "DeviceClass",
     "Node",
+    "ResourceSlice",
     "CSINode",
     "PersistentVolume",
     "PersistentVolumeClaim",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
     "PodDisruptionBudget",
     "Service",
     "ReplicaSet",

@@ -27,6 +27,7 @@ import yaml
 from cluster_sched.errors import UsageError
 from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_redis_option
 from cluster_sched.workload.describe_node import pods_on_node, render_describe_node
+from cluster_sched.workload.inspect_dra import DRA_RESOURCES, dra_rows
 from cluster_sched.workload.inspect_kinds import (
     EVENTS,
     Resource,
@@ -50,6 +51,9 @@ from cluster_sched.workload.inspect_render import (
 __all__ = ["register_inspect_commands"]
 
 Register = Callable[[Any], None]
+
+#: The DRA kinds, which ``get`` shows with kubectl's columns (``inspect_dra``).
+DRA_KINDS = frozenset(DRA_RESOURCES.values())
 
 #: The namespace ``get`` and ``describe`` use without ``-n`` (as kubectl's default context).
 DEFAULT_NAMESPACE = "default"
@@ -235,6 +239,8 @@ def _cmd_get(args: argparse.Namespace) -> int:
         rows = node_rows(items, now, wide=wide)
     elif res.kind == EVENTS:
         rows = event_rows(items, now, namespaces=namespaces)
+    elif res.kind in DRA_KINDS:
+        rows = dra_rows(res.kind, items, now, namespaces=namespace is None)
     else:
         rows = generic_rows(items, now, namespaces=namespaces)
     print(tabwrite(rows))

@@ -435,6 +435,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
             metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
             tracing.shutdown()
+        claims = store.list("ResourceClaim") if opts.output else []
         stats = coord.stats
         invalid: list[str] = workload.invalid + coord.invalid_objects
         fast = coord.algorithm.fast
@@ -499,6 +500,9 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
         out.mkdir(parents=True, exist_ok=True)
         (out / "placements.json").write_text(json.dumps(placements, indent=1) + "\n")
         (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if claims:  # what ``kubectl get resourceclaims -A -o json`` prints
+            listing_doc = {"apiVersion": "v1", "kind": "List", "items": claims}
+            (out / "resourceclaims.json").write_text(json.dumps(listing_doc, indent=1) + "\n")
         if opts.report:
             from cluster_sched.report.render import write_report
 

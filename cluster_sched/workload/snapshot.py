@@ -33,6 +33,7 @@ from cluster_sched.api.controllers import (
     EXPANDED_ONLY_KINDS,
     check_template,
     expand_controllers,
+    instantiate_claims,
 )
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import KINDS, AnyObject, load_documents, parse_object
@@ -196,6 +197,7 @@ def build_snapshot(
         snap.pod_docs.extend(exp.pods)
         snap.created = exp.created
         snap.warnings.extend(f"{source}: {line}" if source else line for line in exp.warnings)
+    instantiate_claims(snap.pod_docs, snap.objects, seed=seed)
     return snap
 
 

@@ -69,7 +69,7 @@ def test_scheduling_basic_example(tmp_path: Path, capsys: Any) -> None:
 
 # Messages are upstream's FitError grammar for the default profile (the preemption
 # part is DefaultPreemption's PostFilter message).
-NOT_HELPFUL = "preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
+NOT_HELPFUL = "no new claims to deallocate, preemption: 0/8 nodes are available: 8 Preemption is not helpful for scheduling."
 SELECTOR_MISS = (
     "0/8 nodes are available: 2 node(s) had untolerated taint(s), 2 node(s) were unschedulable, "
     "4 node(s) didn't match Pod's node affinity/selector. " + NOT_HELPFUL

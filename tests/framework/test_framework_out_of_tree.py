@@ -165,16 +165,14 @@ UPSTREAM_EXTENSION_POINTS: dict[str, set[str]] = {
         "preFilter",
         "filter",
         "postFilter",
+        "score",
         "reserve",
         "preBind",
     },
 }
 
 #: Known gaps, kept visible: strict xfail fails the suite once they are closed.
-_KNOWN_GAPS = {
-    names.DYNAMIC_RESOURCES: "a Skip-everything stub: no PreEnqueue/PostFilter/Reserve/PreBind, so "
-    "FitError messages lack upstream's 'no new claims to deallocate, ' PostFilter reason",
-}
+_KNOWN_GAPS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(

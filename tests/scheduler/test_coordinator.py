@@ -162,6 +162,8 @@ FIT_ERROR = (
     "0/3 nodes are available: 1 Insufficient cpu, "
     "1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
 )
+#: DynamicResources' PostFilter (before DefaultPreemption) for a pod without claims
+NO_CLAIMS = "no new claims to deallocate"
 
 
 def test_fit_error_records_event_condition_and_parks_pod(h: Harness) -> None:
@@ -170,14 +172,14 @@ def test_fit_error_records_event_condition_and_parks_pod(h: Harness) -> None:
     h.cycle()
 
     events = h.store.events(key="default/p", reason="FailedScheduling")
-    assert [e["message"] for e in events] == [FIT_ERROR]
+    assert [e["message"] for e in events] == [f"{FIT_ERROR} {NO_CLAIMS}"]
     assert events[0]["type"] == "Warning"
     cond = h.condition("default/p")
     assert cond is not None
     assert (cond["status"], cond["reason"], cond["message"]) == (
         "False",
         "Unschedulable",
-        FIT_ERROR,
+        f"{FIT_ERROR} {NO_CLAIMS}",
     )
     # No move request since the pod was popped: it waits in the unschedulable pool,
     # remembering which plugins rejected it.
@@ -239,7 +241,9 @@ def test_default_profile_fit_error_names_preemption(make_harness: Any) -> None:
     h.start()
     h.cycle()
     (event,) = h.store.events(key="default/p", reason="FailedScheduling")
-    assert event["message"].startswith(FIT_ERROR + " preemption: 0/3 nodes are available:")
+    assert event["message"].startswith(
+        FIT_ERROR + f" {NO_CLAIMS}, preemption: 0/3 nodes are available:"
+    )
     assert h.queue.location("default/p") is Location.UNSCHEDULABLE
 
 

@@ -107,6 +107,7 @@ def test_fit_error_with_postfilter_reports_preemption() -> None:
     assert out["preemption"] == {"nominatedNode": None, "victims": []}
     assert out["message"] == (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, "
         "2 Preemption is not helpful for scheduling."
     )

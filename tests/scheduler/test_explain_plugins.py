@@ -79,12 +79,16 @@ def test_other_extension_points_have_each_plugins_result() -> None:
     # pod with no preemption running
     assert results["preEnqueue"] == {
         "SchedulingGates": {"code": "Success"},
+        "DynamicResources": {"code": "Success"},
         "DefaultPreemption": {"code": "Success"},
     }
     assert results["preFilter"]["NodeResourcesFit"] == {"code": "Success"}
     assert results["preFilter"]["NodePorts"] == {"code": "Skip"}
     assert results["preScore"]["TaintToleration"] == {"code": "Success"}
-    assert results["reserve"] == {"VolumeBinding": {"code": "Success"}}
+    assert results["reserve"] == {
+        "VolumeBinding": {"code": "Success"},
+        "DynamicResources": {"code": "Success"},
+    }
     assert results["permit"] == {}
 
 

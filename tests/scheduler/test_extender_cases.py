@@ -117,7 +117,7 @@ def test_2_an_extender_rejecting_every_node_is_a_fit_error(serve: Any, explain: 
     assert out["selectedNode"] is None
     assert out["message"].startswith(
         '0/2 nodes are available: 1 FakeExtender: node "node1" failed, '
-        '1 FakeExtender: node "node2" failed. preemption: '
+        '1 FakeExtender: node "node2" failed. no new claims to deallocate, preemption: '
     )
     assert out["filter"]["node1"] == {
         "code": "Unschedulable",

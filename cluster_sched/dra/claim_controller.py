@@ -1,0 +1,56 @@
+"""What kube-controller-manager does with a deleted pod's ResourceClaims (the
+resourceclaim controller and the garbage collector), done when the scheduler's watch
+sees the pod go: claims the pod owns (made from its templates) are deleted; the pod is
+removed from the ``reservedFor`` of the others, and a claim reserved by nobody any more
+is deallocated (its allocation and finalizer dropped), so its devices are free again.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.dra.listers import DraListers
+from cluster_sched.dra.objects import CLAIM_FINALIZER
+from cluster_sched.dra.podclaims import is_for_pod, pod_claims
+
+__all__ = ["release_pod_claims"]
+
+
+class ClaimStore(Protocol):
+    def get(self, kind: str, key: str) -> dict[str, Any] | None: ...
+
+    def apply(self, doc: Any, *, source: str = "") -> Any: ...
+
+    def delete(self, kind: str, key: str) -> bool: ...
+
+
+def release_pod_claims(store: ClaimStore, pod: Pod, dra: DraListers) -> None:
+    claims, _ = pod_claims(pod, dra)
+    for claim in claims:
+        if is_for_pod(pod, claim) and any(
+            ref.controller and ref.kind == "Pod" for ref in claim.meta.owner_references
+        ):
+            store.delete("ResourceClaim", claim.key)
+            continue
+        if not any(ref.uid == pod.uid for ref in claim.reserved_for):
+            continue
+        doc = store.get("ResourceClaim", claim.key)
+        if doc is None:
+            continue
+        doc = copy.deepcopy(doc)
+        status = doc.setdefault("status", {})
+        refs = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.uid]
+        if refs:
+            status["reservedFor"] = refs
+        else:
+            for key in ("reservedFor", "allocation", "devices"):
+                status.pop(key, None)
+            meta = doc.setdefault("metadata", {})
+            finalizers = [f for f in meta.get("finalizers") or [] if f != CLAIM_FINALIZER]
+            if finalizers:
+                meta["finalizers"] = finalizers
+            else:
+                meta.pop("finalizers", None)
+        store.apply(doc, source="resourceclaim-controller")

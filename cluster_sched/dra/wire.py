@@ -1,0 +1,67 @@
+"""DRA values back to their resource.k8s.io/v1 manifest form (what PreBind writes to a
+claim's status and ``run --output`` lists)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.dra.objects import CLAIM_FINALIZER, AllocationResult
+
+__all__ = ["allocation_to_manifest", "bind_claim"]
+
+
+def allocation_to_manifest(allocation: AllocationResult) -> dict[str, Any]:
+    """``status.allocation`` of a ResourceClaim."""
+    results = []
+    for r in allocation.devices:
+        item: dict[str, Any] = {
+            "request": r.request,
+            "driver": r.driver,
+            "pool": r.pool,
+            "device": r.device,
+        }
+        if r.admin_access:
+            item["adminAccess"] = True
+        results.append(item)
+    devices: dict[str, Any] = {"results": results}
+    if allocation.config:
+        devices["config"] = [
+            {
+                "source": c.source,
+                **({"requests": list(c.requests)} if c.requests else {}),
+                "opaque": {"driver": c.driver, "parameters": c.parameters},
+            }
+            for c in allocation.config
+        ]
+    out: dict[str, Any] = {"devices": devices}
+    if allocation.node_selector is not None:
+        out["nodeSelector"] = allocation.node_selector
+    return out
+
+
+def bind_claim(store: Any, key: str, allocation: AllocationResult | None, pod: Pod) -> str:
+    """PreBind's write for one claim (upstream bindClaim): the finalizer and
+    ``status.allocation`` when the scheduler allocated it, then the pod appended to
+    ``status.reservedFor``. Returns upstream's error text, or "" when written."""
+    doc = store.get("ResourceClaim", key)
+    if doc is None:
+        return f"claim {key} got deleted in the meantime"
+    doc = copy.deepcopy(doc)
+    meta = doc.setdefault("metadata", {})
+    if meta.get("deletionTimestamp"):
+        return f"claim {key} got deleted in the meantime"
+    status = doc.setdefault("status", {})
+    if allocation is not None:
+        if status.get("allocation") is not None:
+            return f"claim {key} got allocated elsewhere in the meantime"
+        finalizers = list(meta.get("finalizers") or [])
+        if CLAIM_FINALIZER not in finalizers:
+            meta["finalizers"] = [*finalizers, CLAIM_FINALIZER]
+        status["allocation"] = allocation_to_manifest(allocation)
+    refs = list(status.get("reservedFor") or [])
+    refs.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
+    status["reservedFor"] = refs
+    store.apply(doc, source="DynamicResources")
+    return ""
