@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import signal
@@ -14,6 +15,7 @@ from typing import Any
 
 from cluster_sched.errors import InvalidObjectError, UsageError
 from cluster_sched.features import parse_feature_gates
+from cluster_sched.kubeapi.cli import add_api_options, api_serving, check_api_args
 from cluster_sched.scheduler.outage import add_outage_option
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
@@ -70,6 +72,7 @@ def _register_run(sub: Any) -> None:
     add_feature_gates_option(p)
     add_clock_options(p)
     add_redis_option(p, private_fallback=True)
+    add_api_options(p, linger=True)
     p.set_defaults(func=_cmd_run)
 
 
@@ -158,6 +161,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--metrics-linger {args.metrics_linger}: must be 0 or more seconds")
     if args.metrics_linger and args.metrics_port is None:
         raise UsageError(f"--metrics-linger {args.metrics_linger}: needs --metrics-port")
+    check_api_args(args)
     metrics = start_metrics(args)
     result = run_evaluation(
         RunOptions(
@@ -181,6 +185,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             metrics=metrics,
             clock=args.clock,
             horizon=args.horizon,
+            api=lambda store: api_serving(args, store),
         )
     )
     for line in result.summary.get("warnings") or []:
@@ -250,6 +255,7 @@ def _register_serve(sub: Any) -> None:
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
     add_outage_option(p)
+    add_api_options(p)
     p.set_defaults(func=_cmd_serve)
 
 
@@ -282,6 +288,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     tracing = setup_tracing(args.otlp_endpoint)
     metrics = start_metrics(args)
     store = Store(client)
+    api = contextlib.ExitStack()  # the Kubernetes API (--api), up until serve ends
+    api.enter_context(api_serving(args, store))
     timeout = (
         outage_timeout(args.store_outage_timeout)
         if args.store_outage_timeout is not None
@@ -355,6 +363,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if elector is None or not is_fenced_error(exc):
             raise
     finally:
+        api.close()
         tracing.shutdown()
         if elector is not None:
             elector.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +83,8 @@ class RunOptions:
     clock: str = "real"
     #: virtual clock only: stop after this many simulated seconds (None: run it out)
     horizon: float | None = None
+    #: context around the run given its store (the Kubernetes API of ``run --api``)
+    api: Callable[[Store], AbstractContextManager[Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -341,8 +343,10 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     vstats: VirtualStats | None = None
     completed: set[str] = set()
     vrun: VirtualRun | None = None
-    with redis_session(opts.redis) as session:
+    with redis_session(opts.redis) as session, ExitStack() as extras:
         store = Store(session.client, prefix=opts.prefix)
+        if opts.api is not None:
+            extras.enter_context(opts.api(store))
         coord = new_scheduler(
             store,
             session.client,
