@@ -33,7 +33,7 @@ from cluster_sched.kubeapi.request import Request, Response, Stream, parse_bool
 from cluster_sched.kubeapi.resources import lookup
 from cluster_sched.kubeapi.storage import ObjectView
 from cluster_sched.kubeapi.tls import ServingCert, make_serving_cert
-from cluster_sched.kubeapi.watch import WatchCache
+from cluster_sched.kubeapi.watch import DEFAULT_WINDOW, WatchCache
 from cluster_sched.kubeapi.writes import Writes
 from cluster_sched.store.store import Store
 
@@ -63,6 +63,8 @@ class ApiServerOptions:
     #: None: generate one; "" only with no_auth on loopback
     token: str | None = None
     no_auth: bool = False
+    #: most recent store events a watch can resume from (older versions: 410 Expired)
+    watch_window: int = DEFAULT_WINDOW
 
 
 class ApiServer:
@@ -82,7 +84,7 @@ class ApiServer:
             None if self.options.no_auth else make_serving_cert(self.options.host)
         )
         self.view = ObjectView(store)
-        self.cache = WatchCache(store)
+        self.cache = WatchCache(store, self.options.watch_window)
         self.reads = Reads(self.view, self.cache)
         self.writes = Writes(self.view)
         self._httpd: ThreadingHTTPServer | None = None
