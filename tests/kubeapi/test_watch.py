@@ -72,7 +72,7 @@ def test_send_initial_events_without_match_is_422(http: Http) -> None:
 
 def test_every_write_arrives_in_order_without_gaps(http: Http, store: Store) -> None:
     store.apply(NODE)  # a version after 0 ("0" means: start from the current state)
-    code, listed = http.json("GET", "/api/v1/pods")
+    _, listed = http.json("GET", "/api/v1/pods")
     rv = int(listed["metadata"]["resourceVersion"])
     docs = [pod(f"p{i:03d}") for i in range(200)]
     store.apply_many(docs)
