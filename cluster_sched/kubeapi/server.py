@@ -96,6 +96,8 @@ class ApiServer:
         assert self._httpd is not None, "start() first"
         host, port = self._httpd.server_address[:2]
         host = host.decode() if isinstance(host, bytes) else str(host)
+        if host in ("0.0.0.0", "::"):  # listening everywhere: clients on this host use loopback
+            host = "127.0.0.1" if host == "0.0.0.0" else "::1"
         shown = f"[{host}]" if ":" in host else host
         scheme = "https" if self.cert is not None else "http"
         return f"{scheme}://{shown}:{port}"
