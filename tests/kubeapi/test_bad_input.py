@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cluster_sched.store import Store
-from tests.kubeapi.conftest import NODE, Http, pod
+from tests.kubeapi.kube_helpers import NODE, Http, pod
 
 _TARGETS = [
     ("POST", "/api/v1/namespaces/default/pods", "application/json"),

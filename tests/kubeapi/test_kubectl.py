@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from cluster_sched.store import Store
-from tests.kubeapi.conftest import NODE, Kubectl, pod
+from tests.kubeapi.kube_helpers import NODE, Kubectl, pod
 
 
 def _apply(kubectl: Kubectl, tmp_path: Path, *docs: dict) -> str:

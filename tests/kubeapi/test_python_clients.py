@@ -15,7 +15,7 @@ from kubernetes.client.rest import ApiException
 
 from cluster_sched.kubeapi import ApiServer, ApiServerOptions
 from cluster_sched.store import Store
-from tests.kubeapi.conftest import NODE, pod
+from tests.kubeapi.kube_helpers import NODE, pod
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.kubeapi.conftest import NODE, Kubectl, pod
+from tests.kubeapi.kube_helpers import NODE, Kubectl, pod
 
 #: Guards against a hung subprocess; never a performance assertion.
 DEADLINE = 120.0

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from cluster_sched.store import Store
-from tests.kubeapi.conftest import NODE, Http, pod
+from tests.kubeapi.kube_helpers import NODE, Http, pod
 
 
 def _events(resp: Any, n: int) -> list[dict[str, Any]]:
