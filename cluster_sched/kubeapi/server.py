@@ -325,7 +325,8 @@ def _handler_class(server: ApiServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.send_header("Cache-Control", "no-cache, private")
             for warning in response.warnings:
-                self.send_header("Warning", f'299 - "{warning.replace(chr(34), chr(39))}"')
+                escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
+                self.send_header("Warning", f'299 - "{escaped}"')  # a quoted-string
             self.end_headers()
             self.wfile.write(data)
 

@@ -102,3 +102,18 @@ def test_discovery_and_openapi(http: Http) -> None:
     assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][2].items()
     _, version = http.json("GET", "/version")
     assert version["gitVersion"].startswith("v1.")
+
+
+def test_field_validation_warn_and_ignore_drop_unknown_fields(http: Http, store: Store) -> None:
+    body = pod("p1")
+    body["spec"]["nodeSelecter"] = {"a": "b"}
+    code, headers, _ = http.request("POST", "/api/v1/namespaces/default/pods", body)
+    assert code == 201
+    assert headers.get("Warning") == '299 - "unknown field \\"spec.nodeSelecter\\""'
+    assert "nodeSelecter" not in store.get("Pod", "default/p1")["spec"]
+    body["metadata"]["name"] = "p2"
+    code, headers, _ = http.request(
+        "POST", "/api/v1/namespaces/default/pods?fieldValidation=Ignore", body
+    )
+    assert code == 201 and "Warning" not in headers
+    assert "nodeSelecter" not in store.get("Pod", "default/p2")["spec"]
