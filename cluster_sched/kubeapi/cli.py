@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from cluster_sched.errors import UsageError
-from cluster_sched.kubeapi.server import DEFAULT_API_HOST, ApiServer, ApiServerOptions, is_loopback
+from cluster_sched.kubeapi.process import api_process
+from cluster_sched.kubeapi.server import DEFAULT_API_HOST, is_loopback
 from cluster_sched.store.store import Store
 
 __all__ = ["add_api_options", "api_serving", "parse_address"]
@@ -81,27 +82,25 @@ def check_api_args(args: argparse.Namespace) -> None:
 
 
 @contextlib.contextmanager
-def api_serving(args: argparse.Namespace, store: Store) -> Iterator[ApiServer | None]:
-    """Serve the API over ``store`` for the block (and ``--api-linger`` after it)."""
+def api_serving(args: argparse.Namespace, store: Store, redis_url: str) -> Iterator[None]:
+    """Serve the API over the store at ``redis_url`` for the block (and ``--api-linger``
+    after it), in its own process (``kubeapi.process``)."""
     address = _check(args)
     if address is None:
         yield None
         return
     host, port = address
-    server = ApiServer(store, ApiServerOptions(host=host, port=port, no_auth=args.no_auth))
-    try:
-        server.start()
-    except OSError as exc:
-        raise UsageError(f"--api {args.api}: cannot listen: {exc.strerror or exc}") from None
-    try:
-        shown: dict[str, str] = {"api": server.url}
-        if args.kubeconfig:
-            shown["kubeconfig"] = server.write_kubeconfig(args.kubeconfig)
+    with api_process(
+        redis_url,
+        store.keys.prefix,
+        host,
+        port,
+        no_auth=args.no_auth,
+        kubeconfig=args.kubeconfig,
+    ) as shown:
         print(json.dumps(shown), file=sys.stderr, flush=True)
-        yield server
+        yield None
         linger = getattr(args, "api_linger", 0.0)
         if linger > 0:
             with contextlib.suppress(KeyboardInterrupt):
                 time.sleep(linger)
-    finally:
-        server.close()

@@ -185,7 +185,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             metrics=metrics,
             clock=args.clock,
             horizon=args.horizon,
-            api=lambda store: api_serving(args, store),
+            api=lambda store, url: api_serving(args, store, url),
         )
     )
     for line in result.summary.get("warnings") or []:
@@ -289,7 +289,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     metrics = start_metrics(args)
     store = Store(client)
     api = contextlib.ExitStack()  # the Kubernetes API (--api), up until serve ends
-    api.enter_context(api_serving(args, store))
+    api.enter_context(api_serving(args, store, url))
     timeout = (
         outage_timeout(args.store_outage_timeout)
         if args.store_outage_timeout is not None

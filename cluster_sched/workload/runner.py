@@ -83,8 +83,8 @@ class RunOptions:
     clock: str = "real"
     #: virtual clock only: stop after this many simulated seconds (None: run it out)
     horizon: float | None = None
-    #: context around the run given its store (the Kubernetes API of ``run --api``)
-    api: Callable[[Store], AbstractContextManager[Any]] | None = None
+    #: context around the run given its store and Redis URL (``run --api``'s API)
+    api: Callable[[Store, str], AbstractContextManager[Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -346,7 +346,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     with redis_session(opts.redis) as session, ExitStack() as extras:
         store = Store(session.client, prefix=opts.prefix)
         if opts.api is not None:
-            extras.enter_context(opts.api(store))
+            extras.enter_context(opts.api(store, session.url))
         coord = new_scheduler(
             store,
             session.client,
