@@ -15,7 +15,7 @@ import base64
 import builtins
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,9 +138,17 @@ class Reads:
         selector = selector_for(r, q)
         limit = _limit(q)
         start = ""
+        token_rv = 0
         if q.get("continue"):
-            _, start = _decode_continue(q["continue"])
-        objs, rv = self._objects(scope)
+            token_rv, start = _decode_continue(q["continue"])
+        objs: Iterable[tuple[str, dict[str, Any]]]
+        if limit and r.stored and not r.view:
+            prefix = f"{scope.namespace}/" if scope.namespace and r.namespaced else ""
+            objs, rv = self.view.iter_from(r.kind, start, prefix)
+        else:
+            objs, rv = self._objects(scope)
+        if token_rv:
+            rv = token_rv  # every page of a list reports the version of its first
         wanted = q.get("resourceVersion", "")
         if wanted not in ("", "0") and wanted.isdigit() and int(wanted) > rv:
             raise ApiError(
