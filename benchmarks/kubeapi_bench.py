@@ -119,7 +119,7 @@ def _watcher(
             time.sleep(0.05)
 
 
-def _run(workload: str, with_api: bool) -> tuple[float, list[dict[str, Any]]]:
+def _run(workload: str, with_api: bool) -> tuple[float, float, list[dict[str, Any]]]:
     argv = [sys.executable, "-m", "cluster_sched.cli", "run", workload, "--quiet"]
     events: list[dict[str, Any]] = []
     holder: dict[str, str] = {}
@@ -138,16 +138,18 @@ def _run(workload: str, with_api: bool) -> tuple[float, list[dict[str, Any]]]:
                 break
     out, _ = proc.communicate()
     stop.set()
-    match = re.search(r"throughput\s+([\d.]+) pods/s", out)
-    assert match, out
-    return float(match.group(1)), events
+    match = re.search(r"throughput\s+([\d.,]+) pods/s", out)
+    cpu = re.search(r"cpu\s+([\d.,]+) µs per pod", out)
+    assert match and cpu, out
+    return float(match.group(1).replace(",", "")), float(cpu.group(1).replace(",", "")), events
 
 
 def bench_run(rounds: int, workload: str) -> None:
     for r in range(rounds):
         for with_api in (False, True):
-            pods_s, events = _run(workload, with_api)
-            line = f"round {r} {'with API + watcher' if with_api else 'without API     '}: {pods_s:,.0f} pods/s"
+            pods_s, cpu_us, events = _run(workload, with_api)
+            label = "with API + watcher" if with_api else "without API       "
+            line = f"round {r} {label}: {pods_s:,.0f} pods/s, coordinator {cpu_us:.0f} us CPU/pod"
             if with_api:
                 rvs = [e["rv"] for e in events]
                 ordered = all(a < b for a, b in itertools.pairwise(rvs))
