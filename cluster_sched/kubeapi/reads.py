@@ -43,6 +43,20 @@ _INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 @dataclass(frozen=True, slots=True)
+class _Watch:
+    """One watch request's parameters, checked."""
+
+    scope: Scope
+    selector: Selector
+    rv_text: str
+    initial: bool
+    bookmarks: bool
+    deadline: float
+    as_table: bool
+    alive: Callable[[], bool]
+
+
+@dataclass(frozen=True, slots=True)
 class Scope:
     """Where a request points: a resource, a namespace ("" all) and maybe a name."""
 
@@ -226,10 +240,19 @@ class Reads:
         except ValueError:
             raise bad_request("timeoutSeconds must be a number") from None
         as_table = wants_table(request.accept)
-        chunks = self._watch_events(
-            scope, selector, rv_text, initial, bookmarks, timeout, as_table, alive
+        w = _Watch(
+            scope,
+            selector,
+            rv_text,
+            initial,
+            bookmarks,
+            time.monotonic() + timeout,
+            as_table,
+            alive,
         )
-        return Stream(chunks)
+        if scope.resource.view == "events":
+            return Stream(self._watch_kube_events(w))
+        return Stream(self._watch_events(w))
 
     def _encode(
         self,
@@ -254,27 +277,13 @@ class Reads:
             "metadata": meta,
         }
 
-    def _watch_events(
-        self,
-        scope: Scope,
-        selector: Selector,
-        rv_text: str,
-        initial: bool,
-        bookmarks: bool,
-        timeout: float,
-        as_table: bool,
-        alive: Callable[[], bool],
-    ) -> Iterator[bytes]:
+    def _watch_events(self, w: _Watch) -> Iterator[bytes]:
+        scope, selector, rv_text, initial = w.scope, w.selector, w.rv_text, w.initial
+        bookmarks, deadline, as_table, alive = w.bookmarks, w.deadline, w.as_table, w.alive
         first = [True]
         r = scope.resource
-        deadline = time.monotonic() + timeout
         members: set[str] = set()
         filtered = not selector.empty
-        if r.view == "events":
-            yield from self._watch_kube_events(
-                scope, selector, rv_text, initial, bookmarks, deadline, as_table, alive
-            )
-            return
         if initial or rv_text in ("", "0"):
             objs, cursor = self._objects(scope)
             for key, obj in objs:
@@ -329,17 +338,9 @@ class Reads:
             elif not batch:
                 yield b""  # lets the server notice a closed connection
 
-    def _watch_kube_events(
-        self,
-        scope: Scope,
-        selector: Selector,
-        rv_text: str,
-        initial: bool,
-        bookmarks: bool,
-        deadline: float,
-        as_table: bool,
-        alive: Callable[[], bool],
-    ) -> Iterator[bytes]:
+    def _watch_kube_events(self, w: _Watch) -> Iterator[bytes]:
+        scope, selector, rv_text, initial = w.scope, w.selector, w.rv_text, w.initial
+        bookmarks, deadline, as_table, alive = w.bookmarks, w.deadline, w.as_table, w.alive
         first = [True]
         store = self.view.store
         last_id = kevents.last_row_id(store)
