@@ -124,7 +124,7 @@ class ApiServer:
                 self._httpd.socket, server_side=True, do_handshake_on_connect=False
             )
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="kubeapi", daemon=True
+            target=self._httpd.serve_forever, args=(0.1,), name="kubeapi", daemon=True
         )
         self._thread.start()
         return self

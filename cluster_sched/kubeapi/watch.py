@@ -39,7 +39,7 @@ class Expired(Exception):
 class WatchCache:
     """A window of the stream's latest events; ``since(rv)`` is what follows ``rv``."""
 
-    def __init__(self, store: Store, window: int = DEFAULT_WINDOW, block_ms: int = 500) -> None:
+    def __init__(self, store: Store, window: int = DEFAULT_WINDOW, block_ms: int = 200) -> None:
         self._store = store
         self._window = window
         self._block_ms = block_ms

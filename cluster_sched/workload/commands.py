@@ -260,6 +260,7 @@ def _register_serve(sub: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    check_api_args(args)  # before anything starts
     from cluster_sched.config.load import load_config
     from cluster_sched.errors import StoreError
     from cluster_sched.gc_policy import survivors_frozen
