@@ -21,7 +21,7 @@ from typing import Any
 
 from cluster_sched.kubeapi import events as kevents
 from cluster_sched.kubeapi.errors import ApiError, bad_request, expired, not_found
-from cluster_sched.kubeapi.request import Request, Response, Stream, parse_bool
+from cluster_sched.kubeapi.request import Request, Response, Stream, dumps, parse_bool
 from cluster_sched.kubeapi.resources import Resource
 from cluster_sched.kubeapi.selectors import (
     Selector,
@@ -185,7 +185,9 @@ class Reads:
         for key, obj in objs:
             if start and key <= start:
                 continue
-            if not _in_scope(obj, scope.namespace) or not selector.matches(obj):
+            if scope.namespace and not _in_scope(obj, scope.namespace):
+                continue
+            if not selector.empty and not selector.matches(obj):
                 continue
             if limit and len(items) >= limit:
                 token = _encode_continue(rv, last_key)
@@ -265,7 +267,7 @@ class Reads:
         if as_table and etype not in ("ERROR", "BOOKMARK"):
             obj = table(scope.resource, [obj], str(_rv_of(obj)), with_columns=first[0])
             first[0] = False
-        return json.dumps({"type": etype, "object": obj}, separators=(",", ":")).encode() + b"\n"
+        return dumps({"type": etype, "object": obj}) + b"\n"
 
     def _bookmark(self, scope: Scope, rv: int, end: bool = False) -> dict[str, Any]:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}

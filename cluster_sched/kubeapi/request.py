@@ -14,13 +14,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import yaml  # type: ignore[import-untyped, unused-ignore]
 
 from cluster_sched.api.schema import unknown_fields
 from cluster_sched.kubeapi.errors import ApiError, bad_request
 from cluster_sched.kubeapi.resources import Resource
 
-__all__ = ["Request", "Response", "Stream", "decode_body", "parse_bool", "strip_unknown"]
+__all__ = [
+    "Request",
+    "Response",
+    "Stream",
+    "decode_body",
+    "dumps",
+    "parse_bool",
+    "strip_unknown",
+]
 
 _YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -57,6 +66,15 @@ class Stream:
 
     chunks: Iterator[bytes]
     content_type: str = "application/json"
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON, with orjson (a 100k-pod list or a busy watch is mostly encoding);
+    the standard library for anything orjson refuses (an integer past 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
 def parse_bool(value: str | None) -> bool:

@@ -29,12 +29,13 @@ from cluster_sched.kubeapi import discovery, openapi
 from cluster_sched.kubeapi.errors import ApiError, not_found, status_object
 from cluster_sched.kubeapi.kubeconfig import write_kubeconfig
 from cluster_sched.kubeapi.reads import Reads, Scope
-from cluster_sched.kubeapi.request import Request, Response, Stream, parse_bool
+from cluster_sched.kubeapi.request import Request, Response, Stream, dumps, parse_bool
 from cluster_sched.kubeapi.resources import lookup
 from cluster_sched.kubeapi.storage import ObjectView
 from cluster_sched.kubeapi.tls import ServingCert, make_serving_cert
 from cluster_sched.kubeapi.watch import DEFAULT_WINDOW, WatchCache
 from cluster_sched.kubeapi.writes import Writes
+from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.store import Store
 
 __all__ = ["DEFAULT_API_HOST", "MAX_BODY", "ApiServer", "ApiServerOptions", "is_loopback"]
@@ -319,7 +320,8 @@ def _handler_class(server: ApiServer) -> type[BaseHTTPRequestHandler]:
             elif isinstance(body, str):
                 data = body.encode()
             else:
-                data = json.dumps(body, separators=(",", ":")).encode()
+                with gc_paused():  # a big list allocates no cycles worth collecting
+                    data = dumps(body)
             self.send_response(response.code)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(data)))

@@ -17,7 +17,7 @@ from cluster_sched.clock import SystemClock
 from cluster_sched.errors import InvalidObjectError, StoreError
 from cluster_sched.kubeapi.errors import ApiError, already_exists, invalid, not_found
 from cluster_sched.kubeapi.resources import Resource
-from cluster_sched.store.codec import rfc3339, unpack_object
+from cluster_sched.store.codec import gc_paused, rfc3339, unpack_object
 from cluster_sched.store.objects import ObjectWriter, merge_server_fields, text
 from cluster_sched.store.scripts import Scripts
 from cluster_sched.store.store import DEFAULT_EVENTS_MAXLEN, Store
@@ -60,11 +60,12 @@ class ObjectView:
         except Exception as exc:  # redis errors: the store is unreachable
             raise StoreError(f"list {kind}: {exc}") from exc
         out = []
-        for key, data in sorted((text(k), v) for k, v in raw.items()):
-            try:
-                out.append((key, unpack_object(data, kind, key)))
-            except StoreError:
-                continue  # one unreadable object must not break every list
+        with gc_paused():  # decoding allocates millions of containers, and no cycles
+            for key, data in sorted((text(k), v) for k, v in raw.items()):
+                try:
+                    out.append((key, unpack_object(data, kind, key)))
+                except StoreError:
+                    continue  # one unreadable object must not break every list
         return out, int(rv or 0)
 
     def iter_from(
