@@ -188,6 +188,11 @@ class Topology:
         return f"{self.ray_host}:{self.ray_port}"
 
 
+#: The compose coordinator's Kubernetes API port (published on the host's 127.0.0.1).
+COMPOSE_API_PORT: Final = 6443
+#: Where the compose coordinator writes the API's kubeconfig (``docker compose exec``).
+COMPOSE_KUBECONFIG: Final = "/tmp/kubeconfig"
+
 COMPOSE: Final = Topology(
     redis_host="redis",
     redis_port=6379,
@@ -340,12 +345,23 @@ def ray_worker_service(
 
 
 def coordinator_service(
-    topology: Topology, shards: int = DEFAULT_SHARDS, *, join_ray: bool = True
+    topology: Topology,
+    shards: int = DEFAULT_SHARDS,
+    *,
+    join_ray: bool = True,
+    api_port: int | None = None,
 ) -> ServiceSpec:
     """``cluster-sched serve`` with the Ray executor; addresses come from the environment.
 
-    ``join_ray`` adds the zero-CPU ``ray start`` prelude a container needs (module doc).
+    ``join_ray`` adds the zero-CPU ``ray start`` prelude a container needs (module doc);
+    ``api_port`` serves the Kubernetes API there (TLS and a bearer token; the kubeconfig
+    is written to ``COMPOSE_KUBECONFIG`` in the container).
     """
+    api = (
+        ("--api", f"{topology.bind_host}:{api_port}", "--kubeconfig", COMPOSE_KUBECONFIG)
+        if api_port is not None
+        else ()
+    )
     env = {
         REDIS_URL_ENV: topology.redis_url,
         RAY_ADDRESS_ENV: topology.ray_address,
@@ -360,6 +376,7 @@ def coordinator_service(
             "--shards", str(shards),
             "--metrics-port", str(topology.metrics_port),
             "--metrics-address", topology.bind_host,
+            *api,
         ),
         environment=env,
         prelude=_ray_join(topology, 0, topology.dashboard_agent_port) if join_ray else (),
@@ -386,7 +403,7 @@ def render_compose(topology: Topology = COMPOSE) -> dict[str, dict[str, Any]]:
         redis_service(topology),
         ray_head_service(topology),
         ray_worker_service(topology),
-        coordinator_service(topology),
+        coordinator_service(topology, api_port=COMPOSE_API_PORT),
     ):
         rendered = spec.compose_command()
         if spec.name == "redis":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import signal
@@ -14,6 +15,7 @@ from typing import Any
 
 from cluster_sched.errors import InvalidObjectError, UsageError
 from cluster_sched.features import parse_feature_gates
+from cluster_sched.kubeapi.cli import add_api_options, api_serving, check_api_args
 from cluster_sched.scheduler.outage import add_outage_option
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
@@ -72,6 +74,7 @@ def _register_run(sub: Any) -> None:
     add_feature_gates_option(p)
     add_clock_options(p)
     add_redis_option(p, private_fallback=True)
+    add_api_options(p, linger=True)
     p.set_defaults(func=_cmd_run)
 
 
@@ -226,6 +229,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from cluster_sched.workload.runner import RunOptions, run_evaluation
 
+    check_api_args(args)
     metrics = start_metrics(args)
     result = run_evaluation(
         RunOptions(
@@ -252,6 +256,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             metrics=metrics,
             clock=args.clock,
             horizon=args.horizon,
+            api=lambda store, url: api_serving(args, store, url),
         )
     )
     for line in result.summary.get("warnings") or []:
@@ -317,10 +322,12 @@ def _register_serve(sub: Any) -> None:
     add_feature_gates_option(p)
     add_redis_option(p, private_fallback=False)
     add_outage_option(p)
+    add_api_options(p)
     p.set_defaults(func=_cmd_serve)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    check_api_args(args)  # before anything starts
     from cluster_sched.config.load import load_config
     from cluster_sched.errors import StoreError
     from cluster_sched.gc_policy import survivors_frozen
@@ -381,6 +388,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         tracing.shutdown()
         return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
     client, store, run_id = reached
+    api = contextlib.ExitStack()  # the Kubernetes API (--api), up until serve ends
+    api.enter_context(api_serving(args, store, url))
     guard = StoreGuard(
         client, prefix=store.keys.prefix, run_id=run_id, timeout=timeout, metrics=metrics
     )
@@ -424,6 +433,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     elector = standby(store, client, config, lambda: stopped_by is not None)
     if elector is not None and not elector.is_leader:
+        api.close()
         tracing.shutdown()  # stopped while standing by: nothing was written
         return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
     try:
@@ -438,6 +448,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if elector is None or not is_fenced_error(exc):
             raise
     finally:
+        api.close()
         tracing.shutdown()
         if elector is not None:
             elector.close()

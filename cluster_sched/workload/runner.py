@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,8 @@ class RunOptions:
     clock: str = "real"
     #: virtual clock only: stop after this many simulated seconds (None: run it out)
     horizon: float | None = None
+    #: context around the run given its store and Redis URL (``run --api``'s API)
+    api: Callable[[Store, str], AbstractContextManager[Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -382,8 +384,10 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
     vstats: VirtualStats | None = None
     completed: set[str] = set()
     vrun: VirtualRun | None = None
-    with redis_session(opts.redis) as session:
+    with redis_session(opts.redis) as session, ExitStack() as extras:
         store = Store(session.client, prefix=opts.prefix)
+        if opts.api is not None:
+            extras.enter_context(opts.api(store, session.url))
         with naming_config_file(opts.config):  # profiles are built here
             coord = new_scheduler(
                 store,

@@ -90,7 +90,9 @@ def test_up_starts_redis_ray_head_and_a_second_ray_node_then_down_stops_them(
 def test_serve_accepts_every_flag_the_coordinator_service_passes() -> None:
     """The coordinator service runs `cluster-sched serve`: a broken or renamed command
     fails here with its own stderr, not later as a service that died at start."""
-    argv = services.coordinator_service(services.COMPOSE, join_ray=False).argv
+    argv = services.coordinator_service(
+        services.COMPOSE, join_ray=False, api_port=services.COMPOSE_API_PORT
+    ).argv
     probe = subprocess.run(
         [launcher._executable(argv[0]), argv[1], "--help"],
         capture_output=True, text=True, timeout=120, check=False,
