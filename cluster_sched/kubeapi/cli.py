@@ -102,5 +102,10 @@ def api_serving(args: argparse.Namespace, store: Store, redis_url: str) -> Itera
         yield None
         linger = getattr(args, "api_linger", 0.0)
         if linger > 0:
+            print(
+                f"run finished: the API stays up {linger:g} s more, then the summary (Ctrl-C: now)",
+                file=sys.stderr,
+                flush=True,
+            )
             with contextlib.suppress(KeyboardInterrupt):
                 time.sleep(linger)

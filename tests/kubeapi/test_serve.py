@@ -65,3 +65,28 @@ def test_serve_schedules_pods_created_through_the_api(redis_url: str, tmp_path: 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def test_run_serves_its_store_while_it_lingers(tmp_path: Path) -> None:
+    workload = Path(__file__).resolve().parents[2] / "examples" / "small-basic.yaml"
+    kubeconfig = tmp_path / "kubeconfig"
+    argv = [sys.executable, "-m", "cluster_sched.cli", "run", str(workload), "--quiet",
+            "--api", "127.0.0.1:0", "--no-auth", "--kubeconfig", str(kubeconfig),
+            "--api-linger", "600"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _api_line(proc)["api"].startswith("http://127.0.0.1:")
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("run finished"):
+                break
+        kubectl = Kubectl(str(kubeconfig), str(tmp_path / "cache"))
+        rows = kubectl.run("get", "pods", "-A", "-o", "wide", "--no-headers").stdout.splitlines()
+        assert rows and all(row.split()[7].startswith("node-") for row in rows)
+        proc.send_signal(signal.SIGINT)  # ends the linger early; the summary follows
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "scheduled" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
