@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from cluster_sched.workload.inspect_render import _age, _meta, _section
+from cluster_sched.workload.inspect_render import _meta, _section, age
 
 __all__ = ["DRA_RESOURCES", "dra_rows"]
 
@@ -63,6 +63,6 @@ def dra_rows(
                 str(spec.get("driver", "")),
                 str(_section(spec, "pool").get("name", "")),
             ]
-        row.append(_age(meta.get("creationTimestamp"), now))
+        row.append(age(meta.get("creationTimestamp"), now))
         rows.append(row)
     return rows
