@@ -14,6 +14,7 @@ from cluster_sched.errors import UsageError
 from cluster_sched.kubeapi.process import api_process
 from cluster_sched.kubeapi.server import DEFAULT_API_HOST, is_loopback
 from cluster_sched.store.store import Store
+from cluster_sched.workload.option_types import seconds
 
 __all__ = ["add_api_options", "api_serving", "parse_address"]
 
@@ -40,7 +41,7 @@ def add_api_options(p: Any, *, linger: bool = False) -> None:
     if linger:
         p.add_argument(
             "--api-linger",
-            type=float,
+            type=seconds(zero=True),
             default=0.0,
             metavar="SECONDS",
             help="with --api: keep the API (and the run's store) up this long after the "
@@ -71,8 +72,6 @@ def _check(args: argparse.Namespace) -> tuple[str, int] | None:
     host, port = parse_address(args.api)
     if args.no_auth and not is_loopback(host):
         raise UsageError(f"--no-auth: only allowed on a loopback address, not {host}")
-    if getattr(args, "api_linger", 0) < 0:
-        raise UsageError(f"--api-linger {args.api_linger}: must be 0 or more seconds")
     return host, port
 
 

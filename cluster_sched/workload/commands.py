@@ -328,7 +328,7 @@ def _register_serve(sub: Any) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     check_api_args(args)  # before anything starts
-    from cluster_sched.config.load import load_config
+    from cluster_sched.config.load import load_config, naming_config_file
     from cluster_sched.errors import StoreError
     from cluster_sched.gc_policy import survivors_frozen
     from cluster_sched.redis_server import connect, redact_url, resolve_url
@@ -437,7 +437,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         tracing.shutdown()  # stopped while standing by: nothing was written
         return EXIT_INTERRUPTED if stopped_by == signal.SIGINT else 0
     try:
-        with survivors_frozen():  # full collections skip what survived them (gc_policy)
+        # survivors_frozen: full collections skip what survived them (gc_policy);
+        # profiles are built in start(): their errors name the configuration file
+        with survivors_frozen(), naming_config_file(args.config):
             serve_until(
                 start,
                 guard,

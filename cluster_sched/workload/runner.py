@@ -367,7 +367,9 @@ def _check_clock(opts: RunOptions) -> None:
 
 def run_evaluation(opts: RunOptions) -> RunResult:
     """One evaluation, with the survivors of full collections frozen (``gc_policy``)."""
-    with survivors_frozen():
+    # Profiles are built inside (plugins imported, placed, given their args): their
+    # errors name the configuration file, as errors found loading it do.
+    with survivors_frozen(), naming_config_file(opts.config):
         return _run_evaluation(opts)
 
 
@@ -388,30 +390,29 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
         store = Store(session.client, prefix=opts.prefix)
         if opts.api is not None:
             extras.enter_context(opts.api(store, session.url))
-        with naming_config_file(opts.config):  # profiles are built here
-            coord = new_scheduler(
-                store,
-                session.client,
-                config,
-                options=ExecutorOptions(
-                    executor=opts.executor,
-                    shards=opts.shards,
-                    ray_address=opts.ray_address,
-                    config_path=opts.config,
-                    redis_url=session.url,
-                    compiled=opts.compiled,
-                    shard_prefetch=opts.shard_prefetch,
-                    shard_dispatch=opts.shard_dispatch,
-                ),
-                seed=opts.seed,
-                prefix=opts.prefix,
-                tracing=tracing,
-                metrics=metrics,
-                batch_size=opts.batch_size,
-                features=features,
-                clock=virtual,
-                binding_executor=InlineBindingExecutor if virtual is not None else None,
-            )
+        coord = new_scheduler(
+            store,
+            session.client,
+            config,
+            options=ExecutorOptions(
+                executor=opts.executor,
+                shards=opts.shards,
+                ray_address=opts.ray_address,
+                config_path=opts.config,
+                redis_url=session.url,
+                compiled=opts.compiled,
+                shard_prefetch=opts.shard_prefetch,
+                shard_dispatch=opts.shard_dispatch,
+            ),
+            seed=opts.seed,
+            prefix=opts.prefix,
+            tracing=tracing,
+            metrics=metrics,
+            batch_size=opts.batch_size,
+            features=features,
+            clock=virtual,
+            binding_executor=InlineBindingExecutor if virtual is not None else None,
+        )
         attach_metrics(coord, metrics)
         try:
             if virtual is not None:

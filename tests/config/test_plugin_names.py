@@ -4,6 +4,8 @@ the default scoring silently in place."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -99,4 +101,22 @@ def test_run_names_the_config_file_in_errors_found_building_profiles(
     assert err == (
         f'error: {path}: profiles[0].plugins.filter.enabled[0]: plugin "PrioritySort" '
         "does not extend filter\n"
+    )
+
+
+def test_serve_names_the_config_file_in_errors_found_building_profiles(
+    tmp_path: Path, redis_url: str
+) -> None:
+    path = write(tmp_path, {"plugins": {"filter": {"enabled": [{"name": "PrioritySort"}]}}})
+    argv = ["serve", "--redis", redis_url, "--config", path]
+    proc = subprocess.run(
+        [sys.executable, "-m", "cluster_sched.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_USAGE
+    assert proc.stderr.splitlines()[-1] == (
+        f'error: {path}: profiles[0].plugins.filter.enabled[0]: plugin "PrioritySort" '
+        "does not extend filter"
     )
