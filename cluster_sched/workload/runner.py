@@ -27,7 +27,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
 from cluster_sched.report import build_record, report_summary
 from cluster_sched.report.record import RunRecord
-from cluster_sched.report.series import bound_over_time, nodes_in_use, run_series, time_weighted
+from cluster_sched.report.series import over_time_figures
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator
 from cluster_sched.scheduler.metrics_state import attach_metrics
@@ -285,39 +285,6 @@ def _count_completed(
             figures["deleted"] = max(
                 0, figures["pods"] - figures["running"] - figures["unschedulable"] - done
             )
-
-
-def over_time_figures(record: RunRecord) -> dict[str, Any]:
-    """Time-weighted mean and peak of cluster utilisation (requested / allocatable, every
-    resource, extended ones included), pending and running pods and nodes in use over
-    the run, and for extended resources the unallocated share on partly used nodes: the
-    figures of a long run with completions, whose final placement is only a moment."""
-    series = run_series(record)
-    names = series.resources
-    util_mean, util_max = time_weighted(series.utilisation_t, series.utilisation)
-    pend_mean, pend_max = time_weighted(series.pending_t, series.pending)
-    used_mean, used_max = time_weighted(*nodes_in_use(record))
-    run_mean, run_max = time_weighted(*bound_over_time(record))
-    out: dict[str, Any] = {
-        "utilisation_mean": {n: round(float(v), 6) for n, v in zip(names, util_mean, strict=True)},
-        "utilisation_max": {n: round(float(v), 6) for n, v in zip(names, util_max, strict=True)},
-        "pending_mean": round(float(pend_mean), 3),
-        "pending_max": round(float(pend_max), 3),
-        "running_mean": round(float(run_mean), 3),
-        "running_max": round(float(run_max), 3),
-        "nodes_in_use_mean": round(float(used_mean), 3),
-        "nodes_in_use_max": round(float(used_max), 3),
-    }
-    extended = names[3:]
-    if extended:
-        frag_mean, frag_max = time_weighted(series.utilisation_t, series.fragmentation)
-        out["unallocated_on_partly_used_nodes_mean"] = {
-            n: round(float(v), 6) for n, v in zip(extended, frag_mean, strict=True)
-        }
-        out["unallocated_on_partly_used_nodes_max"] = {
-            n: round(float(v), 6) for n, v in zip(extended, frag_max, strict=True)
-        }
-    return out
 
 
 def placements_from_store(store: Store) -> dict[str, str]:
