@@ -28,7 +28,7 @@ from cluster_sched.config.load import parse_config
 from cluster_sched.scheduler.assembly import ExecutorOptions
 from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.random_cluster import random_workload
-from tests.scheduler.exactness_harness import DRIVERS, install_driver, run_workload
+from tests.scheduler.exactness_harness import DRIVERS, Phase, install_driver, run_workload
 
 SERIAL = ExecutorOptions("local", compiled=False)
 
@@ -53,7 +53,7 @@ def _pending_placed(placements: dict[str, str]) -> int:
 def test_batches_and_shards_give_the_serial_outcome(
     redis_client: redis.Redis, driver: str, seed: int
 ) -> None:
-    phases = [(random_workload(seed), [])]
+    phases: list[Phase] = [(random_workload(seed), [])]
     serial = run_workload(redis_client, phases, SERIAL, 1)
     assert _pending_placed(serial.placements) > 0, serial.placements
     for options, batch in (
@@ -110,7 +110,7 @@ def test_batches_give_the_serial_outcome_with_opportunistic_batching(
     @settings(max_examples=4, deadline=None)
     @given(seed=st.integers(0, 10_000))
     def check(seed: int) -> None:
-        phases = [(random_workload(seed) + _one_per_node_pods(6), [])]
+        phases: list[Phase] = [(random_workload(seed) + _one_per_node_pods(6), [])]
         serial = run_workload(redis_client, phases, SERIAL, 1, config)
         hinted.append(serial.paths["batched_pods"])
         for options, batch in (
