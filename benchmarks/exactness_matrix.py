@@ -47,6 +47,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, action="append", help="these seeds instead")
     parser.add_argument("--ray", action="store_true", help="Ray shard actors 2 and 3 too")
     parser.add_argument("--driver", choices=DRIVERS, action="append")
+    parser.add_argument(
+        "--fill",
+        default="60,75,90,100",
+        help="percent of cpu the bound pods fill, per node (below ~300 nodes use 40,50,60,75: "
+        "windows rotate only when 100 nodes fit a pod)",
+    )
     args = parser.parse_args()
     seeds = args.seed or [random.randrange(100_000) for _ in range(args.seeds)]
     executors = [("local", 1), ("shards", 2), ("shards", 3)]
@@ -63,7 +69,8 @@ def main() -> int:
     with RedisServer() as server:
         client = connect(server.url)
         for seed in seeds:
-            phases = pressure_workload(seed, n_nodes=args.nodes).phases()
+            fill = tuple(int(x) for x in args.fill.split(","))
+            phases = pressure_workload(seed, n_nodes=args.nodes, fill=fill).phases()
             for driver in args.driver or DRIVERS:
                 with pytest.MonkeyPatch.context() as mp:
                     install_driver(mp, driver)

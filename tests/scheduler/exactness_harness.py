@@ -214,6 +214,8 @@ def _paths(coord: Coordinator) -> dict[str, int]:
         "preemptions": len(coord.stats.preemptors),
         "victims": len(coord.stats.preempted),
         "requeued_pods": sum(1 for n in coord.stats.attempts.values() if n > 1),
+        # pods placed on an OpportunisticBatching hint
+        "batched_pods": sum(b.batched_pods for b in algorithm.batches.values()),
     }
     if algorithm.fast is not None:
         paths.update(algorithm.fast.counters())

@@ -28,7 +28,7 @@ from cluster_sched.config.load import parse_config
 from cluster_sched.scheduler.assembly import ExecutorOptions
 from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.random_cluster import random_workload
-from tests.scheduler.exactness_harness import DRIVERS, install_driver, run_workload
+from tests.scheduler.exactness_harness import DRIVERS, Phase, install_driver, run_workload
 
 SERIAL = ExecutorOptions("local", compiled=False)
 
@@ -53,7 +53,7 @@ def _pending_placed(placements: dict[str, str]) -> int:
 def test_batches_and_shards_give_the_serial_outcome(
     redis_client: redis.Redis, driver: str, seed: int
 ) -> None:
-    phases = [(random_workload(seed), [])]
+    phases: list[Phase] = [(random_workload(seed), [])]
     serial = run_workload(redis_client, phases, SERIAL, 1)
     assert _pending_placed(serial.placements) > 0, serial.placements
     for options, batch in (
@@ -101,23 +101,29 @@ def _one_per_node_pods(n: int) -> list[dict[str, Any]]:
     ]
 
 
-@settings(
-    max_examples=4,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
-@given(seed=st.integers(0, 10_000))
 def test_batches_give_the_serial_outcome_with_opportunistic_batching(
-    redis_client: redis.Redis, driver: str, seed: int
+    redis_client: redis.Redis, driver: str
 ) -> None:
-    phases = [(random_workload(seed) + _one_per_node_pods(6), [])]
+    """Hinted placements (OpportunisticBatching) are the same in every mode; some
+    examples use no hint (the first pod's node not full), so the count is asserted over
+    all of them (seed 0 uses none; seeds 1, 2, 3, 7, 11 use one or two)."""
     config = parse_config(SIGNABLE, "<test>")
-    serial = run_workload(redis_client, phases, SERIAL, 1, config)
-    assert sum(1 for k, n in serial.placements.items() if "/big" in k and n) > 0
-    for options, batch in (
-        (ExecutorOptions("local", compiled=False), 7),
-        (ExecutorOptions("local"), 64),
-        (ExecutorOptions("shards", shards=2), 5),
-    ):
-        got = run_workload(redis_client, phases, options, batch, config)
-        assert got == serial, (options, batch, got.difference(serial))
+    hinted: list[int] = []
+
+    @settings(max_examples=4, deadline=None)
+    @given(seed=st.integers(0, 10_000))
+    def check(seed: int) -> None:
+        phases: list[Phase] = [(random_workload(seed) + _one_per_node_pods(6), [])]
+        serial = run_workload(redis_client, phases, SERIAL, 1, config)
+        hinted.append(serial.paths["batched_pods"])
+        for options, batch in (
+            (ExecutorOptions("local", compiled=False), 7),
+            (ExecutorOptions("local"), 64),
+            (ExecutorOptions("shards", shards=2), 5),
+        ):
+            got = run_workload(redis_client, phases, options, batch, config)
+            assert got == serial, (options, batch, got.difference(serial))
+            assert got.paths["batched_pods"] == serial.paths["batched_pods"], got.paths
+
+    check()
+    assert sum(hinted) > 0, hinted
