@@ -258,18 +258,12 @@ class DynamicResources:
             except AllocationError as err:
                 return NodeVerdicts.from_mask(np.ones(k, dtype=bool), Code.ERROR, str(err))
         dra = self._dra() if cycle.need is not None else None
-        if (
-            dra is not None
-            and cycle.need
-            and cycle.simple
-            and all(c.allocation_node_selector is None for c in cycle.claims)
-        ):
-            # one class, one count: the free-device column decides every node at once
-            ((cls, want),) = cycle.need.items()
-            free = np.fromiter(
-                (dra.free_count(cls, name) for name in nodes.names()), dtype=np.int64, count=k
-            )
-            return NodeVerdicts.from_mask(free < want, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+        if token.free is not None:
+            # one class, one count: the free-device column PreFilter took decides every
+            # node at once (nothing changes between a pod's PreFilter and its Filter)
+            col = token.free
+            free = np.fromiter((col.get(n, 0) for n in nodes.names()), np.int64, count=k)
+            return NodeVerdicts.from_mask(free < token.want, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
         for i, row in enumerate(nodes.rows.tolist()):
             node = table.nodes[row]
             unavailable = [
