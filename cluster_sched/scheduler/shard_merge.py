@@ -55,13 +55,11 @@ from cluster_sched.framework.state_codec import encode_state, encode_value
 from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
-from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible_node
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
 from cluster_sched.scheduler.shard_compiled import ShardKernels
-from cluster_sched.scheduler.shard_prefetch import state_is_the_pods
+from cluster_sched.scheduler.shard_prefetch import predictable_state
 from cluster_sched.scheduler.shard_reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
-from cluster_sched.scheduler.speculation import speculation_wanted
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -94,20 +92,10 @@ def predict_windows(
     items: list[ReducedItem] = []
     for pod in pods:
         fwk = frameworks.get(pod.scheduler_name)
-        if (
-            fwk is None
-            or n < 2
-            or not fwk.filter
-            or pod.nominated_node_name
-            or extenders_of(fwk)
-            or not needs_every_feasible_node(fwk)
-            or not speculation_wanted(fwk, pod)
-            or _signed(fwk, pod)
-        ):
+        if fwk is None or n < 2 or _signed(fwk, pod):
             break
-        state = CycleState()
-        pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
-        if pre_res is not None or not status.is_success or not state_is_the_pods(fwk, pod, state):
+        state = predictable_state(fwk, pod, snapshot)
+        if state is None:
             break
         pct = fwk.percentage_of_nodes_to_score
         width = num_feasible_nodes_to_find(pct if pct is not None else percentage, n)

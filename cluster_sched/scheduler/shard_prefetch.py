@@ -58,7 +58,14 @@ from cluster_sched.scheduler.nodesource import merge_filter_outcomes
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
 from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
 
-__all__ = ["PREFETCH_CHUNK", "BatchPrefetch", "PrefetchItem", "predict", "state_is_the_pods"]
+__all__ = [
+    "PREFETCH_CHUNK",
+    "BatchPrefetch",
+    "PrefetchItem",
+    "predict",
+    "predictable_state",
+    "state_is_the_pods",
+]
 
 PREFETCH_CHUNK = 16
 """Pods per call: a shard answers a batch in calls of this many pods, in order, so the
@@ -93,6 +100,25 @@ def state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
     )
 
 
+def predictable_state(fwk: Framework | None, pod: Pod, snapshot: Any) -> CycleState | None:
+    """The pod's state after PreFilter when its first Filter question can be predicted
+    and answered by a shard (module docstring), else None."""
+    if (
+        fwk is None
+        or not fwk.filter
+        or pod.nominated_node_name
+        or extenders_of(fwk)
+        or not needs_every_feasible_node(fwk)
+        or not speculation_wanted(fwk, pod)
+    ):
+        return None
+    state = CycleState()
+    pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
+    if pre_res is not None or not status.is_success or not state_is_the_pods(fwk, pod, state):
+        return None
+    return state
+
+
 def predict(
     frameworks: Mapping[str, Framework],
     pods: Sequence[Pod],
@@ -110,19 +136,8 @@ def predict(
     objects_version = int(getattr(snapshot, "objects_version", 0))
     for pod in pods:
         fwk = frameworks.get(pod.scheduler_name)
-        if (
-            fwk is None
-            or n == 0
-            or not fwk.filter
-            or pod.nominated_node_name
-            or extenders_of(fwk)
-            or not needs_every_feasible_node(fwk)
-            or not speculation_wanted(fwk, pod)
-        ):
-            break
-        state = CycleState()
-        pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
-        if pre_res is not None or not status.is_success or not state_is_the_pods(fwk, pod, state):
+        state = predictable_state(fwk, pod, snapshot) if n else None
+        if fwk is None or state is None:
             break
         pct = fwk.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(pct if pct is not None else percentage, n)
