@@ -359,10 +359,10 @@ def evaluate_batch(
     return BatchEvaluation(out, meta)
 
 
-def warm_up() -> None:
-    """Compile (or load from numba's on-disk cache) both entry points, so the first
-    scheduling cycle does not pay for it. Every call packs the same argument types, so
-    one small call per entry point covers every later one."""
+def warm_up_inputs() -> tuple[NodeTable, KernelProfile, PodQuery]:
+    """A two-node table, the default resource plugins' profile and a query using every
+    column kind: one small call with them compiles (or loads) an entry point for every
+    later call, which packs the same argument types."""
     from cluster_sched.config.plugin_args import NodeResourcesBalancedAllocationArgs
     from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
     from cluster_sched.plugins.noderesources.fit import Fit
@@ -384,5 +384,12 @@ def warm_up() -> None:
         normalized=(NormalizedScore(np.zeros(cap, dtype=np.int64), True, 1),),
         extra=np.zeros(cap, dtype=np.int64),
     )
+    return table, profile, query
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's on-disk cache) both entry points, so the first
+    scheduling cycle does not pay for it."""
+    table, profile, query = warm_up_inputs()
     evaluate_pod(table, profile, query, 2)
-    evaluate_batch(table, profile, [query, PodQuery(requests)], 2)
+    evaluate_batch(table, profile, [query, PodQuery(query.requests)], 2)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from cluster_sched.api.objects import CPU, MEMORY
 from cluster_sched.kernels import fused, mt19937
-from cluster_sched.kernels.evaluate import pack_pod_call
+from cluster_sched.kernels.evaluate import pack_pod_call, warm_up_inputs
 from cluster_sched.kernels.inputs import KernelProfile, PodQuery
 from cluster_sched.kernels.reference import evaluate_pod_reference
 from cluster_sched.nodetable.table import NodeTable
@@ -197,31 +198,7 @@ def run_reference(
 def warm_up_run() -> None:
     """Compile (or load from numba's on-disk cache) ``evaluate_run_kernel`` at start-up,
     so the first run of a batch does not pay for it inside the measured window."""
-    from cluster_sched.api.objects import CPU, MEMORY, PODS, Node, ObjectMeta
-    from cluster_sched.config.plugin_args import (
-        NodeResourcesBalancedAllocationArgs,
-        NodeResourcesFitArgs,
-    )
-    from cluster_sched.kernels.inputs import NormalizedScore, PodRequests
-    from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
-    from cluster_sched.plugins.noderesources.fit import Fit
-
-    table = NodeTable()
-    for name in ("a", "b"):
-        alloc = {CPU: 4000, MEMORY: 8 << 30, PODS: 10}
-        table.upsert_node(Node(ObjectMeta(name), allocatable=alloc, capacity=alloc))
-    profile = KernelProfile(
-        Fit(NodeResourcesFitArgs()), BalancedAllocation(NodeResourcesBalancedAllocationArgs())
-    )
-    amounts = np.asarray([1000, 1 << 30], dtype=np.int64)
-    requests = PodRequests(((CPU, 1000), (MEMORY, 1 << 30)), amounts, amounts.copy())
-    cap = table.allocatable.shape[1]
-    query = PodQuery(
-        requests,
-        masks=(np.ones(cap, dtype=bool),),
-        normalized=(NormalizedScore(np.zeros(cap, dtype=np.int64), True, 1),),
-        extra=np.zeros(cap, dtype=np.int64),
-    )
+    table, profile, query = warm_up_inputs()
     cols, vals = table.resource_vector({CPU: 1000, MEMORY: 1 << 30})
     evaluate_run(
         table, profile, query, 2, 2, PodVector(cols, vals, 1000, 1 << 30), random.Random(0)

@@ -160,6 +160,22 @@ class PreCycleReuse:
             self._current = entry
         return pre
 
+    def settled_for(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> bool:
+        """Whether ``pre_filter`` would share, for ``pod``, a state whose PreScore is
+        shared too with no plugin run again per pod (no plugin runs to find out: a
+        whole-batch run declines before costing the pod anything)."""
+        validity = self._validity(fwk, pod, snapshot)
+        if validity is None:
+            return False
+        e = self._entries.get((id(fwk), *map(id, shape_refs(pod))))
+        return (
+            e is not None
+            and e.validity == validity
+            and e.score_data is not None
+            and not e.rerun
+            and not e.rerun_score
+        )
+
     def settled_skip_score(self) -> frozenset[str] | None:
         """The PreScore Skip set of the shape the last ``pre_filter`` shared, when its
         PreFilter and PreScore states are both shared with no plugin run again per pod:

@@ -97,6 +97,10 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     fwk = sc.frameworks.get(first.scheduler_name)
     if fwk is None or fwk.instrumented or not fwk.score or fwk.handle.extenders:
         return 0
+    if _member(sc, batch[1][0], first) is None or not fast.pre_cycle.settled_for(
+        fwk, first, snapshot
+    ):
+        return 0  # cheap checks first: a declined run costs the pod nothing
     gate = fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING)
     if gate and sign_pod(fwk, first) is not None:
         return 0

@@ -43,6 +43,8 @@ from cluster_sched.workload.virtual_binding import InlineBindingExecutor
 CLOCKS = ("real", "virtual")
 
 APPLY_BATCH = 2000
+#: A burst is written a chunk every this many loop turns, one batch per turn (_Feeder).
+FEED_TURNS = 8
 #: A group that makes no progress for this long (seconds of wall time) is declared settled
 #: even if pods still bounce through backoff: they are counted as unschedulable.
 STALL_SECONDS = 30.0
@@ -115,16 +117,22 @@ def _settled(coord: Coordinator) -> bool:
 class _Feeder:
     """Creates a group's pods: all at once, or paced at ``rate`` pods per second.
 
-    "All at once" is ``chunk`` pods per loop turn, one coordinator batch: the loop runs
-    feeding and scheduling on one thread, and writing (then watching) thousands of pods
-    per turn against one popped batch left almost nothing bound for a second while a
-    burst arrived (issue 23, item 4). In step, pods bind while the burst is written, as
-    under upstream's scheduler_perf, whose client creates pods beside the scheduler."""
+    "All at once" is ``chunk`` pods every ``every`` loop turns, as many as the turns
+    between schedule (one coordinator batch each): the loop runs feeding and scheduling
+    on one thread, and writing (then watching) thousands of pods per turn against one
+    popped batch left almost nothing bound for a second while a burst arrived (issue 23,
+    item 4). In step, pods bind while the burst is written, as under upstream's
+    scheduler_perf, whose client creates pods beside the scheduler; a chunk of several
+    batches keeps the writes, watch reads and queue adds in bulk."""
 
-    def __init__(self, store: Store, group: PodGroup, chunk: int = APPLY_BATCH) -> None:
+    def __init__(
+        self, store: Store, group: PodGroup, chunk: int = APPLY_BATCH, every: int = 1
+    ) -> None:
         self.store = store
         self.group = group
         self.chunk = max(1, min(chunk, APPLY_BATCH))
+        self.every = max(1, every)
+        self.turn = 0
         self.it = group.manifests()
         self.created = 0
         self.start = time.monotonic()
@@ -141,7 +149,8 @@ class _Feeder:
         if self.group.rate > 0:
             due = int((time.monotonic() - self.start) * self.group.rate) + 1 - self.created
         else:
-            due = self.chunk
+            self.turn += 1
+            due = self.chunk if (self.turn - 1) % self.every == 0 else 0
         batch = []
         for _ in range(max(0, min(due, APPLY_BATCH))):
             doc = next(self.it, None)
@@ -259,7 +268,8 @@ def run_workload(
                 progress.update(task, completed=bound)
 
         for group in workload.pod_groups:
-            feeder = _Feeder(store, group, chunk=coord.batch_size)
+            chunk = FEED_TURNS * coord.batch_size
+            feeder = _Feeder(store, group, chunk=chunk, every=FEED_TURNS)
             drive(coord, feed=feeder.feed, timeout=group_timeout, on_bound=show)
         finish_bindings(coord)
         show(len(coord.stats.bound_node))

@@ -47,7 +47,7 @@ def _workload(path: Path, pods: int) -> Path:
 def test_a_burst_binds_while_it_is_written(
     tmp_path: Path, redis_url: str, batch_size: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pods = 200
+    pods = 600
     result = run_evaluation(
         RunOptions(
             str(_workload(tmp_path / "w.yaml", pods)),
