@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.attempt import AttemptResult, PreFilterError
 from cluster_sched.scheduler.extenders import (
     extenders_of,
     find_nodes_that_pass_extenders,
@@ -52,30 +52,6 @@ from cluster_sched.scheduler.nominated_filter import (
     filter_with_nominated,
     nominated_rows,
 )
-
-
-@dataclass(slots=True)
-class AttemptResult:
-    """Everything one attempt computed; ``explain`` prints it, ``schedule_one`` uses the host."""
-
-    suggested_host: str | None
-    evaluated_nodes: int
-    #: feasible rows of ``table``, in evaluation order
-    feasible_rows: np.ndarray
-    table: NodeTable
-    #: node -> Status for every evaluated node that failed
-    diagnosis: Diagnosis
-    #: plugin -> int64[len(feasible)] before NormalizeScore (empty when not scored)
-    raw_scores: dict[str, np.ndarray] = field(default_factory=dict)
-    scores: dict[str, np.ndarray] = field(default_factory=dict)
-    total_scores: np.ndarray | None = None
-    #: top nodes (up to 3) by total score, selected first
-    top_nodes: list[tuple[str, int]] = field(default_factory=list)
-    num_all_nodes: int = 0
-
-    @property
-    def feasible_nodes(self) -> list[str]:
-        return self.table.name_array()[self.feasible_rows].tolist()  # type: ignore[no-any-return]
 
 
 class Scheduler:
@@ -508,11 +484,3 @@ class Scheduler:
         host_idx, top = select_host(totals, self.rng)
         result.suggested_host = table.names[int(feasible[host_idx])]
         result.top_nodes = [(table.names[int(feasible[i])], int(totals[i])) for i in top]  # type: ignore[misc]
-
-
-class PreFilterError(Exception):
-    """A plugin returned Error (not a rejection) at PreFilter/PreScore: the attempt fails."""
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-        super().__init__(status.message())

@@ -29,7 +29,8 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import sign_pod
 from cluster_sched.framework.status import Status
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.scheduler.algorithm import AttemptResult, NominatedPods, Scheduler
+from cluster_sched.scheduler.algorithm import NominatedPods, Scheduler
+from cluster_sched.scheduler.attempt import AttemptResult
 from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 

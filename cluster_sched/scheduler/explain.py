@@ -42,7 +42,8 @@ from cluster_sched.framework.extender import (
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Status, as_status
-from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.attempt import AttemptResult
 from cluster_sched.scheduler.explain_plugins import plugin_results, status_json, weighted_scores
 from cluster_sched.scheduler.profile import new_framework
 

@@ -48,6 +48,12 @@ from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
 from cluster_sched.plugins.podtopologyspread import filtering as spread_filtering
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
+from cluster_sched.scheduler.compiled_scores import (
+    AS_IS_SCORES,
+    FUSED_SCORES,
+    NORMALIZED_SCORES,
+    score_columns,
+)
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 
 __all__ = ["FastPath", "Found"]
@@ -71,10 +77,6 @@ COLUMN_FILTERS = frozenset(
 MIN_MASKED_HEAD = 256
 #: Distinct request shapes remembered (cleared when full: a cache, never a leak).
 REQUESTS_CACHE_SIZE = 4096
-#: Score plugins the kernel fuses, and those it takes as columns.
-FUSED_SCORES = frozenset({names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION})
-NORMALIZED_SCORES = {names.TAINT_TOLERATION: True, names.NODE_AFFINITY: False}
-AS_IS_SCORES = frozenset({names.IMAGE_LOCALITY})
 #: Filter plugins whose verdicts depend on the pods placed (they read PreFilter's
 #: cluster-wide counts or the node's pods): no shape columns while one is active.
 CROSS_NODE_FILTERS = frozenset(
@@ -398,7 +400,7 @@ class FastPath:
             # first pod of the shape: its columns over every row, kept for the next ones
             cover = table.order()
             nodes = NodeSlice(table, cover)
-        normalized, extra = self._columns(fwk, state, pod, table, active, nodes, cover)
+        normalized, extra = score_columns(fwk, state, pod, table, active, nodes, cover)
         if shape is not None and shape.score_plugins is None:
             shape.score_plugins, shape.normalized, shape.extra = active_names, normalized, extra
         query = PodQuery(found.requests, start=0, normalized=normalized, extra=extra)
@@ -477,30 +479,3 @@ class FastPath:
             requests.balanced is not None
             and names.NODE_RESOURCES_BALANCED_ALLOCATION in state.skip_score_plugins
         )
-
-    @staticmethod
-    def _columns(
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        table: NodeTable,
-        active: list,  # type: ignore[type-arg]
-        nodes: NodeSlice,
-        rows: np.ndarray,
-    ) -> tuple[tuple[NormalizedScore, ...], np.ndarray | None]:
-        """The column plugins' raw scores on ``rows`` (normalised ones for the kernel to
-        normalise over the feasible set; the others pre-weighted into one column)."""
-        cap = table.allocatable.shape[1]
-        normalized: list[NormalizedScore] = []
-        extra: np.ndarray | None = None
-        for pl in active:
-            if pl.name in FUSED_SCORES:
-                continue
-            col = np.zeros(cap, dtype=np.int64)
-            col[rows] = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
-            weight = fwk.score_weights.get(pl.name, 1)
-            if pl.name in NORMALIZED_SCORES:
-                normalized.append(NormalizedScore(col, NORMALIZED_SCORES[pl.name], weight))
-            else:
-                extra = col * weight if extra is None else extra + col * weight
-        return tuple(normalized), extra

@@ -33,7 +33,8 @@ from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler import batching
-from cluster_sched.scheduler.algorithm import PreFilterError, Scheduler
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.attempt import PreFilterError
 from cluster_sched.scheduler.binding import BindingExecutor, BindingJob, BindingOutcome
 from cluster_sched.scheduler.failure import FailureHandler
 from cluster_sched.scheduler.nodesource import NodeSource

@@ -41,6 +41,12 @@ from cluster_sched.kernels import (
 )
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
+from cluster_sched.scheduler.compiled_scores import (
+    AS_IS_SCORES,
+    FUSED_SCORES,
+    NORMALIZED_SCORES,
+    score_columns,
+)
 
 __all__ = ["ShardKernels"]
 
@@ -48,9 +54,6 @@ __all__ = ["ShardKernels"]
 COLUMN_FILTERS = frozenset(
     {names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY}
 )
-FUSED_SCORES = frozenset({names.NODE_RESOURCES_FIT, names.NODE_RESOURCES_BALANCED_ALLOCATION})
-NORMALIZED_SCORES = {names.TAINT_TOLERATION: True, names.NODE_AFFINITY: False}
-AS_IS_SCORES = frozenset({names.IMAGE_LOCALITY})
 #: shapes remembered (cleared when full: a cache, never a leak)
 SHAPES = 256
 _SPEC_FIELDS = ("containers", "initContainers", "tolerations", "affinity", "nodeSelector")
@@ -171,19 +174,8 @@ class ShardKernels:
         if others:
             mask = np.zeros(cap, dtype=np.bool_)
             mask[every] = fwk.run_filter(state, pod, nodes, only=frozenset(others)).passed
-        normalized: list[NormalizedScore] = []
-        extra: np.ndarray | None = None
-        for pl in scoring:
-            if pl.name in FUSED_SCORES:
-                continue
-            col = np.zeros(cap, dtype=np.int64)
-            col[every] = np.asarray(pl.score(state, pod, nodes), dtype=np.int64)
-            weight = fwk.score_weights.get(pl.name, 1)
-            if pl.name in NORMALIZED_SCORES:
-                normalized.append(NormalizedScore(col, NORMALIZED_SCORES[pl.name], weight))
-            else:
-                extra = col * weight if extra is None else extra + col * weight
-        return _Shape(mask, tuple(normalized), extra, requests)
+        normalized, extra = score_columns(fwk, state, pod, table, scoring, nodes, every)
+        return _Shape(mask, normalized, extra, requests)
 
     @staticmethod
     def _in_domain(table: NodeTable, pod: Pod) -> bool:

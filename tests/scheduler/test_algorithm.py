@@ -28,11 +28,11 @@ from cluster_sched.framework.status import Code, Status
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.algorithm import (
-    PreFilterError,
     Scheduler,
     num_feasible_nodes_to_find,
     select_host,
 )
+from cluster_sched.scheduler.attempt import PreFilterError
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import make_node, make_pod
 

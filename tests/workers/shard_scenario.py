@@ -28,7 +28,8 @@ from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.state_codec import decode_value, encode_value
-from cluster_sched.scheduler.algorithm import AttemptResult, Scheduler
+from cluster_sched.scheduler.algorithm import Scheduler
+from cluster_sched.scheduler.attempt import AttemptResult
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.scheduler.sharding import ShardedSource, ShardLostError, ShardRouter
 from cluster_sched.testing.builders import make_node, make_pod
