@@ -17,7 +17,7 @@ from cluster_sched.config.load import parse_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.explain import build_framework
+from cluster_sched.scheduler.explain.decision import build_framework
 from cluster_sched.workload.synth import node_manifest, pod_manifest
 
 

@@ -20,7 +20,7 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.explain import build_framework
+from cluster_sched.scheduler.explain.decision import build_framework
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import DISABLED
 from cluster_sched.testing.builders import make_node, make_pod

@@ -62,8 +62,8 @@ from cluster_sched.kernels import KernelProfile, PodQuery, PodRequests, evaluate
 from cluster_sched.scheduler.algorithm import Scheduler, num_feasible_nodes_to_find
 from cluster_sched.scheduler.nodesource import LocalSource
 from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.scheduler.shard_core import ShardCore
-from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from cluster_sched.scheduler.shards.core import ShardCore
+from cluster_sched.scheduler.shards.source import ShardedSource, ShardRouter
 from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.workload_file import write_basic_workload
 

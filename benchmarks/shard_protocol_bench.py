@@ -52,8 +52,8 @@ from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.nodesource import LocalSource
 from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.scheduler.shard_dispatch import DispatchRule
-from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.scheduler.shards.source import ShardedSource, ShardRouter
 from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.workload_file import write_basic_workload
 

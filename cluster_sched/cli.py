@@ -100,8 +100,8 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from cluster_sched.cache.cache import Cache
     from cluster_sched.config.load import load_config, naming_config_file
     from cluster_sched.features import parse_feature_gates
-    from cluster_sched.scheduler.explain import explain
-    from cluster_sched.scheduler.explain_table import render_table
+    from cluster_sched.scheduler.explain.decision import explain
+    from cluster_sched.scheduler.explain.table import render_table
     from cluster_sched.workload.explain_input import (
         load_cluster,
         load_pod_file,

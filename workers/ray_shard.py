@@ -2,14 +2,14 @@
 
 ``ShardActor`` is a thin adapter: every method takes and returns msgpack bytes (built
 with ``cluster_sched.framework.state_codec``, never pickle), decodes them and calls the
-plain ``ShardCore`` (cluster_sched/scheduler/shard_core.py), where all the logic is and is unit-tested without
+plain ``ShardCore`` (cluster_sched/scheduler/shards/core.py), where all the logic is and is unit-tested without
 Ray. ``ray.remote(ShardActor).options(...)`` happens in one place, ``_start_actor``.
 
 Round trips per scheduling cycle, with ``n`` shards: one Filter fan-out per evaluation
 window — usually exactly one window, as the first window asks for as many nodes as the
 cycle needs (numFeasibleNodesToFind) and only grows when too few pass — and one Score
 fan-out when more than one node is feasible — unless the shards scored the rows that
-passed with their Filter answer (``filter_score``) and ``speculation`` finds those
+passed with their Filter answer (``filter_score``) and ``shards.speculation`` finds those
 scores exact, which makes it one fan-out per window. A fan-out is one actor call to each shard
 owning rows of the request, all in flight together; the coordinator waits for the
 slowest. PreFilter, PreScore, NormalizeScore, host selection and assume stay on the
@@ -32,7 +32,7 @@ failing plugin index (int16) per row; Score's int64 scores per plugin.
 
 Faults: every Ray failure of a call (the actor's process died, the actor is unreachable,
 the call raised half-way through applying deltas) becomes ``ShardLostError``;
-``ShardedSource`` (cluster_sched/scheduler/sharding.py) then calls ``rebuild``, which
+``ShardedSource`` (cluster_sched/scheduler/shards/source.py) then calls ``rebuild``, which
 kills what is left of the actor, starts a new one and replays the replica's full state
 into it, and repeats the call once.
 """
@@ -57,9 +57,9 @@ from cluster_sched.framework.state_codec import (
     encode_value,
 )
 from cluster_sched.kernels import warm_up
-from cluster_sched.scheduler.shard_core import ShardCore
-from cluster_sched.scheduler.shard_reduce import PodReduction
-from cluster_sched.scheduler.sharding import Delta, ShardLostError
+from cluster_sched.scheduler.shards.core import ShardCore
+from cluster_sched.scheduler.shards.reduce import PodReduction
+from cluster_sched.scheduler.shards.source import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
@@ -132,14 +132,14 @@ class ShardActor:
             return encode_filter_outcome(self.core.filter(profile, pod, state, rows))
 
     def filter_score(self, payload: bytes) -> bytes:
-        """Filter, then PreScore and Score of the rows that passed (``speculation``)."""
+        """Filter, then PreScore and Score of the rows that passed (``shards.speculation``)."""
         req = decode_value(payload)
         with self._span(req):
             profile, pod, state, rows = self._prepare(req)
             return encode_filter_score(self.core.filter_score(profile, pod, state, rows))
 
     def filter_score_many(self, payload: bytes) -> bytes:
-        """A batch's questions (``shard_prefetch``): deltas once, then ``filter_score``
+        """A batch's questions (``shards.prefetch``): deltas once, then ``filter_score``
         for each pod, against the rows as they are after those deltas."""
         req = decode_value(payload)
         with self._span(req):
@@ -151,7 +151,7 @@ class ShardActor:
             return encode_value(out)
 
     def reduce(self, deltas: bytes, payload: bytes) -> bytes:
-        """The reduced protocol (``shard_reduce``): ``payload`` is the batch chunk every
+        """The reduced protocol (``shards.reduce``): ``payload`` is the batch chunk every
         shard receives (one object in the object store), ``deltas`` this shard's own."""
         self.core.apply(decode_value(deltas))
         return encode_value(self.core.reduce(payload))
@@ -321,7 +321,7 @@ class RayShardClient:
     def submit_filter_score_many(
         self, deltas: list[Delta], asks: list[tuple[str, Pod, CycleState, np.ndarray]]
     ) -> _RayPending:
-        """One call for a batch's questions (``shard_prefetch``)."""
+        """One call for a batch's questions (``shards.prefetch``)."""
         try:
             encoded = encode_deltas(deltas)
         except StateCodecError as exc:

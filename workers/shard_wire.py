@@ -18,7 +18,7 @@ from cluster_sched.framework.runtime import FilterOutcome
 from cluster_sched.framework.state_codec import decode_value, encode_state, encode_value
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.images import normalized_image_name
-from cluster_sched.scheduler.sharding import Delta
+from cluster_sched.scheduler.shards.source import Delta
 
 __all__ = [
     "FilterScoreReply",

@@ -175,7 +175,7 @@ class Scheduler:
         source: NodeSource,
     ) -> AttemptResult | None:
         """The compiled path's attempt answered by the shards' reductions of a prefetched
-        batch (``shard_merge``: the same window, rotation, PreScore and RNG draw), or None."""
+        batch (``shards.merge``: the same window, rotation, PreScore and RNG draw), or None."""
         reduced = getattr(source, "reduced", None)
         if reduced is None:
             return None

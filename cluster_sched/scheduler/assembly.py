@@ -41,9 +41,9 @@ from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 from cluster_sched.scheduler.preemption_executor import StorePreemptionExecutor
 from cluster_sched.scheduler.profile import new_frameworks
-from cluster_sched.scheduler.shard_core import ShardCore
-from cluster_sched.scheduler.shard_dispatch import DispatchRule
-from cluster_sched.scheduler.sharding import (
+from cluster_sched.scheduler.shards.core import ShardCore
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.scheduler.shards.source import (
     InProcessShardClient,
     ShardClient,
     ShardedSource,
@@ -74,9 +74,9 @@ class ExecutorOptions:
     redis_url: str | None = None
     #: attempts on the in-process table take the compiled path when it applies
     compiled: bool = True
-    #: shards answer a popped batch's first Filter questions ahead (``shard_prefetch``)
+    #: shards answer a popped batch's first Filter questions ahead (``shards.prefetch``)
     shard_prefetch: bool = True
-    #: the compiled path's attempts: "auto" (``shard_dispatch``'s rule), "shards", "replica"
+    #: the compiled path's attempts: "auto" (``shards.dispatch``'s rule), "shards", "replica"
     shard_dispatch: str = "auto"
 
 

@@ -137,7 +137,7 @@ def _filter_rejects(
 def _any_other(result: AttemptResult) -> list[str] | None:
     """One other feasible node, if any (stands for the unsorted list; every attempt with
     more than one feasible node scores them, though one the shards answered keeps no
-    totals: ``shard_merge``)."""
+    totals: ``shards.merge``)."""
     if len(result.feasible_rows) <= 1:
         return None
     name = result.table.names[int(result.feasible_rows[0])]

@@ -1,6 +1,6 @@
 """Which Score plugins the compiled kernels take, and their raw score columns.
 
-The coordinator's compiled path (``fast_path``) and a shard's (``shard_compiled``) feed
+The coordinator's compiled path (``fast_path``) and a shard's (``shards.compiled``) feed
 the same fused kernel: NodeResourcesFit and BalancedAllocation are computed inside it
 from the node columns; TaintToleration and NodeAffinity are scored by their plugins and
 normalised by the kernel over the feasible set (DefaultNormalizeScore, reversed for

@@ -103,7 +103,7 @@ class SchedulingCycle:
 
     def prefetch(self, batch: Sequence[tuple[QueuedPodInfo, int]]) -> None:
         """Ask the shards the batch's first Filter questions in one call each, when
-        attempts go to them (``shard_prefetch``): pods still commit one at a time."""
+        attempts go to them (``shards.prefetch``): pods still commit one at a time."""
         start = getattr(self.source, "prefetch_batch", None)
         reduce = getattr(self.source, "reduce_batch", None)
         if start is None:
@@ -117,7 +117,7 @@ class SchedulingCycle:
         nominated = bool(self.queue.nominator.nominated_pods())
         if self.algorithm.fast is not None:
             # the compiled path's attempts: to the shards' reductions when the dispatch
-            # rule says so (``shard_dispatch``), else on the replica
+            # rule says so (``shards.dispatch``), else on the replica
             if reduce is not None and not nominated:
                 reduce(
                     self.frameworks,

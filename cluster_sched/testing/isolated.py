@@ -9,7 +9,7 @@ from typing import Any
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import parse_config
-from cluster_sched.scheduler.explain import explain
+from cluster_sched.scheduler.explain.decision import explain
 from cluster_sched.testing.builders import make_namespace
 
 

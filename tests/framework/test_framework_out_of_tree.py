@@ -18,7 +18,7 @@ from cluster_sched.errors import ConfigError, PluginError
 from cluster_sched.framework.events import EVENT_WILDCARD
 from cluster_sched.plugins import names
 from cluster_sched.plugins.registry import new_in_tree_registry
-from cluster_sched.scheduler.explain import explain
+from cluster_sched.scheduler.explain.decision import explain
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import make_node, make_pod
 from tests.testing_plugins.cs_sample_plugins import REJECT_LABEL, REJECT_REASON

@@ -15,7 +15,7 @@ from cluster_sched.api.manifest import parse_object
 from cluster_sched.cache.cache import Cache
 from cluster_sched.cli import main
 from cluster_sched.config.load import parse_config
-from cluster_sched.scheduler.explain import explain
+from cluster_sched.scheduler.explain.decision import explain
 from cluster_sched.testing.builders import make_pod
 from tests.dra.dra_fixtures import claim, device, device_class, node, request, resource_slice
 

@@ -19,7 +19,7 @@ from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_mes
 from cluster_sched.framework.status import Status
 from cluster_sched.scheduler import nominated_filter
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.explain import build_framework
+from cluster_sched.scheduler.explain.decision import build_framework
 from cluster_sched.scheduler.nodesource import LocalSource
 from cluster_sched.testing.builders import make_namespace, make_node, make_pod
 

@@ -31,7 +31,7 @@ from cluster_sched.framework.state_codec import decode_value, encode_value
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.attempt import AttemptResult
 from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.scheduler.sharding import ShardedSource, ShardLostError, ShardRouter
+from cluster_sched.scheduler.shards.source import ShardedSource, ShardLostError, ShardRouter
 from cluster_sched.testing.builders import make_node, make_pod
 from workers.ray_shard import ShardActor
 from workers.shard_wire import (

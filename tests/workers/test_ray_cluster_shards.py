@@ -14,7 +14,7 @@ import redis
 
 from cluster_sched.scheduler.assembly import ExecutorOptions
 from cluster_sched.scheduler.coordinator import Coordinator
-from tests.scheduler.shard_runs import reducible_workload, run_outcome
+from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
 from workers.ray_shard import SHARD_RESOURCE_ENV
 
 RESOURCE = "cluster-sched-shard"

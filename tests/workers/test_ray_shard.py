@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from cluster_sched.scheduler.shards.source import ShardedSource, ShardRouter
 from tests.workers.shard_scenario import local_sequence, run_sequence
 from workers.ray_shard import ACTOR_NAME_PREFIX, RayShardClient, ray_shard_clients
 

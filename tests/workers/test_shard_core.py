@@ -19,8 +19,8 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.state_codec import decode_value, encode_value
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.shard_core import ShardCore
-from cluster_sched.scheduler.sharding import ShardedSource, ShardRouter
+from cluster_sched.scheduler.shards.core import ShardCore
+from cluster_sched.scheduler.shards.source import ShardedSource, ShardRouter
 from cluster_sched.testing.builders import make_node, make_pod
 from tests.workers.shard_scenario import (
     FlakyClient,
@@ -194,7 +194,7 @@ def test_waiting_deltas_are_coalesced_and_the_shard_still_matches_the_replica() 
 def test_a_shard_whose_deltas_outgrow_its_state_is_reset_and_rebuilt(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import cluster_sched.scheduler.shard_router as sharding
+    import cluster_sched.scheduler.shards.router as sharding
 
     monkeypatch.setattr(sharding, "DELTA_BACKLOG", 8)
     router = ShardRouter(2)
@@ -229,7 +229,7 @@ def test_a_shard_whose_deltas_outgrow_its_state_is_reset_and_rebuilt(
 def test_scheduling_through_stale_shards_matches_a_single_table(
     expected: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import cluster_sched.scheduler.shard_router as sharding
+    import cluster_sched.scheduler.shards.router as sharding
 
     monkeypatch.setattr(sharding, "DELTA_BACKLOG", 1)
     monkeypatch.setattr(sharding, "STALE_FACTOR", 0)  # every delta makes a shard stale

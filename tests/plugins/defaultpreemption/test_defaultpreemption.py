@@ -27,7 +27,7 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     split_by_pdb_violation,
 )
 from cluster_sched.scheduler.algorithm import Scheduler
-from cluster_sched.scheduler.explain import build_framework
+from cluster_sched.scheduler.explain.decision import build_framework
 from cluster_sched.testing.builders import (
     HOSTNAME_LABEL,
     make_namespace,

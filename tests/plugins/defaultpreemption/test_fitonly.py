@@ -35,7 +35,7 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     importance_order,
     select_victims_on_node,
 )
-from cluster_sched.scheduler.explain import build_framework
+from cluster_sched.scheduler.explain.decision import build_framework
 from cluster_sched.testing.builders import make_namespace, make_node, make_pdb, make_pod
 
 GPU = "example.com/gpu"

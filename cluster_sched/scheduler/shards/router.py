@@ -3,7 +3,7 @@
 ``ShardRouter`` is the cache's NodeStateSink when shards are used: it keeps the
 coordinator's replica table current, chooses each new node's shard (the least loaded)
 and its row there, and queues every node/pod change as a delta for the owning shard
-(deltas are described in ``shard_core``).
+(deltas are described in ``core``).
 
 What a shard is not sent. With cost-based dispatch most attempts (every pod the compiled
 path answers) run on the replica, and a shard is only read by the attempts it declines,

@@ -31,7 +31,7 @@ from cluster_sched.config.load import default_config, parse_config
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ClusterSchedError
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE
-from cluster_sched.scheduler.explain import explain
+from cluster_sched.scheduler.explain.decision import explain
 
 EXAMPLES = int(os.environ.get("CLUSTER_SCHED_FUZZ_EXAMPLES", "150"))
 RANDOM = os.environ.get("CLUSTER_SCHED_FUZZ_RANDOM", "") not in ("", "0")

@@ -2,7 +2,7 @@
 
 An attempt the compiled path can take costs the coordinator ``per_row_us`` per row of
 its window (numFeasibleNodesToFind rows) on its own replica, beyond what every attempt
-costs. Answered by the shards' reductions (``shard_merge``) it costs the coordinator
+costs. Answered by the shards' reductions (``merge``) it costs the coordinator
 ``per_pod_us`` beyond that (the prediction's PreFilter, the state encoded once, the
 Ray client's work for the batch's calls, PreScore, the changed rows rescored) plus
 ``per_shard_us`` per shard (each shard's reply decoded and merged, its share of the

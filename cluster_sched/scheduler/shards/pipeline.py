@@ -7,7 +7,7 @@ reference and the shard's pending deltas. Every call is submitted before the fir
 commits, and the coordinator reads a chunk's answers only when its first pod's cycle
 needs them: the shards evaluate later chunks while the coordinator commits the earlier
 ones. Changes the replica receives meanwhile are recorded by the router (``touched``)
-and corrected on the replica (``shard_merge``).
+and corrected on the replica (``merge``).
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.scheduler.shard_dispatch import DispatchRule
-from cluster_sched.scheduler.shard_merge import (
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.scheduler.shards.merge import (
     ReducedBatch,
     ReducedItem,
     chunk_of,
     predict_windows,
 )
-from cluster_sched.scheduler.shard_reduce import STALE, PodReduction
+from cluster_sched.scheduler.shards.reduce import STALE, PodReduction
 
 __all__ = ["ReducedCalls"]
 

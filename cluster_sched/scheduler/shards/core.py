@@ -9,7 +9,7 @@ Deltas are plain lists (msgpack-able), applied in order:
 
 - ``["node", manifest, row, replica_row]``   add or update a node at the
   coordinator-chosen row (``replica_row``: the row it mirrors in the coordinator's
-  replica, which the reduced protocol's windows are in; ``shard_reduce``)
+  replica, which the reduced protocol's windows are in; ``reduce``)
 - ``["node-", name]``           remove a node
 - ``["pod+", node, manifest]``  account a pod on a node
 - ``["pod-", node, pod_key]``   un-account it
@@ -37,8 +37,8 @@ from cluster_sched.framework.runtime import FilterOutcome
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.profile import new_frameworks
-from cluster_sched.scheduler.shard_compiled import ShardKernels
-from cluster_sched.scheduler.shard_reduce import ShardWindows, reduce_payload
+from cluster_sched.scheduler.shards.compiled import ShardKernels
+from cluster_sched.scheduler.shards.reduce import ShardWindows, reduce_payload
 
 Delta = list[Any]
 
@@ -71,7 +71,7 @@ class ShardCore:
             ),
         )
         self._pods: dict[str, Pod] = {}
-        #: where this shard's rows sit in the replica's node order (``shard_reduce``)
+        #: where this shard's rows sit in the replica's node order (``reduce``)
         self.windows = ShardWindows()
         #: the compiled kernels' per-shape columns over this shard's rows
         self.kernels = ShardKernels()
@@ -132,7 +132,7 @@ class ShardCore:
         return self._pod_on(doc, (doc.get("spec") or {}).get("nodeName") or "")
 
     def reduce(self, payload: bytes) -> dict[str, Any]:
-        """A shared batch payload answered by reductions (``shard_reduce``)."""
+        """A shared batch payload answered by reductions (``reduce``)."""
         return reduce_payload(self, self.windows, payload)
 
     def set_snapshot(self, num_nodes: int, images: Mapping[str, tuple[int, int]] | None) -> None:

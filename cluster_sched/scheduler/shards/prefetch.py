@@ -56,7 +56,7 @@ from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
-from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
+from cluster_sched.scheduler.shards.speculation import SpeculativeScores, speculation_wanted
 
 __all__ = [
     "PREFETCH_CHUNK",

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from cluster_sched.plugins._helpers import default_normalize_score
 from cluster_sched.scheduler.assembly import ExecutorOptions
-from cluster_sched.scheduler.shard_dispatch import DispatchRule
-from cluster_sched.scheduler.shard_merge import _normalized
-from cluster_sched.scheduler.shard_reduce import ShardWindows
-from tests.scheduler.shard_runs import reducible_workload, run_outcome
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.scheduler.shards.merge import _normalized
+from cluster_sched.scheduler.shards.reduce import ShardWindows
+from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
 
 
 def _serial_and_reduced(client: redis.Redis, seed: int) -> list[int]:

@@ -15,7 +15,7 @@ Added keys (never replacing one): ``weights`` (score plugin -> weight),
 ``weightedScores`` (node -> plugin -> normalised * weight; a node's sum is its final
 score), ``passedPlugins`` (node -> Filter plugins it passed) and ``pluginResults``
 (each plugin's own result at PreEnqueue, PreFilter, Filter per node, PreScore, and
-Reserve / Permit on the selected node; see ``explain_plugins``). The document is a
+Reserve / Permit on the selected node; see ``plugins``). The document is a
 plain dict built key by key, so other features add their own keys beside these.
 """
 
@@ -44,7 +44,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Status, as_status
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.attempt import AttemptResult
-from cluster_sched.scheduler.explain_plugins import plugin_results, status_json, weighted_scores
+from cluster_sched.scheduler.explain.plugins import plugin_results, status_json, weighted_scores
 from cluster_sched.scheduler.profile import new_framework
 
 

@@ -4,7 +4,7 @@
 coordinator's replica table current, chooses each new node's shard (the least loaded)
 and its row there, and queues every node/pod change as a delta for the owning shard.
 Deltas travel with the shard's next request, so a shard is never behind the cycle that
-reads it (``shard_router``: what is sent, coalesced, or replaced by a rebuild).
+reads it (``router``: what is sent, coalesced, or replaced by a rebuild).
 ``ShardedSource`` is the NodeSource that fans Filter and Score out to the shards and
 merges the answers in the replica's row order. Clients that can (``submit_filter_score``)
 score the rows that pass with their Filter answer; those scores answer the Score phase
@@ -33,12 +33,12 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
-from cluster_sched.scheduler.shard_dispatch import DispatchRule
-from cluster_sched.scheduler.shard_pipeline import ReducedCalls
-from cluster_sched.scheduler.shard_prefetch import BatchPrefetch, PrefetchItem, predict
-from cluster_sched.scheduler.shard_reduce import PodReduction
-from cluster_sched.scheduler.shard_router import DELTA_BACKLOG, Delta, ShardRouter
-from cluster_sched.scheduler.speculation import SpeculativeScores, speculation_wanted
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.scheduler.shards.pipeline import ReducedCalls
+from cluster_sched.scheduler.shards.prefetch import BatchPrefetch, PrefetchItem, predict
+from cluster_sched.scheduler.shards.reduce import PodReduction
+from cluster_sched.scheduler.shards.router import DELTA_BACKLOG, Delta, ShardRouter
+from cluster_sched.scheduler.shards.speculation import SpeculativeScores, speculation_wanted
 from cluster_sched.telemetry.spans import (
     ATTR_PHASE,
     ATTR_PROFILE,
@@ -138,7 +138,7 @@ class InProcessShardClient:
         return payload
 
     def submit_reduce(self, deltas: list[Delta], shared: bytes, size: int) -> tuple[Pending, int]:
-        """The reduced protocol (``shard_reduce``): (busy seconds, bytes received, one
+        """The reduced protocol (``reduce``): (busy seconds, bytes received, one
         reduction per pod), and the bytes this call sent."""
         self.core.apply(deltas)
         reply = self.core.reduce(shared)
@@ -182,7 +182,7 @@ class ShardedSource:
         self._batched = prefetch and all(hasattr(c, "submit_filter_score_many") for c in clients)
         #: the batch's calls in order: (chunk, reply, the items and positions it answers)
         self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
-        #: the reduced protocol (``shard_merge``), for batches the compiled path would take
+        #: the reduced protocol (``merge``), for batches the compiled path would take
         self.reduced = ReducedCalls(self, dispatch)
 
     def _split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
@@ -356,7 +356,7 @@ class ShardedSource:
         nominated: bool,
     ) -> None:
         """Send the batch's predicted first Filter questions, one call per shard
-        (``shard_prefetch``); changes to the replica are recorded from now on."""
+        (``prefetch``); changes to the replica are recorded from now on."""
         self.end_batch()
         if not self._batched or not pods:
             return
@@ -396,7 +396,7 @@ class ShardedSource:
         batch_size: int,
     ) -> bool:
         """Send the batch's questions by the reduced protocol when the dispatch rule gives
-        it to the shards (``shard_pipeline``); False: the replica answers them."""
+        it to the shards (``pipeline``); False: the replica answers them."""
         self.end_batch()
         if not pods or not self.reduced.available():
             return False
@@ -412,7 +412,7 @@ class ShardedSource:
 
     def speculation_counters(self) -> dict[str, float]:
         """How often the shards' speculative answers served: prefetched batches
-        (``shard_prefetch``) and scores sent with Filter answers (``speculation``)."""
+        (``prefetch``) and scores sent with Filter answers (``speculation``)."""
         return {
             **self.prefetch.counters(),
             **self.speculative.counters(),

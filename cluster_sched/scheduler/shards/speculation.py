@@ -18,7 +18,7 @@ a second fan-out if they are the scores the shard would have returned then:
   plugins Skip on the coordinator, and each shard skipped exactly the plugins the
   coordinator skipped.
 
-Rows the coordinator evaluated itself instead of a shard (``shard_prefetch``: rows
+Rows the coordinator evaluated itself instead of a shard (``prefetch``: rows
 changed since the batch started) are kept as rows only (``keep_local``) and scored by
 the Score phase on the replica with the cycle's own state, as the in-process executor
 would: no second PreScore on a copy for them.

@@ -8,7 +8,7 @@ per pod shape and node-table state (``fast_path`` does the same on the replica):
 - Filter: the other active Filter plugins' verdicts, one bool column (only plugins whose
   verdict is the node's and the pod's own: no cross-node plugin active);
 - Score: TaintToleration and NodeAffinity raw scores, normalised by the kernel over the
-  rows it finds feasible (the shard's rows of the window: ``shard_reduce`` checks that
+  rows it finds feasible (the shard's rows of the window: ``reduce`` checks that
   every shard's maximum is the same), ImageLocality pre-weighted.
 
 A pod shape here is what those columns read of the pod (containers, tolerations,

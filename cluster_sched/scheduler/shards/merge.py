@@ -1,9 +1,9 @@
 """The coordinator's side of the reduced batch protocol: one shared payload per chunk of
 a popped batch, and each pod's answer merged from the shards' reductions.
 
-What is sent (``shard_reduce`` has the shard's side). When the compiled path would
-answer the batch's attempts and the dispatch rule (``shard_dispatch``) gives them to the
-shards, the coordinator predicts each pod's window as ``shard_prefetch`` does (it starts
+What is sent (``reduce`` has the shard's side). When the compiled path would
+answer the batch's attempts and the dispatch rule (``dispatch``) gives them to the
+shards, the coordinator predicts each pod's window as ``prefetch`` does (it starts
 where the previous pod's ended and holds numFeasibleNodesToFind rows of the node order),
 runs its PreFilter, and encodes the chunk once: every shard receives the same object
 (one ``ray.put``) and only its own pending deltas beside it. So the coordinator's cost
@@ -58,9 +58,9 @@ from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.plugins.names import DYNAMIC_RESOURCES
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
-from cluster_sched.scheduler.shard_compiled import ShardKernels
-from cluster_sched.scheduler.shard_prefetch import predictable_state
-from cluster_sched.scheduler.shard_reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
+from cluster_sched.scheduler.shards.compiled import ShardKernels
+from cluster_sched.scheduler.shards.prefetch import predictable_state
+from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -375,7 +375,7 @@ class ReducedBatch:
         rows: np.ndarray,
         maxima: Mapping[str, int],
     ) -> np.ndarray | None:
-        """``_rescore`` by the compiled kernel (the shards' own, ``shard_compiled``) when it
+        """``_rescore`` by the compiled kernel (the shards' own, ``compiled``) when it
         models the pod: its totals without the normalised plugins, which are added under
         the shards' maxima. None: the plugins' numpy path decides (also on a miss)."""
         one = len(rows) == 1  # the kernel scores two rows or more: the row twice

@@ -19,7 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cluster_sched.api.objects import Pod
-from cluster_sched.scheduler.explain import Explanation
+from cluster_sched.scheduler.explain.decision import Explanation
 
 #: Width a score column needs ("300 = 100x3" and a border).
 SCORE_COLUMN_WIDTH = 15

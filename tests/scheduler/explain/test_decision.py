@@ -10,7 +10,7 @@ from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config, parse_config
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import ConfigError
-from cluster_sched.scheduler.explain import explain
+from cluster_sched.scheduler.explain.decision import explain
 from cluster_sched.testing.builders import make_node, make_pod
 
 BASE_KEYS = {
