@@ -14,8 +14,8 @@ plugin's extension-point methods the way upstream's ``setInstrumentedPlugins`` d
   (upstream ``SetRecordPluginMetrics``) and kept in it, so a sampled cycle times all
   its plugins, binding ones included. A vectorised Filter call is one observation, its
   status the strongest code among the slice's nodes;
-- ``scheduler_preemption_attempts_total`` on every PostFilter plugin run, whatever it
-  found, and ``scheduler_preemption_victims`` when it nominated a node (upstream counts
+- ``scheduler_preemption_attempts_total`` on every DefaultPreemption PostFilter run,
+  whatever it found, and ``scheduler_preemption_victims`` when it nominated a node (upstream counts
   in DefaultPreemption.PostFilter and Evaluator.Preempt).
 
 With metrics off nothing is wrapped: the plugins' methods are called directly.
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from cluster_sched.framework.status import Code, Status
+from cluster_sched.plugins import names
 from cluster_sched.telemetry.metric_names import PLUGIN_METRICS_SAMPLE_PERCENT
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.spans import (
@@ -183,7 +184,9 @@ def _timed(
     """``bound`` (one plugin's method at ``point``) wrapped with the plugin metrics."""
     evaluation = metrics.plugin_evaluation(plugin, point, profile) if point in _EVALUATED else None
     per_node = point in _PER_NODE
-    post_filter = point == "PostFilter"
+    # upstream counts preemption attempts in DefaultPreemption.PostFilter, not in every
+    # PostFilter plugin (DynamicResources has one too)
+    post_filter = point == "PostFilter" and plugin == names.DEFAULT_PREEMPTION
 
     def run(state: Any, *args: Any, **kwargs: Any) -> Any:
         record = state.get(RECORD_PLUGIN_METRICS)

@@ -17,7 +17,7 @@ scheduler_framework_extension_point_duration_seconds             exponential(0.0
 scheduler_plugin_execution_duration_seconds                      exponential(0.00001, 1.5, 20), 10 % of cycles
     {plugin,extension_point,status}
 scheduler_plugin_evaluation_total{plugin,extension_point,profile} counter (PreFilter, Filter, PreScore, Score)
-scheduler_preemption_attempts_total                              counter, every PostFilter run
+scheduler_preemption_attempts_total                              counter, every DefaultPreemption PostFilter run
 scheduler_preemption_victims                                     exponential(1, 2, 7)
 scheduler_queue_incoming_pods_total{queue,event}                 counter
 scheduler_pod_scheduling_attempts                                exponential(1, 2, 5)

@@ -15,6 +15,7 @@ from cluster_sched.framework.interfaces import NodeSlice, PostFilterResult
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.framework.verdicts import NodeVerdicts
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins import names
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import DISABLED
 from tests.framework.framework_helpers import POD, _all, _framework
@@ -34,7 +35,9 @@ class FailN0:
 
 
 class Preempt:
-    name = "Preempt"
+    """Stands in for DefaultPreemption (the plugin upstream counts attempts in)."""
+
+    name = names.DEFAULT_PREEMPTION
 
     def __init__(self, nominate: bool) -> None:
         self.nominate = nominate
@@ -97,10 +100,21 @@ def test_sampling_decision_is_drawn_once_per_cycle(table: NodeTable) -> None:
     assert state.get(RECORD_PLUGIN_METRICS) is decision
 
 
-def test_every_post_filter_run_is_a_preemption_attempt() -> None:
+class OtherPostFilter:
+    """A PostFilter plugin that is not DefaultPreemption (as DynamicResources')."""
+
+    name = "Other"
+
+    def post_filter(self, state: CycleState, pod: Any, m: Any) -> Any:
+        return None, Status(Code.UNSCHEDULABLE, ("nothing to deallocate",))
+
+
+def test_every_default_preemption_run_is_a_preemption_attempt() -> None:
+    """Upstream counts in DefaultPreemption.PostFilter: another PostFilter plugin running
+    before it is not a preemption attempt."""
     m = Metrics()
     for nominate in (False, True, False):
-        fwk = _framework({"postFilter": [Preempt(nominate)]})
+        fwk = _framework({"postFilter": [OtherPostFilter(), Preempt(nominate)]})
         fwk.instrument(DISABLED, m)
         fwk.run_post_filter(CycleState(), POD, None)  # type: ignore[arg-type]
     assert _series(m, "scheduler_preemption_attempts_total") == {(): 3}

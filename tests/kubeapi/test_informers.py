@@ -3,7 +3,6 @@ store does not hold it), so any scheduler's caches sync; and the API's CLI flags
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -58,8 +57,9 @@ def test_bad_address_is_a_usage_error(text: str) -> None:
 )
 def test_api_flag_errors_are_usage_errors(flags: list[str]) -> None:
     from cluster_sched.kubeapi.cli import add_api_options, check_api_args
+    from cluster_sched.workload.cli_args import CliParser
 
-    parser = argparse.ArgumentParser()
+    parser = CliParser()  # the command line's parser: option values are checked by type
     add_api_options(parser, linger=True)
     with pytest.raises(UsageError):
         check_api_args(parser.parse_args(flags))

@@ -42,7 +42,7 @@ def ray_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         cluster.shutdown()
 
 
-@pytest.mark.slow
+@pytest.mark.raycluster
 def test_shards_off_the_head_node_give_the_serial_placements(
     ray_cluster: Any, redis_client: redis.Redis, redis_url: str
 ) -> None:
