@@ -81,6 +81,7 @@ def _overlay(
     runs: Sequence[Mapping[str, Any]],
     configs: Sequence[str],
     draw: Any,
+    empty: str,
 ) -> Chart:
     fig, axes = new_figure()
     fig.suptitle(title)
@@ -90,11 +91,34 @@ def _overlay(
         mine = [r for r in runs if r["config"] == config and r["series"]]
         for j, run in enumerate(mine):
             draw(ax, run["series"], colors[i % 10], config if j == 0 else None)
+    finish_overlay_axes(ax, empty)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="best", fontsize="small")
     path = out_dir / f"{name}.png"
     save_png(fig, path)
     return Chart(name, title, path)
+
+
+def finish_overlay_axes(ax: Axes, empty: str) -> str:
+    """Give an overlay axes that no run put a value on limits that do not read as data.
+
+    With no point drawn, or only lines at 0, matplotlib centres the axes on 0 with a
+    bare -0.04..0.04 range, which looks like a measured figure; say ``empty`` in words
+    instead, or start a flat zero line's axis at 0. Returns what it found: ``"empty"``,
+    ``"zero"`` or ``"data"``."""
+    ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax.lines]
+    ys = [y for y in ys if y.size]
+    if not ys:
+        ax.text(0.5, 0.5, empty, transform=ax.transAxes, ha="center", va="center")
+        ax.set_xlim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.0)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return "empty"
+    if not any(y.any() for y in ys):
+        ax.set_ylim(0.0, 1.0)
+        return "zero"
+    return "data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +244,7 @@ def write_compare_report(
                 mine,
                 configs,
                 _latency(axis),
+                "no pod waited in any run",
             ),
             _overlay(
                 f"w{wi}_utilisation",
@@ -228,6 +253,7 @@ def write_compare_report(
                 mine,
                 configs,
                 _utilisation(axis),
+                "no utilisation sample in any run",
             ),
             _overlay(
                 f"w{wi}_nodes_in_use",
@@ -236,6 +262,7 @@ def write_compare_report(
                 mine,
                 configs,
                 _steps(axis, "nodes_t", "nodes", "nodes holding a pod"),
+                "no node held a pod in any run",
             ),
             _overlay(
                 f"w{wi}_pending",
@@ -244,6 +271,7 @@ def write_compare_report(
                 mine,
                 configs,
                 _steps(axis, "pending_t", "pending", "pending pods"),
+                "no pod was pending in any run",
             ),
         ]
         parts += [
