@@ -93,6 +93,8 @@ class _Token:
     #: node -> free devices of the class, and how many the pod needs
     free: Mapping[str, int] | None = None
     want: int = 0
+    #: some claim to allocate has a prioritized list: the only case Score is not 0
+    scores: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,16 +146,12 @@ class DynamicResources:
     ) -> tuple[PreFilterResult | None, Status]:
         state.write(STATE_KEY, _Token(pod.key, False))
         if not pod.resource_claims:
-            # Score would give every node 0 (normalised: 0): skipping it is the same
-            # outcome and keeps the compiled scoring path for pods without claims.
-            state.skip_score_plugins.add(NAME)
             return None, skip()
         dra: DraListers = snapshot.dra
         claims, err = pod_claims(pod, dra)
         if err:
             return None, unresolvable(err)
         if not claims:
-            state.skip_score_plugins.add(NAME)
             return None, skip()
         to_allocate = []
         for index, claim in enumerate(claims):
@@ -203,7 +201,8 @@ class DynamicResources:
         if cycle.simple and cycle.need and all(c.allocation_node_selector is None for c in claims):
             ((cls, want),) = cycle.need.items()
             free = {name: dra.free_count(cls, name) for name in dra.class_devices(cls)}
-        state.write(STATE_KEY, _Token(pod.key, True, free, want))
+        scores = any(req.first_available for i in to_allocate for req in claims[i].spec.requests)
+        state.write(STATE_KEY, _Token(pod.key, True, free, want, scores))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> None:
@@ -300,7 +299,16 @@ class DynamicResources:
                 cycle.node_allocations[node.name] = found
         return NodeVerdicts(codes, ids, reasons)
 
-    # -- Score
+    # -- PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice) -> Status:
+        """Skip unless some claim to allocate has a prioritized list: Score is 0 on
+        every node otherwise (upstream has no PreScore and runs that all-zero Score;
+        the total of every node is the same either way). Deciding it here, where the
+        framework collects every PreScore Skip, keeps one Skip set per pod for the
+        pre-cycle cache, the shards and the compiled scoring path alike."""
+        token: _Token | None = state.get(STATE_KEY)
+        return SUCCESS if token is not None and token.scores else skip()
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         """Prioritized lists: each allocated subrequest at index i of its request's
