@@ -79,6 +79,10 @@ class Framework:
         self.pre_score = [pl for pl, _ in p.get("preScore", [])]
         self.score = [pl for pl, _ in p.get("score", [])]
         self.score_weights = {pl.name: w for pl, w in p.get("score", [])}
+        #: Score plugins that can tell, after PreFilter, that they give every node 0 for
+        #: a pod (``zero_score(state, pod)``): PreScore Skips them then, as if they had a
+        #: PreScore returning Skip (not an extension point: capabilities stay upstream's)
+        self.zero_scores = [pl for pl in self.score if callable(getattr(pl, "zero_score", None))]
         self.reserve = [pl for pl, _ in p.get("reserve", [])]
         self.permit = [pl for pl, _ in p.get("permit", [])]
         self.pre_bind = [pl for pl, _ in p.get("preBind", [])]
@@ -345,6 +349,9 @@ class Framework:
                 return Status(
                     Code.ERROR, (f'running PreScore plugin "{pl.name}": {s.message()}',), pl.name
                 )
+        for pl in self.zero_scores:
+            if pl.zero_score(state, pod):
+                state.skip_score_plugins.add(pl.name)
         return SUCCESS
 
     def active_score_plugins(self, state: CycleState) -> list[Any]:

@@ -299,16 +299,17 @@ class DynamicResources:
                 cycle.node_allocations[node.name] = found
         return NodeVerdicts(codes, ids, reasons)
 
-    # -- PreScore / Score
+    # -- Score
 
-    def pre_score(self, state: CycleState, pod: Pod, snapshot: Any, feasible: NodeSlice) -> Status:
-        """Skip unless some claim to allocate has a prioritized list: Score is 0 on
-        every node otherwise (upstream has no PreScore and runs that all-zero Score;
-        the total of every node is the same either way). Deciding it here, where the
-        framework collects every PreScore Skip, keeps one Skip set per pod for the
-        pre-cycle cache, the shards and the compiled scoring path alike."""
+    def zero_score(self, state: CycleState, pod: Pod) -> bool:
+        """Whether Score gives every node 0 for this pod: true unless some claim to
+        allocate has a prioritized list. Upstream v1.35 has no PreScore here and runs
+        that all-zero Score; the framework's PreScore Skips it instead (every node's
+        total is the same), deciding it where it collects every PreScore Skip, so the
+        Skip set is one per pod whether its PreFilter state was computed or shared (the
+        pre-cycle cache, the shards) and the compiled path scores claim-less pods."""
         token: _Token | None = state.get(STATE_KEY)
-        return SUCCESS if token is not None and token.scores else skip()
+        return token is None or not token.scores
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         """Prioritized lists: each allocated subrequest at index i of its request's

@@ -1,6 +1,6 @@
 """DynamicResources' Score Skip is decided at PreScore, where the framework collects
-every Skip (not marked in PreFilter, which the pre-cycle cache and the shards treat as
-PreFilter-only): the Skip set is the same whether a pod's PreFilter state was shared or
+every Skip (not marked in PreFilter, whose state the pre-cycle cache shares with an
+empty Score Skip set and the shards receive): the Skip set is the same whether a pod's PreFilter state was shared or
 computed, and only a prioritized-list claim keeps its Score."""
 
 from __future__ import annotations
@@ -51,11 +51,12 @@ def _pod(*claims: dict[str, str]) -> Any:
     return parse_object({**doc, "spec": spec, "metadata": {**doc["metadata"], "uid": "u"}})
 
 
-def test_dynamicresources_is_registered_at_prescore_by_multipoint() -> None:
+def test_extension_points_stay_upstreams_the_skip_is_the_frameworks() -> None:
+    """v1.35's plugin has Score and no PreScore; the framework's PreScore asks it."""
     cache = _cluster()
     fwk = new_framework(default_config().profiles[0], Handle(snapshot=cache.snapshot))
-    assert DYNAMIC_RESOURCES in [pl.name for pl in fwk.pre_score]
-    assert DYNAMIC_RESOURCES in [pl.name for pl in fwk.score]
+    assert DYNAMIC_RESOURCES not in [pl.name for pl in fwk.pre_score]
+    assert [pl.name for pl in fwk.zero_scores] == [DYNAMIC_RESOURCES]
 
 
 @pytest.mark.parametrize(
