@@ -20,6 +20,7 @@ except for requests with admin access, which may share devices.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -40,13 +41,18 @@ from cluster_sched.dra.objects import (
 )
 from cluster_sched.dra.pools import Pool, PoolDevice, gather_pools
 
-__all__ = ["AllocationError", "Allocator", "DeviceID"]
+__all__ = ["AllocationError", "AllocationTimeout", "Allocator", "DeviceID"]
 
 DeviceID = tuple[str, str, str]
 
 
 class AllocationError(Exception):
     """Something wrong with a claim or class: the scheduling attempt is aborted."""
+
+
+class AllocationTimeout(Exception):
+    """The search on one node passed its deadline (upstream: the Filter context's
+    DeadlineExceeded, DRASchedulerFilterTimeout): the pod is unschedulable there."""
 
 
 @dataclass(slots=True)
@@ -67,6 +73,12 @@ class _Search:
     #: (claim, request) -> [(device, admin access, subrequest name)]
     picked: dict[int, list[tuple[PoolDevice, bool, str]]] = field(default_factory=dict)
     used: set[DeviceID] = field(default_factory=set)
+    #: time.monotonic() past which the search gives up; None: no limit
+    deadline: float | None = None
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise AllocationTimeout
 
 
 class Allocator:
@@ -150,8 +162,10 @@ class Allocator:
     # -- per node
 
     def allocate(
-        self, node: Node, claims: Sequence[ResourceClaim]
+        self, node: Node, claims: Sequence[ResourceClaim], deadline: float | None = None
     ) -> list[AllocationResult] | None:
+        """``deadline``: a ``time.monotonic()`` value; past it the search raises
+        AllocationTimeout (checked at every step of the backtracking search)."""
         source = self._slices_for(node) if self._slices_for is not None else self._slices
         pools = gather_pools(source, node)
         invalid = [f"{p.driver}/{p.name}" for p in pools if p.invalid]
@@ -167,7 +181,7 @@ class Allocator:
             for ci, claim in enumerate(claims)
             for req in claim.spec.requests
         ]
-        search = _Search(pools, needs, claims)
+        search = _Search(pools, needs, claims, deadline=deadline)
         if not self._solve(search, 0):
             return None
         return [self._result(search, ci, claim, node) for ci, claim in enumerate(claims)]
@@ -175,6 +189,7 @@ class Allocator:
     def _solve(self, s: _Search, index: int) -> bool:
         if index == len(s.needs):
             return True
+        s.check_deadline()
         need = s.needs[index]
         claim = s.claims[need.claim]
         for alt in need.alternatives:
@@ -250,6 +265,7 @@ class Allocator:
             return self._solve(s, index + 1)
         picked = s.picked.setdefault(index, [])
         for pos in range(start, len(candidates)):
+            s.check_deadline()
             dev = candidates[pos]
             if not self._free(s, dev, alt.admin_access):
                 continue
