@@ -30,7 +30,12 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.api.selectors import node_selector_matches
 from cluster_sched.config.plugin_args import DynamicResourcesArgs
-from cluster_sched.dra.allocator import AllocationError, AllocationTimeout, Allocator
+from cluster_sched.dra.allocator import (
+    AllocationError,
+    AllocationFailedOnNode,
+    AllocationTimeout,
+    Allocator,
+)
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import (
     FIRST_AVAILABLE_MAX_SIZE,
@@ -267,6 +272,9 @@ class DynamicResources:
                 deadline = time.monotonic() + timeout if timeout > 0 else None
                 try:
                     found = cycle.allocator.allocate(node, claims, deadline)
+                except AllocationFailedOnNode as err:
+                    fail(i, UNRESOLVABLE, str(err))
+                    continue
                 except AllocationError as err:
                     fail(i, Code.ERROR, str(err))
                     continue
