@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cluster_sched.api.objects import Node
 from cluster_sched.dra.cel import CelError, CelRuntimeError, compile_selector, device_matches
@@ -34,13 +33,13 @@ from cluster_sched.dra.objects import (
     AllocationResult,
     AttributeValue,
     DeviceClass,
-    DeviceConfig,
     DeviceResult,
     ExactRequest,
     ResourceClaim,
     ResourceSlice,
 )
 from cluster_sched.dra.pools import Pool, PoolDevice, gather_pools
+from cluster_sched.dra.results import allocation_configs, node_selector
 
 __all__ = [
     "AllocationError",
@@ -60,6 +59,10 @@ class AllocationError(Exception):
 class AllocationFailedOnNode(AllocationError):
     """No allocation on this node, with a reason worth showing (upstream wraps
     ErrFailedAllocationOnNode: the pod is Unschedulable there, not an error)."""
+
+
+class _Exceeded(Exception):
+    """A request (or every alternative of one) would take its claim past 32 devices."""
 
 
 class AllocationTimeout(Exception):
@@ -198,7 +201,11 @@ class Allocator:
         ]
         search = _Search(pools, needs, claims, deadline=deadline, counts=[0] * len(claims))
         self._gather_all(search)
-        if not self._solve(search, 0):
+        try:
+            done = self._solve(search, 0)
+        except _Exceeded:
+            raise AllocationError("allocation max size exceeded") from None
+        if not done:
             if any(p.invalid for p in pools):
                 # upstream: only when nothing could be allocated, and as "failed on node"
                 raise AllocationFailedOnNode("invalid resource pools were encountered")
@@ -239,26 +246,56 @@ class Allocator:
                 )
 
     def _solve(self, s: _Search, index: int) -> bool:
+        """Need ``index`` and everything after it. A prioritized list tries its
+        alternatives in order; one that would take the claim past 32 devices is
+        skipped, and when every one is, that is raised (_Exceeded) so the requests
+        before stop trying other devices (upstream errAllocationResultMaxSizeExceeded)."""
         if index == len(s.needs):
             return True
         s.check_deadline()
         need = s.needs[index]
-        claim = s.claims[need.claim]
-        for ai, alt in enumerate(need.alternatives):
-            name = f"{need.request}/{alt.name}" if need.prioritized else need.request
-            if alt.allocation_mode == ALLOCATION_MODE_ALL:
-                devices = s.all_devices[(index, ai)]
-                if s.counts[need.claim] + len(devices) > ALLOCATION_RESULTS_MAX_SIZE:
-                    continue
-                if devices and self._take_all(s, index, claim, devices, alt, name):
-                    return True
+        if not need.prioritized:
+            return self._attempt(s, index, 0)
+        all_exceeded = True
+        for ai in range(len(need.alternatives)):
+            try:
+                done = self._attempt(s, index, ai)
+            except _Exceeded:
                 continue
-            if s.counts[need.claim] + alt.count > ALLOCATION_RESULTS_MAX_SIZE:
-                continue  # upstream: too many for the claim, try the next subrequest
-            candidates = self._matching(s, claim, alt, name, usable_pools_only=True)
-            if self._take(s, index, claim, candidates, alt, name, alt.count):
+            all_exceeded = False
+            if done:
                 return True
+        if all_exceeded:
+            raise _Exceeded
         return False
+
+    def _next(self, s: _Search, index: int) -> bool:
+        """The needs after ``index``; past the end of a claim, the next claim's
+        _Exceeded is only a failure (it says nothing about this claim's choices)."""
+        nxt = index + 1
+        if nxt < len(s.needs) and s.needs[nxt].claim != s.needs[index].claim:
+            try:
+                return self._solve(s, nxt)
+            except _Exceeded:
+                return False
+        return self._solve(s, nxt)
+
+    def _attempt(self, s: _Search, index: int, ai: int) -> bool:
+        need = s.needs[index]
+        claim = s.claims[need.claim]
+        alt = need.alternatives[ai]
+        name = f"{need.request}/{alt.name}" if need.prioritized else need.request
+        if alt.allocation_mode == ALLOCATION_MODE_ALL:
+            devices = s.all_devices[(index, ai)]
+            if not devices:
+                return False
+            if s.counts[need.claim] + len(devices) > ALLOCATION_RESULTS_MAX_SIZE:
+                raise _Exceeded
+            return self._take_all(s, index, claim, devices, alt, name)
+        if s.counts[need.claim] + alt.count > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _Exceeded
+        candidates = self._matching(s, claim, alt, name, usable_pools_only=True)
+        return self._take(s, index, claim, candidates, alt, name, alt.count)
 
     def _matching(
         self,
@@ -324,7 +361,7 @@ class Allocator:
         start: int = 0,
     ) -> bool:
         if remaining == 0:
-            return self._solve(s, index + 1)
+            return self._next(s, index)
         ci = s.needs[index].claim
         for pos in range(start, len(candidates)):
             s.check_deadline()
@@ -334,8 +371,12 @@ class Allocator:
             if not self._constraints_ok(s, index, claim, dev, name):
                 continue
             self._pick(s, index, dev, alt.admin_access, name)
-            if self._take(s, index, claim, candidates, alt, name, remaining - 1, pos + 1):
-                return True
+            try:
+                if self._take(s, index, claim, candidates, alt, name, remaining - 1, pos + 1):
+                    return True
+            except _Exceeded:
+                self._unpick(s, index, dev)
+                raise
             self._unpick(s, index, dev)
         return False
 
@@ -365,8 +406,13 @@ class Allocator:
                 )
             self._pick(s, index, dev, alt.admin_access, name)
             taken.append(dev)
-        if ok and self._solve(s, index + 1):
-            return True
+        try:
+            if ok and self._next(s, index):
+                return True
+        except _Exceeded:
+            for dev in reversed(taken):
+                self._unpick(s, index, dev)
+            raise
         for dev in reversed(taken):
             self._unpick(s, index, dev)
         return False
@@ -416,40 +462,9 @@ class Allocator:
                 )
                 chosen.append((alt_name, alt))
         return AllocationResult(
-            tuple(devices), self._configs(claim, chosen), _node_selector(slices, node)
-        )
-
-    def _configs(
-        self, claim: ResourceClaim, chosen: list[tuple[str, ExactRequest]]
-    ) -> tuple[DeviceConfig, ...]:
-        """upstream's result configs: each class's configs once, naming every request
-        that chose the class; then the claim's configs for the requests (or chosen
-        subrequests) they name, once per such request (as upstream's table expects:
-        a single request's class config still names it)."""
-        out: list[tuple[str, Any, list[str], str]] = []
-        by_class: dict[str, tuple[int, int]] = {}
-        for name, alt in chosen:
-            span = by_class.get(alt.device_class_name)
-            if span is not None:
-                for i in range(*span):
-                    out[i][2].append(name)
-                continue
-            start = len(out)
-            for cfg in self._classes[alt.device_class_name].config:
-                out.append((cfg.driver, cfg.parameters, [name], "FromClass"))
-            by_class[alt.device_class_name] = (start, len(out))
-        picked = {name.partition("/")[0]: name for name, _ in chosen if "/" in name}
-        for cfg in claim.spec.config:
-            if not cfg.requests:
-                out.append((cfg.driver, cfg.parameters, [], "FromClaim"))
-                continue
-            for req in claim.spec.requests:
-                sub = picked.get(req.name)
-                if req.name in cfg.requests or (sub is not None and sub in cfg.requests):
-                    out.append((cfg.driver, cfg.parameters, list(cfg.requests), "FromClaim"))
-        return tuple(
-            DeviceConfig(driver, params, tuple(reqs), source)
-            for driver, params, reqs, source in out
+            tuple(devices),
+            allocation_configs(self._classes, claim, chosen),
+            node_selector(slices, node),
         )
 
 
@@ -461,35 +476,3 @@ def _covers(requests: tuple[str, ...], name: str) -> bool:
 
 def _attribute(dev: PoolDevice, name: str) -> AttributeValue | None:
     return dev.device.attributes.get(name)
-
-
-def _node_selector(slices: list[ResourceSlice], node: Node) -> Mapping[str, object] | None:
-    """upstream createNodeSelector: a node-local device pins the claim to the node; a
-    network-attached one to its slice's selector (the terms' requirements combined);
-    devices for all nodes add nothing."""
-    if any(s.node_name for s in slices):
-        return {
-            "nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node.name]}]}
-            ]
-        }
-    selectors = []
-    for s in slices:
-        if s.node_selector_raw is not None and s.node_selector_raw not in selectors:
-            selectors.append(s.node_selector_raw)
-    if not selectors:
-        return None
-    if len(selectors) == 1:
-        return selectors[0]
-    exprs: list[object] = []
-    fields: list[object] = []
-    for sel in selectors:
-        for term in sel.get("nodeSelectorTerms") or []:  # type: ignore[attr-defined]
-            exprs.extend(term.get("matchExpressions") or [])
-            fields.extend(term.get("matchFields") or [])
-    merged: dict[str, object] = {}
-    if exprs:
-        merged["matchExpressions"] = exprs
-    if fields:
-        merged["matchFields"] = fields
-    return {"nodeSelectorTerms": [merged]}

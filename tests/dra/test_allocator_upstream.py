@@ -66,6 +66,10 @@ def exact(
     return {"name": name, "exactly": body}
 
 
+def GEN(value: str) -> str:
+    return f'device.attributes["{DRIVER}"].generation == "{value}"'
+
+
 def sub(name: str, cls: str, count: int = 1, *sel: str, mode: str = "") -> dict[str, Any]:
     out = exact(name, cls, count, *sel, mode=mode)["exactly"]
     return {"name": name, **out}
@@ -324,6 +328,46 @@ CASES: list[tuple[str, list[Any], list[Any], list[Any], dict[str, Any], Any]] = 
      [cl("claim-0", first("req-0", sub("subReq-0", "class-b", 500),
                           sub("subReq-1", "class-a")))], {},
      [[r("req-0/subReq-1")]]),
+    ("prioritized-list-allocation-mode-all", [CA], [sl("pool-1", *ONE_TWO)],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", mode="All"),
+                          sub("subReq-1", "class-a")))],
+     {"allocated": {(A, "pool-1", "device-2")}}, [[r("req-0/subReq-1")]]),
+    ("prioritized-list-allocation-mode-all-with-selectors", [CA],
+     [sl("pool-1", dev(generation="v5"))],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", 1, GEN("v6"), mode="All"),
+                          sub("subReq-1", "class-a", 1, GEN("v5"), mode="All")))], {},
+     [[r("req-0/subReq-1")]]),
+    ("prioritized-list-allocation-mode-all-with-selectors-multiple-pools", [CA],
+     [sl("pool-1", dev(generation="v5")), sl("pool-2", dev(generation="v5"))],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", 1, GEN("v6"), mode="All"),
+                          sub("subReq-1", "class-a", 1, GEN("v5"), mode="All")))], {},
+     [[r("req-0/subReq-1"), r("req-0/subReq-1", pool="pool-2")]]),
+    ("prioritized-list-allocation-mode-all-with-selectors-multiple-pools-across-nodes", [CA],
+     [sl("pool-1", dev(generation="v5")),
+      sl("pool-2", dev(generation="v5"), dev("device-2", generation="v6"), node="node-2")],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", 1, GEN("v6"), mode="All"),
+                          sub("subReq-1", "class-a", 1, GEN("v5"), mode="All")))], {},
+     [[r("req-0/subReq-1")]]),
+    ("prioritized-list-allocation-mode-all-with-selectors-deviceclass-subset",
+     [device_class("class-a", A, f'device.attributes["{A}"].selected')],
+     [sl("pool-1", dev(generation="v6", selected=False), dev("device-2", generation="v5",
+         selected=False), dev("device-3", generation="v5", selected=True))],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", 1, GEN("v6"), mode="All"),
+                          sub("subReq-1", "class-a", 1, GEN("v5"), mode="All")))], {},
+     [[r("req-0/subReq-1", "device-3")]]),
+    ("prioritized-list-max-allocation-limit-request", [CA],
+     [sl("pool-1", *(dev(f"device-{i}") for i in range(64)))],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", 32), sub("subReq-1", "class-a", 16)),
+         first("req-1", sub("subReq-0", "class-a", 32), sub("subReq-1", "class-a", 16)))], {},
+     [[*(r("req-0/subReq-1", f"device-{i}") for i in range(16)),
+       *(r("req-1/subReq-1", f"device-{i}") for i in range(16, 32))]]),
+    ("prioritized-list-max-allocation-allocation-mode-all", [CA, CB],
+     [sl("pool-1", *(dev(f"device-{i}") for i in range(31))),
+      sl("pool-2", dev("device-0"), dev("device-1"), driver=B)],
+     [cl("claim-0", first("req-0", sub("subReq-0", "class-a", mode="All"),
+                          sub("subReq-1", "class-a", 2)), exact("req-1", "class-b", 2))], {},
+     [[r("req-0/subReq-1", "device-0"), r("req-0/subReq-1", "device-1"),
+       r("req-1", "device-0", "pool-2", B), r("req-1", "device-1", "pool-2", B)]]),
 ]  # fmt: skip
 
 CONFIG_CASES: list[tuple[str, list[Any], list[Any], list[Any], list[list[Any]]]] = [
