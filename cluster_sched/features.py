@@ -16,6 +16,11 @@ from cluster_sched.errors import UsageError
 
 __all__ = [
     "ASYNC_PREEMPTION",
+    "DRA_ADMIN_ACCESS",
+    "DRA_PRIORITIZED_LIST",
+    "DRA_RESOURCE_CLAIM_DEVICE_STATUS",
+    "DRA_SCHEDULER_FILTER_TIMEOUT",
+    "DYNAMIC_RESOURCE_ALLOCATION",
     "GATES",
     "NOMINATED_NODE_NAME_FOR_EXPECTATION",
     "OPPORTUNISTIC_BATCHING",
@@ -32,6 +37,11 @@ POP_FROM_BACKOFF_Q = "SchedulerPopFromBackoffQ"
 ASYNC_PREEMPTION = "SchedulerAsyncPreemption"
 OPPORTUNISTIC_BATCHING = "OpportunisticBatching"
 NOMINATED_NODE_NAME_FOR_EXPECTATION = "NominatedNodeNameForExpectation"
+DYNAMIC_RESOURCE_ALLOCATION = "DynamicResourceAllocation"
+DRA_PRIORITIZED_LIST = "DRAPrioritizedList"
+DRA_ADMIN_ACCESS = "DRAAdminAccess"
+DRA_RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+DRA_SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,9 @@ class GateSpec:
     #: GA gates locked to their default refuse the other value, as upstream does.
     locked: bool = False
     summary: str = ""
+    #: False: only the default value is modelled (an alpha gate whose behaviour
+    #: cluster-sched does not implement); the other value is refused, not ignored.
+    modelled: bool = True
 
 
 GATES: dict[str, GateSpec] = {
@@ -86,6 +99,53 @@ GATES: dict[str, GateSpec] = {
             "1.35",
             summary="nominatedNodeName set on pods whose binding is in progress",
         ),
+        GateSpec(
+            DYNAMIC_RESOURCE_ALLOCATION,
+            True,
+            "GA",
+            "1.34",
+            locked=True,
+            summary="DeviceClasses, ResourceSlices, ResourceClaims; the DynamicResources plugin",
+        ),
+        GateSpec(
+            DRA_PRIORITIZED_LIST,
+            True,
+            "BETA",
+            "1.34",
+            summary="firstAvailable device requests (off: refused at PreFilter)",
+        ),
+        GateSpec(
+            DRA_ADMIN_ACCESS,
+            True,
+            "BETA",
+            "1.34",
+            summary="adminAccess device requests (off: the allocator refuses them)",
+        ),
+        GateSpec(
+            DRA_RESOURCE_CLAIM_DEVICE_STATUS,
+            True,
+            "BETA",
+            "1.33",
+            summary="status.devices of claims (written by drivers; no scheduler decision)",
+        ),
+        GateSpec(
+            DRA_SCHEDULER_FILTER_TIMEOUT,
+            True,
+            "BETA",
+            "1.34",
+            summary="DynamicResources' Filter gives up on a node after filterTimeout",
+        ),
+        *(
+            GateSpec(name, False, "ALPHA", since, modelled=False, summary=summary)
+            for name, since, summary in (
+                ("DRAPartitionableDevices", "1.33", "devices consuming shared counters"),
+                ("DRADeviceTaints", "1.33", "device taints and tolerations"),
+                ("DRADeviceTaintRules", "1.35", "DeviceTaintRule objects"),
+                ("DRAConsumableCapacity", "1.34", "devices shared by consumed capacity"),
+                ("DRAExtendedResource", "1.34", "extended resources backed by DRA"),
+                ("DRADeviceBindingConditions", "1.34", "PreBind waits for binding conditions"),
+            )
+        ),
     )
 }
 
@@ -123,6 +183,11 @@ def _checked(items: Iterable[tuple[str, bool]]) -> dict[str, bool]:
             raise FeatureGateError(
                 f"cannot set feature gate {name} to {str(value).lower()}, "
                 f"feature is locked to {str(spec.default).lower()}"
+            )
+        if not spec.modelled and value != spec.default:
+            raise FeatureGateError(
+                f"feature gate {name}={str(value).lower()} is not modelled by cluster-sched "
+                f"({spec.stage.lower()} in v1.35, {'on' if spec.default else 'off'} by default)"
             )
         out[name] = value
     return out

@@ -20,6 +20,7 @@ except for requests with admin access, which may share devices.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -32,21 +33,41 @@ from cluster_sched.dra.objects import (
     AllocationResult,
     AttributeValue,
     DeviceClass,
-    DeviceConfig,
     DeviceResult,
     ExactRequest,
     ResourceClaim,
     ResourceSlice,
 )
 from cluster_sched.dra.pools import Pool, PoolDevice, gather_pools
+from cluster_sched.dra.results import allocation_configs, node_selector
 
-__all__ = ["AllocationError", "Allocator", "DeviceID"]
+__all__ = [
+    "AllocationError",
+    "AllocationFailedOnNode",
+    "AllocationTimeout",
+    "Allocator",
+    "DeviceID",
+]
 
 DeviceID = tuple[str, str, str]
 
 
 class AllocationError(Exception):
     """Something wrong with a claim or class: the scheduling attempt is aborted."""
+
+
+class AllocationFailedOnNode(AllocationError):
+    """No allocation on this node, with a reason worth showing (upstream wraps
+    ErrFailedAllocationOnNode: the pod is Unschedulable there, not an error)."""
+
+
+class _Exceeded(Exception):
+    """A request (or every alternative of one) would take its claim past 32 devices."""
+
+
+class AllocationTimeout(Exception):
+    """The search on one node passed its deadline (upstream: the Filter context's
+    DeadlineExceeded, DRASchedulerFilterTimeout): the pod is unschedulable there."""
 
 
 @dataclass(slots=True)
@@ -66,7 +87,18 @@ class _Search:
     claims: Sequence[ResourceClaim]
     #: (claim, request) -> [(device, admin access, subrequest name)]
     picked: dict[int, list[tuple[PoolDevice, bool, str]]] = field(default_factory=dict)
-    used: set[DeviceID] = field(default_factory=set)
+    #: device -> the claims (indices) it is being allocated for in this search
+    used: dict[DeviceID, set[int]] = field(default_factory=dict)
+    #: devices picked so far per claim (the 32-device limit)
+    counts: list[int] = field(default_factory=list)
+    #: mode All: (need index, alternative index) -> the node's matching devices
+    all_devices: dict[tuple[int, int], list[PoolDevice]] = field(default_factory=dict)
+    #: time.monotonic() past which the search gives up; None: no limit
+    deadline: float | None = None
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise AllocationTimeout
 
 
 class Allocator:
@@ -124,10 +156,11 @@ class Allocator:
                             ) from None
                     if alt.admin_access:
                         self._check_admin(claim, name)
-                first = alts[0]
-                assert first is not None
-                if first.allocation_mode != ALLOCATION_MODE_ALL:
-                    total += first.count
+                # the fewest devices any alternative needs (All: counted per node)
+                total += min(
+                    0 if a is None or a.allocation_mode == ALLOCATION_MODE_ALL else a.count
+                    for a in alts
+                )
             if total > ALLOCATION_RESULTS_MAX_SIZE:
                 raise AllocationError(
                     f"claim {claim.key}: number of requested devices {total} exceeds the "
@@ -150,13 +183,12 @@ class Allocator:
     # -- per node
 
     def allocate(
-        self, node: Node, claims: Sequence[ResourceClaim]
+        self, node: Node, claims: Sequence[ResourceClaim], deadline: float | None = None
     ) -> list[AllocationResult] | None:
+        """``deadline``: a ``time.monotonic()`` value; past it the search raises
+        AllocationTimeout (checked at every step of the backtracking search)."""
         source = self._slices_for(node) if self._slices_for is not None else self._slices
         pools = gather_pools(source, node)
-        invalid = [f"{p.driver}/{p.name}" for p in pools if p.invalid]
-        if invalid:
-            raise AllocationError(f"invalid resource pools were encountered: {', '.join(invalid)}")
         needs = [
             _Need(
                 ci,
@@ -167,42 +199,121 @@ class Allocator:
             for ci, claim in enumerate(claims)
             for req in claim.spec.requests
         ]
-        search = _Search(pools, needs, claims)
-        if not self._solve(search, 0):
+        search = _Search(pools, needs, claims, deadline=deadline, counts=[0] * len(claims))
+        self._gather_all(search)
+        try:
+            done = self._solve(search, 0)
+        except _Exceeded:
+            raise AllocationError("allocation max size exceeded") from None
+        if not done:
+            if any(p.invalid for p in pools):
+                # upstream: only when nothing could be allocated, and as "failed on node"
+                raise AllocationFailedOnNode("invalid resource pools were encountered")
             return None
         return [self._result(search, ci, claim, node) for ci, claim in enumerate(claims)]
 
+    def _gather_all(self, s: _Search) -> None:
+        """Per node, before the search (upstream validateDeviceRequest): the devices each
+        mode-All alternative takes, refused while a pool is incomplete or invalid, and
+        the claim limit with them counted."""
+        least = [0] * len(s.claims)
+        for index, need in enumerate(s.needs):
+            claim = s.claims[need.claim]
+            sizes = []
+            for ai, alt in enumerate(need.alternatives):
+                if alt.allocation_mode != ALLOCATION_MODE_ALL:
+                    sizes.append(alt.count)
+                    continue
+                name = f"{need.request}/{alt.name}" if need.prioritized else need.request
+                for pool in s.pools:
+                    state = (
+                        "being updated" if pool.incomplete else "invalid" if pool.invalid else ""
+                    )
+                    if state:
+                        raise AllocationError(
+                            f"claim {claim.key}, request {name}: asks for all devices, but "
+                            f"resource pool {pool.driver}/{pool.name} is currently {state}"
+                        )
+                found = self._matching(s, claim, alt, name)
+                s.all_devices[(index, ai)] = found
+                sizes.append(len(found))
+            least[need.claim] += min(sizes)
+        for claim, n in zip(s.claims, least, strict=True):
+            if n > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {claim.key}: number of requested devices {n} exceeds the claim "
+                    f"limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+
     def _solve(self, s: _Search, index: int) -> bool:
+        """Need ``index`` and everything after it. A prioritized list tries its
+        alternatives in order; one that would take the claim past 32 devices is
+        skipped, and when every one is, that is raised (_Exceeded) so the requests
+        before stop trying other devices (upstream errAllocationResultMaxSizeExceeded)."""
         if index == len(s.needs):
             return True
+        s.check_deadline()
         need = s.needs[index]
-        claim = s.claims[need.claim]
-        for alt in need.alternatives:
-            name = f"{need.request}/{alt.name}" if need.prioritized else need.request
-            candidates = self._candidates(s, claim, alt, name)
-            if alt.allocation_mode == ALLOCATION_MODE_ALL:
-                if candidates is None:
-                    continue
-                if self._take_all(s, index, claim, candidates, alt, name):
-                    return True
+        if not need.prioritized:
+            return self._attempt(s, index, 0)
+        all_exceeded = True
+        for ai in range(len(need.alternatives)):
+            try:
+                done = self._attempt(s, index, ai)
+            except _Exceeded:
                 continue
-            assert candidates is not None
-            if self._take(s, index, claim, candidates, alt, name, alt.count):
+            all_exceeded = False
+            if done:
                 return True
+        if all_exceeded:
+            raise _Exceeded
         return False
 
-    def _candidates(
-        self, s: _Search, claim: ResourceClaim, alt: ExactRequest, name: str
-    ) -> list[PoolDevice] | None:
-        """Matching devices in order (None: mode All cannot be satisfied, e.g. a pool
-        is incomplete or a matching device is allocated elsewhere)."""
+    def _next(self, s: _Search, index: int) -> bool:
+        """The needs after ``index``; past the end of a claim, the next claim's
+        _Exceeded is only a failure (it says nothing about this claim's choices)."""
+        nxt = index + 1
+        if nxt < len(s.needs) and s.needs[nxt].claim != s.needs[index].claim:
+            try:
+                return self._solve(s, nxt)
+            except _Exceeded:
+                return False
+        return self._solve(s, nxt)
+
+    def _attempt(self, s: _Search, index: int, ai: int) -> bool:
+        need = s.needs[index]
+        claim = s.claims[need.claim]
+        alt = need.alternatives[ai]
+        name = f"{need.request}/{alt.name}" if need.prioritized else need.request
+        if alt.allocation_mode == ALLOCATION_MODE_ALL:
+            devices = s.all_devices[(index, ai)]
+            if not devices:
+                return False
+            if s.counts[need.claim] + len(devices) > ALLOCATION_RESULTS_MAX_SIZE:
+                raise _Exceeded
+            return self._take_all(s, index, claim, devices, alt, name)
+        if s.counts[need.claim] + alt.count > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _Exceeded
+        candidates = self._matching(s, claim, alt, name, usable_pools_only=True)
+        return self._take(s, index, claim, candidates, alt, name, alt.count)
+
+    def _matching(
+        self,
+        s: _Search,
+        claim: ResourceClaim,
+        alt: ExactRequest,
+        name: str,
+        usable_pools_only: bool = False,
+    ) -> list[PoolDevice]:
+        """The node's devices the class and request selectors accept, in pool order
+        (``usable_pools_only``: none from incomplete or invalid pools)."""
         cls = self._classes[alt.device_class_name]
         exprs = [compile_selector(e) for e in (*cls.selectors, *alt.selectors)]
         out: list[PoolDevice] = []
         for pool in s.pools:
-            matched = []
+            if usable_pools_only and (pool.incomplete or pool.invalid):
+                continue
             for dev in pool.devices:
-                ok = True
                 for i, sel in enumerate(exprs):
                     try:
                         hit = device_matches(sel, dev.driver, dev.device)
@@ -212,28 +323,31 @@ class Allocator:
                             f"error: {err}"
                         ) from None
                     if not hit:
-                        ok = False
                         break
-                if ok:
-                    matched.append(dev)
-            if not matched:
-                continue
-            if pool.incomplete:
-                if alt.allocation_mode == ALLOCATION_MODE_ALL:
-                    return None
-                continue
-            out.extend(matched)
-        if alt.allocation_mode == ALLOCATION_MODE_ALL:
-            if not out:
-                return None
-            if not alt.admin_access and any(self._allocated(d.id) for d in out):
-                return None
+                else:
+                    out.append(dev)
         return out
 
-    def _free(self, s: _Search, dev: PoolDevice, admin: bool) -> bool:
-        if dev.id in s.used:
-            return False
-        return admin or not self._allocated(dev.id)
+    def _free(self, s: _Search, dev: PoolDevice, admin: bool, ci: int) -> bool:
+        """upstream allocateDevice's in-use checks: an admin-access request may share a
+        device with anyone but its own claim; any other needs it allocated to nobody
+        and being allocated to no claim of this search."""
+        holders = s.used.get(dev.id)
+        if admin:
+            return not holders or ci not in holders
+        return not holders and not self._allocated(dev.id)
+
+    def _pick(self, s: _Search, index: int, dev: PoolDevice, admin: bool, name: str) -> None:
+        ci = s.needs[index].claim
+        s.picked.setdefault(index, []).append((dev, admin, name))
+        s.used.setdefault(dev.id, set()).add(ci)
+        s.counts[ci] += 1
+
+    def _unpick(self, s: _Search, index: int, dev: PoolDevice) -> None:
+        ci = s.needs[index].claim
+        s.picked[index].pop()
+        s.used[dev.id].discard(ci)
+        s.counts[ci] -= 1
 
     def _take(
         self,
@@ -247,20 +361,23 @@ class Allocator:
         start: int = 0,
     ) -> bool:
         if remaining == 0:
-            return self._solve(s, index + 1)
-        picked = s.picked.setdefault(index, [])
+            return self._next(s, index)
+        ci = s.needs[index].claim
         for pos in range(start, len(candidates)):
+            s.check_deadline()
             dev = candidates[pos]
-            if not self._free(s, dev, alt.admin_access):
+            if not self._free(s, dev, alt.admin_access, ci):
                 continue
-            if not self._constraints_ok(s, index, claim, dev):
+            if not self._constraints_ok(s, index, claim, dev, name):
                 continue
-            picked.append((dev, alt.admin_access, name))
-            s.used.add(dev.id)
-            if self._take(s, index, claim, candidates, alt, name, remaining - 1, pos + 1):
-                return True
-            picked.pop()
-            s.used.discard(dev.id)
+            self._pick(s, index, dev, alt.admin_access, name)
+            try:
+                if self._take(s, index, claim, candidates, alt, name, remaining - 1, pos + 1):
+                    return True
+            except _Exceeded:
+                self._unpick(s, index, dev)
+                raise
+            self._unpick(s, index, dev)
         return False
 
     def _take_all(
@@ -268,53 +385,66 @@ class Allocator:
         s: _Search,
         index: int,
         claim: ResourceClaim,
-        candidates: list[PoolDevice],
+        devices: list[PoolDevice],
         alt: ExactRequest,
         name: str,
     ) -> bool:
-        picked = s.picked.setdefault(index, [])
-        added = []
+        """Mode All: every matching device, in order; one in use ends the attempt, one
+        that breaks a constraint is an error (upstream: such a claim makes no sense)."""
+        ci = s.needs[index].claim
+        taken: list[PoolDevice] = []
         ok = True
-        for dev in candidates:
-            if dev.id in s.used or not self._constraints_ok(s, index, claim, dev):
+        for dev in devices:
+            if not self._free(s, dev, alt.admin_access, ci):
                 ok = False
                 break
-            picked.append((dev, alt.admin_access, name))
-            s.used.add(dev.id)
-            added.append(dev.id)
-        if ok and self._solve(s, index + 1):
-            return True
-        del picked[len(picked) - len(added) :]
-        s.used.difference_update(added)
+            if not self._constraints_ok(s, index, claim, dev, name):
+                raise AllocationError(
+                    f"claim {claim.key}, request {alt.name or name}: cannot add device "
+                    f"{dev.driver}/{dev.pool}/{dev.device.name} because a claim constraint "
+                    "would not be satisfied"
+                )
+            self._pick(s, index, dev, alt.admin_access, name)
+            taken.append(dev)
+        try:
+            if ok and self._next(s, index):
+                return True
+        except _Exceeded:
+            for dev in reversed(taken):
+                self._unpick(s, index, dev)
+            raise
+        for dev in reversed(taken):
+            self._unpick(s, index, dev)
         return False
 
     def _constraints_ok(
-        self, s: _Search, index: int, claim: ResourceClaim, dev: PoolDevice
+        self, s: _Search, index: int, claim: ResourceClaim, dev: PoolDevice, name: str
     ) -> bool:
         """matchAttribute: every device of the constraint's requests has the attribute,
-        with one value."""
+        with one value. A constraint naming a request covers its subrequests; naming
+        ``req/sub`` covers that subrequest only."""
         need = s.needs[index]
         for con in claim.spec.constraints:
-            if con.requests and need.request not in con.requests:
+            if not _covers(con.requests, name):
                 continue
             value = _attribute(dev, con.match_attribute)
             if value is None:
                 return False
             for other_index, picks in s.picked.items():
-                other = s.needs[other_index]
-                if other.claim != need.claim:
+                if s.needs[other_index].claim != need.claim:
                     continue
-                if con.requests and other.request not in con.requests:
-                    continue
-                for other_dev, _, _ in picks:
-                    if _attribute(other_dev, con.match_attribute) != value:
+                for other_dev, _, other_name in picks:
+                    if _covers(con.requests, other_name) and (
+                        _attribute(other_dev, con.match_attribute) != value
+                    ):
                         return False
         return True
 
     def _result(self, s: _Search, ci: int, claim: ResourceClaim, node: Node) -> AllocationResult:
         devices: list[DeviceResult] = []
         slices: list[ResourceSlice] = []
-        configs: list[DeviceConfig] = []
+        #: the chosen alternative of each request, in claim order
+        chosen: list[tuple[str, ExactRequest]] = []
         for index, need in enumerate(s.needs):
             if need.claim != ci:
                 continue
@@ -330,46 +460,19 @@ class Allocator:
                     if (f"{need.request}/{a.name}" if need.prioritized else need.request)
                     == alt_name
                 )
-                for cfg in self._classes[alt.device_class_name].config:
-                    configs.append(
-                        DeviceConfig(cfg.driver, cfg.parameters, (alt_name,), "FromClass")
-                    )
-        for cfg in claim.spec.config:
-            configs.append(DeviceConfig(cfg.driver, cfg.parameters, cfg.requests, "FromClaim"))
-        return AllocationResult(tuple(devices), tuple(configs), _node_selector(slices, node))
+                chosen.append((alt_name, alt))
+        return AllocationResult(
+            tuple(devices),
+            allocation_configs(self._classes, claim, chosen),
+            node_selector(slices, node),
+        )
+
+
+def _covers(requests: tuple[str, ...], name: str) -> bool:
+    """Whether a constraint over ``requests`` (empty: all) applies to a device picked
+    for ``name`` (``req`` or ``req/sub``)."""
+    return not requests or name in requests or name.partition("/")[0] in requests
 
 
 def _attribute(dev: PoolDevice, name: str) -> AttributeValue | None:
     return dev.device.attributes.get(name)
-
-
-def _node_selector(slices: list[ResourceSlice], node: Node) -> Mapping[str, object] | None:
-    """upstream createNodeSelector: a node-local device pins the claim to the node; a
-    network-attached one to its slice's selector (the terms' requirements combined);
-    devices for all nodes add nothing."""
-    if any(s.node_name for s in slices):
-        return {
-            "nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node.name]}]}
-            ]
-        }
-    selectors = []
-    for s in slices:
-        if s.node_selector_raw is not None and s.node_selector_raw not in selectors:
-            selectors.append(s.node_selector_raw)
-    if not selectors:
-        return None
-    if len(selectors) == 1:
-        return selectors[0]
-    exprs: list[object] = []
-    fields: list[object] = []
-    for sel in selectors:
-        for term in sel.get("nodeSelectorTerms") or []:  # type: ignore[attr-defined]
-            exprs.extend(term.get("matchExpressions") or [])
-            fields.extend(term.get("matchFields") or [])
-    merged: dict[str, object] = {}
-    if exprs:
-        merged["matchExpressions"] = exprs
-    if fields:
-        merged["matchFields"] = fields
-    return {"nodeSelectorTerms": [merged]}

@@ -79,6 +79,8 @@ class Framework:
         self.pre_score = [pl for pl, _ in p.get("preScore", [])]
         self.score = [pl for pl, _ in p.get("score", [])]
         self.score_weights = {pl.name: w for pl, w in p.get("score", [])}
+        #: Score plugins that tell when they give every node 0 (run_pre_score Skips them)
+        self.zero_scores = [pl for pl in self.score if callable(getattr(pl, "zero_score", None))]
         self.reserve = [pl for pl, _ in p.get("reserve", [])]
         self.permit = [pl for pl, _ in p.get("permit", [])]
         self.pre_bind = [pl for pl, _ in p.get("preBind", [])]
@@ -212,7 +214,7 @@ class Framework:
                 narrowing.add(pl.name)
                 result = r if result is None else result.merge(r)
                 if not result.node_names:
-                    msg = f"node(s) didn't satisfy plugin(s) {_go_list(sorted(narrowing))} simultaneously"
+                    msg = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}] simultaneously"
                     if len(narrowing) == 1:
                         msg = f"node(s) didn't satisfy plugin {pl.name}"
                     return (
@@ -345,6 +347,10 @@ class Framework:
                 return Status(
                     Code.ERROR, (f'running PreScore plugin "{pl.name}": {s.message()}',), pl.name
                 )
+        # as if they had a PreScore returning Skip (not one: capabilities stay upstream's)
+        state.skip_score_plugins.update(
+            pl.name for pl in self.zero_scores if pl.zero_score(state, pod)
+        )
         return SUCCESS
 
     def active_score_plugins(self, state: CycleState) -> list[Any]:
@@ -492,8 +498,3 @@ _IS_REJECTION[[Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PEN
 
 #: Upstream maxTimeout for Permit waits (15 minutes).
 MAX_PERMIT_TIMEOUT = 15 * 60.0
-
-
-def _go_list(items: Sequence[str]) -> str:
-    """Go's %v of a []string: ``[a b c]``."""
-    return "[" + " ".join(items) + "]"

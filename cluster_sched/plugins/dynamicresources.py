@@ -21,9 +21,8 @@ CycleState carries only a small frozen token, and Reserve's frozen decision for 
 from __future__ import annotations
 
 import copy
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,12 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.api.selectors import node_selector_matches
 from cluster_sched.config.plugin_args import DynamicResourcesArgs
-from cluster_sched.dra.allocator import AllocationError, Allocator
+from cluster_sched.dra.allocator import (
+    AllocationError,
+    AllocationFailedOnNode,
+    AllocationTimeout,
+    Allocator,
+)
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import (
     FIRST_AVAILABLE_MAX_SIZE,
@@ -46,7 +50,13 @@ from cluster_sched.dra.podclaims import (
     pod_claims,
     reserved_for_pod,
 )
+from cluster_sched.dra.state import PodCycle, Reserved, Token
 from cluster_sched.dra.wire import bind_claim
+from cluster_sched.features import (
+    DRA_ADMIN_ACCESS,
+    DRA_PRIORITIZED_LIST,
+    DRA_SCHEDULER_FILTER_TIMEOUT,
+)
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.events import (
     ActionType,
@@ -81,39 +91,7 @@ ERR_IN_USE = "resourceclaim in use"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
 ERR_NO_NEW_CLAIMS = "no new claims to deallocate"
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    """What CycleState holds: the pod the plugin's own cycle entry belongs to."""
-
-    pod_key: str
-    has_claims: bool
-    #: for a shard (no cycle entry of its own): one-request claims' free-device column,
-    #: node -> free devices of the class, and how many the pod needs
-    free: Mapping[str, int] | None = None
-    want: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class _Reserved:
-    """Reserve's decision, for PreBind (travels to the binder): claim key -> allocation
-    (None: already allocated, only the reservation is added)."""
-
-    claims: tuple[tuple[str, AllocationResult | None], ...] = ()
-
-
-@dataclass(slots=True)
-class _Cycle:
-    claims: list[ResourceClaim]
-    to_allocate: list[int]
-    allocator: Allocator | None = None
-    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
-    unavailable: set[int] = field(default_factory=set)
-    #: the pre-check (every slice node-local): free devices each class needs per node
-    need: dict[str, int] | None = None
-    #: the count check alone decides Filter (``podclaims.is_simple``)
-    simple: bool = False
+ERR_TIMED_OUT = "timed out trying to allocate devices"
 
 
 class DynamicResources:
@@ -122,7 +100,7 @@ class DynamicResources:
     def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self._handle = handle
         self._args = args
-        self._cycles: OrderedDict[str, _Cycle] = OrderedDict()
+        self._cycles: OrderedDict[str, PodCycle] = OrderedDict()
 
     def _dra(self) -> DraListers | None:
         snapshot = self._handle.snapshot
@@ -142,19 +120,17 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Any
     ) -> tuple[PreFilterResult | None, Status]:
-        state.write(STATE_KEY, _Token(pod.key, False))
+        state.write(STATE_KEY, Token(pod.key, False))
         if not pod.resource_claims:
-            # Score would give every node 0 (normalised: 0): skipping it is the same
-            # outcome and keeps the compiled scoring path for pods without claims.
-            state.skip_score_plugins.add(NAME)
             return None, skip()
         dra: DraListers = snapshot.dra
         claims, err = pod_claims(pod, dra)
         if err:
             return None, unresolvable(err)
         if not claims:
-            state.skip_score_plugins.add(NAME)
             return None, skip()
+        features = self._handle.features
+        prioritized_list = features.enabled(DRA_PRIORITIZED_LIST)
         to_allocate = []
         for index, claim in enumerate(claims):
             if claim.allocation is not None:
@@ -169,6 +145,11 @@ class DynamicResources:
                     f"resource claim {claim.key} is in the process of being allocated"
                 )
             for req in claim.spec.requests:
+                if req.exactly is None and not prioritized_list:
+                    return None, unresolvable(
+                        f"resource claim {claim.key}, request {req.name}: has subrequests, "
+                        "but the DRAPrioritizedList feature is disabled"
+                    )
                 alts = (req.exactly,) if req.exactly is not None else req.first_available
                 for alt in alts:
                     assert alt is not None
@@ -177,7 +158,9 @@ class DynamicResources:
                         return None, unresolvable(
                             f"request {qual}: device class {alt.device_class_name} does not exist"
                         )
-        cycle = _Cycle(claims, to_allocate)
+        cycle = PodCycle(claims, to_allocate)
+        if features.enabled(DRA_SCHEDULER_FILTER_TIMEOUT):
+            cycle.filter_timeout = self._args.filter_timeout_seconds
         if to_allocate:
             local, shared = dra.slice_index()
             cycle.allocator = Allocator(
@@ -186,8 +169,8 @@ class DynamicResources:
                 dra.is_allocated,
                 snapshot.namespace_labels,
                 # DRAAdminAccess and DRAPrioritizedList: beta and on in v1.35
-                admin_access=True,
-                prioritized_list=True,
+                admin_access=features.enabled(DRA_ADMIN_ACCESS),
+                prioritized_list=prioritized_list,
                 slices_for=lambda node: [*local.get(node.name, ()), *shared],
             )
             if not shared:
@@ -203,14 +186,15 @@ class DynamicResources:
         if cycle.simple and cycle.need and all(c.allocation_node_selector is None for c in claims):
             ((cls, want),) = cycle.need.items()
             free = {name: dra.free_count(cls, name) for name in dra.class_devices(cls)}
-        state.write(STATE_KEY, _Token(pod.key, True, free, want))
+        scores = any(req.first_available for i in to_allocate for req in claims[i].spec.requests)
+        state.write(STATE_KEY, Token(pod.key, True, free, want, scores))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> None:
         return None
 
-    def _cycle(self, state: CycleState) -> _Cycle | None:
-        token: _Token | None = state.get(STATE_KEY)
+    def _cycle(self, state: CycleState) -> PodCycle | None:
+        token: Token | None = state.get(STATE_KEY)
         if token is None or not token.has_claims:
             return None
         return self._cycles.get(token.pod_key)
@@ -219,7 +203,7 @@ class DynamicResources:
 
     def filter(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> NodeVerdicts:
         k = len(nodes)
-        token: _Token | None = state.get(STATE_KEY)
+        token: Token | None = state.get(STATE_KEY)
         if token is None:
             return NodeVerdicts.missing_state(k, STATE_KEY)
         cycle = self._cycle(state)
@@ -284,10 +268,18 @@ class DynamicResources:
                 counted = cycle.simple  # fits; Reserve allocates on the chosen node
             found: list[AllocationResult] | None = None
             if cycle.allocator is not None and not counted:
+                timeout = cycle.filter_timeout
+                deadline = time.monotonic() + timeout if timeout > 0 else None
                 try:
-                    found = cycle.allocator.allocate(node, claims)
+                    found = cycle.allocator.allocate(node, claims, deadline)
+                except AllocationFailedOnNode as err:
+                    fail(i, UNRESOLVABLE, str(err))
+                    continue
                 except AllocationError as err:
                     fail(i, Code.ERROR, str(err))
+                    continue
+                except AllocationTimeout:
+                    fail(i, UNRESOLVABLE, ERR_TIMED_OUT)
                     continue
                 if found is None:
                     fail(i, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
@@ -301,6 +293,16 @@ class DynamicResources:
         return NodeVerdicts(codes, ids, reasons)
 
     # -- Score
+
+    def zero_score(self, state: CycleState, pod: Pod) -> bool:
+        """Whether Score gives every node 0 for this pod: true unless some claim to
+        allocate has a prioritized list. Upstream v1.35 has no PreScore here and runs
+        that all-zero Score; the framework's PreScore Skips it instead (every node's
+        total is the same), deciding it where it collects every PreScore Skip, so the
+        Skip set is one per pod whether its PreFilter state was computed or shared (the
+        pre-cycle cache, the shards) and the compiled path scores claim-less pods."""
+        token: Token | None = state.get(STATE_KEY)
+        return token is None or not token.scores
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
         """Prioritized lists: each allocated subrequest at index i of its request's
@@ -338,7 +340,7 @@ class DynamicResources:
     def post_filter(
         self, state: CycleState, pod: Pod, diagnosis: NodeToStatus
     ) -> tuple[PostFilterResult | None, Status]:
-        token: _Token | None = state.get(STATE_KEY)
+        token: Token | None = state.get(STATE_KEY)
         if token is None:
             return None, error(f'reading "{STATE_KEY}" from cycleState: not found')
         cycle = self._cycle(state)
@@ -391,10 +393,10 @@ class DynamicResources:
         for index, claim in enumerate(cycle.claims):
             if index not in cycle.to_allocate and not reserved_for_pod(pod, claim):
                 decided.append((claim.key, None))
-        state.write(RESERVED_KEY, _Reserved(tuple(decided)))
+        state.write(RESERVED_KEY, Reserved(tuple(decided)))
         return SUCCESS
 
-    def _allocate_on(self, cycle: _Cycle, node_name: str) -> list[AllocationResult] | None:
+    def _allocate_on(self, cycle: PodCycle, node_name: str) -> list[AllocationResult] | None:
         snapshot = self._handle.snapshot
         node = snapshot.node(node_name) if snapshot is not None else None
         if node is None or cycle.allocator is None:
@@ -433,11 +435,11 @@ class DynamicResources:
     # -- PreBind
 
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        reserved: _Reserved | None = state.get(RESERVED_KEY)
+        reserved: Reserved | None = state.get(RESERVED_KEY)
         return skip() if reserved is None or not reserved.claims else SUCCESS
 
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        reserved: _Reserved | None = state.get(RESERVED_KEY)
+        reserved: Reserved | None = state.get(RESERVED_KEY)
         if reserved is None or not reserved.claims:
             return SUCCESS
         store = getattr(self._handle.binder, "store", None)

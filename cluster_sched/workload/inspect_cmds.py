@@ -26,6 +26,7 @@ import yaml
 
 from cluster_sched.errors import UsageError
 from cluster_sched.workload.cli_args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_redis_option
+from cluster_sched.workload.describe_generic import render_describe_generic
 from cluster_sched.workload.describe_node import pods_on_node, render_describe_node
 from cluster_sched.workload.inspect_dra import DRA_RESOURCES, dra_rows
 from cluster_sched.workload.inspect_kinds import (
@@ -38,8 +39,6 @@ from cluster_sched.workload.inspect_kinds import (
 from cluster_sched.workload.inspect_render import (
     event_object,
     event_rows,
-    events_section,
-    map_lines,
     node_rows,
     now_utc,
     pod_rows,
@@ -274,22 +273,8 @@ def _cmd_describe(args: argparse.Namespace) -> int:
     elif res.kind == "Node":
         print(render_describe_node(doc, pods, events, now), end="")
     else:
-        print(_describe_generic(doc, events, now), end="")
+        print(render_describe_generic(doc, events, now), end="")
     return 0
-
-
-def _describe_generic(doc: Any, events: list[Any], now: Any) -> str:
-    """Identity, labels and annotations, then the rest of the object as YAML (what
-    ``kubectl describe`` shows for a kind without its own describer), and Events."""
-    meta = doc.get("metadata") or {}
-    rows = [["Name:", str(meta.get("name", ""))]]
-    if meta.get("namespace"):
-        rows.append(["Namespace:", str(meta["namespace"])])
-    rows += map_lines("Labels", meta.get("labels"))
-    rows += map_lines("Annotations", meta.get("annotations"))
-    rest = {k: v for k, v in doc.items() if k not in ("metadata", "apiVersion", "kind")}
-    body = yaml.safe_dump(rest, sort_keys=False, default_flow_style=False) if rest else ""
-    return f"{tabwrite(rows, padding=2)}\n{body}{events_section(events, now)}"
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:

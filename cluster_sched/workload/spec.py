@@ -29,6 +29,11 @@ names node groups and pod groups, like scheduler_perf's workload templates::
         template: {Pod manifest: namespace, image, ...}
       nodes: [...]              # optional: individual Node manifests (trace imports)
 
+DRA objects (DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates) go
+in ``objects``; a pod group whose template names a ResourceClaimTemplate gets one claim
+per pod, made as the resourceclaim controller makes them (``<pod>-<entry>-xxxxx``, owned
+by the pod, named in its ``status.resourceClaimStatuses``; deterministic for a seed).
+
 Lifetimes, arrival processes and traces drive ``--clock virtual`` runs
 (``workload.virtual``); the real-time runner paces pods by ``rate`` and ignores them.
 
@@ -45,6 +50,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from cluster_sched.api.controllers import instantiate_claims
 from cluster_sched.api.files import read_text
 from cluster_sched.api.manifest import load_documents, parse_object
 from cluster_sched.api.tree import copy_tree
@@ -73,8 +79,19 @@ class PodGroup:
     arrival: Arrival | None = None
     #: trace records, one pod each, sorted by arrival (None: a template group)
     trace: list[TraceRecord] | None = None
+    #: per pod, the ``status.resourceClaimStatuses`` naming the claims made from its
+    #: ResourceClaimTemplates (None: the pods name no template)
+    claim_statuses: list[list[dict[str, Any]]] | None = None
 
     def manifests(self) -> Iterator[dict[str, Any]]:
+        statuses = self.claim_statuses
+        for i, doc in enumerate(self._manifests()):
+            if statuses is not None and statuses[i]:
+                status = doc.setdefault("status", {})
+                status["resourceClaimStatuses"] = [dict(s) for s in statuses[i]]
+            yield doc
+
+    def _manifests(self) -> Iterator[dict[str, Any]]:
         if self.trace is not None:
             yield from trace_manifests(self.trace, _name_prefix(self.template or {}), self.template)
             return
@@ -298,7 +315,25 @@ def _check_group(group: Any, path: str, source: str) -> Mapping[str, Any]:
     return group
 
 
-def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) -> Workload:
+def _claims_from_templates(group: PodGroup, w: Workload, seed: int) -> None:
+    """The resourceclaim controller for a group whose pods name ResourceClaimTemplates
+    (declared in ``spec.objects``): each pod's claims join the objects (created before
+    the pods, as a snapshot's are), their names go in the pod's status."""
+    entries = ((group.template or {}).get("spec") or {}).get("resourceClaims")
+    if not isinstance(entries, list) or not any(
+        isinstance(e, Mapping) and e.get("resourceClaimTemplateName") for e in entries
+    ):
+        return
+    pods = list(group.manifests())
+    w.objects.extend(instantiate_claims(pods, list(w.objects), seed=seed))
+    group.claim_statuses = [
+        list((pod.get("status") or {}).get("resourceClaimStatuses") or []) for pod in pods
+    ]
+
+
+def _parse_workload(
+    doc: Mapping[str, Any], source: str, lenient: bool = False, seed: int = 0
+) -> Workload:
     spec = _mapping_or_none(doc.get("spec"), "spec", source)
     meta = _mapping_or_none(doc.get("metadata"), "metadata", source)
     name = meta.get("name") or Path(source).stem
@@ -363,6 +398,7 @@ def _parse_workload(doc: Mapping[str, Any], source: str, lenient: bool = False) 
                 trace=trace,
             )
         )
+        _claims_from_templates(w.pod_groups[-1], w, seed)
     return w
 
 
@@ -387,7 +423,7 @@ def load_workload(
                 field="apiVersion",
                 source=source,
             )
-        return _parse_workload(docs[0], source, lenient)
+        return _parse_workload(docs[0], source, lenient, seed)
     snap = build_snapshot(docs, source, seed=seed, lenient=lenient)
     w = Workload(
         name=Path(path).stem,

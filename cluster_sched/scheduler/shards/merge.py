@@ -55,7 +55,6 @@ from cluster_sched.framework.state_codec import encode_state, encode_value
 from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
-from cluster_sched.plugins.names import DYNAMIC_RESOURCES
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
 from cluster_sched.scheduler.shards.compiled import ShardKernels
@@ -281,14 +280,9 @@ class ReducedBatch:
         if not pre_score(nodes).is_success:
             self._miss("prescore")
             return None
-        # DynamicResources scores 0 on every node for a pod without claims, skipped or
-        # not; whether its PreFilter's skip mark survives the coordinator's pre-cycle
-        # cache changes no score, so it is left out of the comparison.
-        skip = frozenset(state.skip_score_plugins) - {DYNAMIC_RESOURCES}
+        skip = frozenset(state.skip_score_plugins)
         present = {pl.name for pl in fwk.pre_score}
-        if not (present & CROSS_NODE) <= skip or any(
-            r.skipped - {DYNAMIC_RESOURCES} != skip for r in replies
-        ):
+        if not (present & CROSS_NODE) <= skip or any(r.skipped != skip for r in replies):
             self._miss("prescore")
             return None
         maxima: dict[str, int] = {}

@@ -63,8 +63,6 @@ SLI_METRIC = "scheduler_pod_scheduling_sli_duration_seconds"
 MODELLED_GATES: Mapping[str, tuple[bool, str]] = {
     "SchedulerAsyncAPICalls": (False, "the cycle's API calls are made inside the cycle"),
     "NodeDeclaredFeatures": (False, "nodes declare no features"),
-    "DynamicResourceAllocation": (False, "DRA is not modelled"),
-    "DRAExtendedResource": (False, "DRA is not modelled"),
 }
 
 #: metric -> label filters (label, values); None aggregates every series (upstream's
