@@ -89,6 +89,10 @@ class ResultRecorder:
         self.pending: dict[str, tuple[str, dict[str, str]]] = {}
         #: pods whose annotations were written (one per attempt)
         self.written = 0
+        #: attempts whose dry run chose another node than the attempt itself (the
+        #: annotations then name the attempt's; the per-node results stay the dry run's)
+        self.disagreed = 0
+        self._dry_choice: dict[str, str] = {}
 
     def wants(self, pod: Pod) -> bool:
         labels = pod.meta.labels
@@ -114,16 +118,26 @@ class ResultRecorder:
             log.exception("--record-results: could not explain %s", pod.key)
             return
         self.pending[pod.key] = (pod.uid, attempt_annotations(doc, ""))
+        self._dry_choice[pod.key] = doc.get("selectedNode") or ""
 
     def selected(self, key: str, node: str) -> None:
         """The attempt chose ``node``: the write waits for the binding cycle."""
         entry = self.pending.get(key)
         if entry is not None:
             entry[1][SELECTED_NODE] = node
+            if self._dry_choice.get(key, node) != node:
+                self.disagreed += 1
+                log.warning(
+                    "--record-results: the dry run of %s chose %s, its attempt %s",
+                    key,
+                    self._dry_choice[key],
+                    node,
+                )
 
     def finish(self, key: str, binding: tuple[dict[str, str], dict[str, str]] | None) -> None:
         """Write the attempt's annotations (with the binding cycle's results, if any)."""
         entry = self.pending.pop(key, None)
+        self._dry_choice.pop(key, None)
         if entry is None:
             return
         uid, attempt = entry

@@ -24,7 +24,7 @@ from kubernetes import config as k8s_config
 
 from cluster_sched.config.load import load_config
 from cluster_sched.kubeapi import ApiServer, ApiServerOptions
-from cluster_sched.scheduler.assembly import new_scheduler
+from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.scheduler.explain import simulator as sim
 from cluster_sched.scheduler.explain.recording import ResultRecorder, install
@@ -49,9 +49,10 @@ def _pod(name: str, cpu: str, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
+@pytest.fixture(params=[ExecutorOptions("local"), ExecutorOptions("shards", shards=2)],
+                ids=["local", "shards"])  # fmt: skip
 def running(
-    redis_client: redis.Redis, tmp_path: Path
+    request: pytest.FixtureRequest, redis_client: redis.Redis, tmp_path: Path
 ) -> Iterator[tuple[Coordinator, ResultRecorder, k8s.CoreV1Api]]:
     store = Store(redis_client)
     store.apply_many(
@@ -62,7 +63,7 @@ def running(
             make_node("n4").capacity(cpu="4", pods=10).manifest(),
         ]
     )
-    coord = new_scheduler(store, redis_client, load_config(None), seed=3)
+    coord = new_scheduler(store, redis_client, load_config(None), options=request.param, seed=3)
     recorder = install(coord, "trace=yes", seed=3)
     coord.start()
     server = ApiServer(Store(redis_client), ApiServerOptions()).start()
@@ -135,6 +136,7 @@ def test_a_scheduled_pod_carries_the_simulators_results(
         k.startswith("kube-scheduler-simulator") for k in plain.metadata.annotations or {}
     )
     assert recorder.written == 1 and not recorder.pending
+    assert recorder.disagreed == 0  # the dry run's choice was the attempt's
 
 
 def test_an_unschedulable_pod_records_why_and_no_node(
