@@ -5,9 +5,11 @@ usage:
   python benchmarks/kubeapi_bench.py list [PODS]        # GET /api/v1/pods, JSON and Table
   python benchmarks/kubeapi_bench.py watch [EVENTS]     # one watcher following apply_many
   python benchmarks/kubeapi_bench.py run [ROUNDS] [WORKLOAD]
-      # `cluster-sched run WORKLOAD` alternately without --api and with --api plus a pod
-      # watcher; prints pods/s of each round, and checks the watcher saw every write of
-      # the run's pods in resourceVersion order with no gap
+      # `cluster-sched run WORKLOAD` in three modes per round, order rotated each round:
+      # no API, --api with nobody watching, --api plus a pod watcher; prints pods/s (and
+      # as a fraction of the same round's limit_probe), the coordinator's and the API
+      # process's CPU per pod, checks the watcher saw every write in resourceVersion
+      # order, and ends with the watch/none and watch/api throughput ratio ranges
 
 Figures on this shared machine drift: quote ranges over rounds, alternated old/new.
 """
@@ -22,8 +24,11 @@ import sys
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from cluster_sched.kubeapi import ApiServer, ApiServerOptions
 from cluster_sched.redis_server import RedisServer, connect
@@ -104,6 +109,7 @@ def _watcher(
             with urllib.request.urlopen(
                 f"{url}/api/v1/pods?watch=1&resourceVersion=1&timeoutSeconds=3600", timeout=3600
             ) as resp:
+                started = time.thread_time()
                 for line in resp:
                     event = json.loads(line)
                     out.append(
@@ -112,51 +118,134 @@ def _watcher(
                             "rv": int(event["object"]["metadata"].get("resourceVersion", 0)),
                         }
                     )
+                kubeconfig_holder["watcher_cpu"] = str(time.thread_time() - started)
                 return
         except OSError:
             time.sleep(0.05)
 
 
-def _run(workload: str, with_api: bool) -> tuple[float, float, list[dict[str, Any]]]:
+#: run modes: no API at all; the API with nobody watching; the API and a pod watcher
+MODES = ("none", "api", "watch")
+LIMIT_PROBE = Path("/work/shared/tools/limit_probe.py")
+
+
+@dataclass
+class RunFigures:
+    pods_s: float
+    #: the coordinator's CPU per pod (the run's own "cpu ... per pod" line)
+    coord_us: float
+    #: the API process's CPU per scheduled pod, from its announcement to the run's end
+    api_us: float | None
+    events: list[dict[str, Any]]
+    #: the watching client's own CPU per pod (its thread in this process)
+    watcher_us: float | None = None
+
+
+def _api_child(parent: int) -> psutil.Process | None:
+    for child in psutil.Process(parent).children(recursive=True):
+        try:
+            if "cluster_sched.kubeapi.process" in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:
+            continue
+    return None
+
+
+def _cpu(proc: psutil.Process | None) -> float:
+    if proc is None:
+        return 0.0
+    try:
+        t = proc.cpu_times()
+    except psutil.Error:
+        return 0.0
+    return float(t.user + t.system)
+
+
+def _run(workload: str, mode: str) -> RunFigures:
     argv = [sys.executable, "-m", "cluster_sched.cli", "run", workload, "--quiet"]
     events: list[dict[str, Any]] = []
     holder: dict[str, str] = {}
     stop = threading.Event()
-    if with_api:
-        argv += ["--api", "127.0.0.1:0", "--no-auth", "--api-linger", "3"]
+    if mode != "none":
+        argv += ["--api", "127.0.0.1:0", "--no-auth", "--api-linger", "2"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    api_cpu: float | None = None
     thread = None
-    if with_api:
-        thread = threading.Thread(target=_watcher, args=(holder, events, stop), daemon=True)
-        thread.start()
+    if mode != "none":
+        if mode == "watch":
+            thread = threading.Thread(target=_watcher, args=(holder, events, stop), daemon=True)
+            thread.start()
         assert proc.stderr is not None
+        child, started = None, 0.0
         for line in proc.stderr:
             if line.startswith("{") and '"api"' in line:
+                child = _api_child(proc.pid)
+                started = _cpu(child)
                 holder["api"] = json.loads(line)["api"]
+            elif line.startswith("run finished"):
+                api_cpu = _cpu(child) - started
                 break
     out, _ = proc.communicate()
     stop.set()
     match = re.search(r"throughput\s+([\d.,]+) pods/s", out)
     cpu = re.search(r"cpu\s+([\d.,]+) µs per pod", out)
-    assert match and cpu, out
-    return float(match.group(1).replace(",", "")), float(cpu.group(1).replace(",", "")), events
+    scheduled = re.search(r"scheduled\s+(\d+)", out)
+    assert match and cpu and scheduled, out
+    pods = int(scheduled.group(1))
+    if mode == "watch" and thread is not None:
+        thread.join(10)
+    watcher = holder.get("watcher_cpu")
+    return RunFigures(
+        float(match.group(1).replace(",", "")),
+        float(cpu.group(1).replace(",", "")),
+        None if api_cpu is None else api_cpu * 1e6 / max(pods, 1),
+        events,
+        None if watcher is None else float(watcher) * 1e6 / max(pods, 1),
+    )
+
+
+def _limit_probe() -> float:
+    """The same-run reference: limit_probe's pods/s (5,000 nodes, numpy)."""
+    out = subprocess.run(
+        [sys.executable, str(LIMIT_PROBE), "5000", "3000", "numpy"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return float(re.findall(r"[\d.]+", out.replace(",", ""))[-1])
 
 
 def bench_run(rounds: int, workload: str) -> None:
+    """``rounds`` rounds of the three modes, the order rotated each round (no mode
+    always runs first on a warmer or colder machine); then the ratios per round."""
+    per_round: list[dict[str, RunFigures]] = []
     for r in range(rounds):
-        for with_api in (False, True):
-            pods_s, cpu_us, events = _run(workload, with_api)
-            label = "with API + watcher" if with_api else "without API       "
-            line = f"round {r} {label}: {pods_s:,.0f} pods/s, coordinator {cpu_us:.0f} us CPU/pod"
-            if with_api:
-                rvs = [e["rv"] for e in events]
+        probe = _limit_probe() if LIMIT_PROBE.exists() else float("nan")
+        print(f"round {r}: limit_probe 5000 nodes {probe:,.0f} pods/s", flush=True)
+        figures: dict[str, RunFigures] = {}
+        for mode in MODES[r % 3 :] + MODES[: r % 3]:
+            f = figures[mode] = _run(workload, mode)
+            line = (
+                f"round {r} {mode:5}: {f.pods_s:,.0f} pods/s "
+                f"({f.pods_s / probe:.3f} of limit_probe), coordinator {f.coord_us:.0f} us CPU/pod"
+            )
+            if f.api_us is not None:
+                line += f", API process {f.api_us:.0f} us CPU/pod"
+            if f.watcher_us is not None:
+                line += f", watching client {f.watcher_us:.0f} us CPU/pod"
+            if mode == "watch":
+                rvs = [e["rv"] for e in f.events]
                 ordered = all(a < b for a, b in itertools.pairwise(rvs))
                 types = {
-                    t: sum(1 for e in events if e["type"] == t)
+                    t: sum(1 for e in f.events if e["type"] == t)
                     for t in ("ADDED", "MODIFIED", "DELETED")
                 }
-                line += f"; watcher saw {len(events)} events {types}, rv increasing: {ordered}"
+                line += f"; watcher saw {len(f.events)} events {types}, rv increasing: {ordered}"
             print(line, flush=True)
+        per_round.append(figures)
+    for name, base in (("watch/none", "none"), ("watch/api", "api")):
+        ratios = [f["watch"].pods_s / f[base].pods_s for f in per_round]
+        print(f"throughput {name}: {min(ratios):.3f} .. {max(ratios):.3f} over {rounds} rounds")
 
 
 def main() -> None:
@@ -166,7 +255,7 @@ def main() -> None:
     elif what == "watch":
         bench_watch(int(sys.argv[2]) if len(sys.argv) > 2 else 50_000)
     elif what == "run":
-        rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+        rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3
         workload = (
             sys.argv[3]
             if len(sys.argv) > 3

@@ -84,6 +84,9 @@ class ActionType(enum.IntFlag):
     #: the last scheduling gate was removed
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = enum.auto()
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = enum.auto()
+    #: any other change of a pod (annotations, ...): upstream's unexported
+    #: ``updatePodOther``, matched only by plugins registering ``UPDATE`` as a whole
+    UPDATE_POD_OTHER = enum.auto()
     #: Every update bit: use it when the specific part does not matter.
     UPDATE = (
         UPDATE_NODE_ALLOCATABLE
@@ -97,6 +100,7 @@ class ActionType(enum.IntFlag):
         | UPDATE_POD_TOLERATION
         | UPDATE_POD_SCHEDULING_GATES_ELIMINATED
         | UPDATE_POD_GENERATED_RESOURCE_CLAIM
+        | UPDATE_POD_OTHER
     )
     ALL = ADD | DELETE | UPDATE
     #: Older upstream spelling of UPDATE_POD_TOLERATION (an alias, same bit).
@@ -121,6 +125,7 @@ _ACTION_LABELS: dict[ActionType, str] = {
     if member.name is not None
 }
 _ACTION_LABELS[ActionType.UPDATE_POD_TOLERATION] = "UpdatePodToleration"
+_ACTION_LABELS[ActionType.UPDATE_POD_OTHER] = "Update"  # upstream's String() for it
 _SINGLE_BITS = tuple(bit for bit in ActionType if bit.value and (bit.value & (bit.value - 1)) == 0)
 
 
@@ -272,8 +277,14 @@ EVENT_FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, FORC
 
 def _all_labels() -> tuple[str, ...]:
     basic = (ActionType.ADD, ActionType.DELETE, ActionType.UPDATE)
-    pod_only = tuple(a for a in _SINGLE_BITS if a.name and a.name.startswith("UPDATE_POD_"))
-    node_only = tuple(a for a in _SINGLE_BITS if a.name and a.name.startswith("UPDATE_NODE_"))
+    pod_only: tuple[ActionType, ...] = tuple(
+        a
+        for a in _SINGLE_BITS
+        if a.name and a.name.startswith("UPDATE_POD_") and a is not ActionType.UPDATE_POD_OTHER
+    )
+    node_only: tuple[ActionType, ...] = tuple(
+        a for a in _SINGLE_BITS if a.name and a.name.startswith("UPDATE_NODE_")
+    )
     labels = [UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE]
     for resource in EventResource:
         if resource is EventResource.WILDCARD:

@@ -1,4 +1,5 @@
-"""``--api HOST:PORT``, ``--kubeconfig PATH`` and ``--no-auth`` for ``serve`` and ``run``."""
+"""``--api HOST:PORT``, ``--kubeconfig PATH``, ``--no-auth`` and ``--record-results
+SELECTOR`` for ``serve`` and ``run``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from cluster_sched.errors import UsageError
+from cluster_sched.kubeapi.errors import ApiError
 from cluster_sched.kubeapi.process import api_process
+from cluster_sched.kubeapi.selectors import parse_label_selector
 from cluster_sched.kubeapi.server import DEFAULT_API_HOST, is_loopback
 from cluster_sched.store.store import Store
 from cluster_sched.workload.option_types import seconds
@@ -37,6 +40,14 @@ def add_api_options(p: Any, *, linger: bool = False) -> None:
         "--no-auth",
         action="store_true",
         help="with --api on a loopback address: plain HTTP, no token",
+    )
+    p.add_argument(
+        "--record-results",
+        metavar="SELECTOR",
+        default=None,
+        help="write kube-scheduler-simulator's result annotations (filter, score, "
+        "finalscore, ..., selected node, history) onto scheduled pods whose labels match "
+        'this label selector ("" for every pod); read them with kubectl get pod -o yaml',
     )
     if linger:
         p.add_argument(
@@ -78,6 +89,12 @@ def _check(args: argparse.Namespace) -> tuple[str, int] | None:
 def check_api_args(args: argparse.Namespace) -> None:
     """UsageError for inconsistent API flags, before anything starts."""
     _check(args)
+    selector = getattr(args, "record_results", None)
+    if selector is not None:
+        try:
+            parse_label_selector(selector)
+        except ApiError as err:
+            raise UsageError(f"--record-results {selector!r}: {err.message}") from None
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ __all__ = [
     "bad_request",
     "conflict",
     "expired",
+    "fenced",
     "invalid",
     "method_not_allowed",
     "not_found",
@@ -120,3 +121,17 @@ def method_not_allowed(message: str) -> ApiError:
 
 def expired(message: str) -> ApiError:
     return ApiError(410, "Expired", message)
+
+
+def fenced(why: str) -> ApiError:
+    """A write the store's fencing check refused (``store/fence.py``): this server's
+    store writes with the token of a lease another process now holds, so the script
+    wrote nothing. 503: this server cannot take writes; the current leader's can."""
+    detail = why[why.find("FENCED") :] if "FENCED" in why else why
+    return ApiError(
+        503,
+        "ServiceUnavailable",
+        f"write refused by fencing, nothing was written: {detail} "
+        "(another coordinator holds the lease; write through its API)",
+        {"causes": [{"reason": "Fenced", "message": detail}]},
+    )

@@ -35,6 +35,8 @@ from cluster_sched.store.results import EventType
 
 __all__ = ["Reads", "Scope"]
 
+#: Events per chunk of a watch's initial ADDED burst (a batch from the stream is one chunk).
+WATCH_CHUNK_EVENTS = 500
 #: A watch sends a BOOKMARK (when allowed) after this many idle seconds.
 BOOKMARK_INTERVAL = 5.0
 #: A watch without timeoutSeconds ends after this long (the API server picks 30-60 min).
@@ -254,7 +256,10 @@ class Reads:
         )
         if scope.resource.view == "events":
             return Stream(self._watch_kube_events(w))
-        return Stream(self._watch_events(w))
+        # The starting state is read before the reply's headers go out: a client that
+        # writes once it has them sees those writes as changes after it.
+        start = self._watch_start(w)
+        return Stream(self._watch_events(w, start))
 
     def _encode(
         self,
@@ -279,28 +284,46 @@ class Reads:
             "metadata": meta,
         }
 
-    def _watch_events(self, w: _Watch) -> Iterator[bytes]:
-        scope, selector, rv_text, initial = w.scope, w.selector, w.rv_text, w.initial
+    def _watch_start(
+        self, w: _Watch
+    ) -> tuple[int, set[str], builtins.list[tuple[str, dict[str, Any]]] | None]:
+        """(cursor, keys matching the selector, the initial objects to send or None)."""
+        scope, selector = w.scope, w.selector
+        if w.initial or w.rv_text in ("", "0"):
+            objs, cursor = self._objects(scope)
+            initial = [
+                (key, obj)
+                for key, obj in objs
+                if _in_scope(obj, scope.namespace) and selector.matches(obj)
+            ]
+            return cursor, {key for key, _ in initial}, initial
+        members: set[str] = set()
+        if not selector.empty and scope.resource.stored:
+            snapshot, _ = self.view.snapshot(scope.resource.kind)
+            members = {k for k, o in snapshot if selector.matches(o)}
+        return int(w.rv_text), members, None
+
+    def _watch_events(
+        self,
+        w: _Watch,
+        start: tuple[int, set[str], builtins.list[tuple[str, dict[str, Any]]] | None],
+    ) -> Iterator[bytes]:
+        scope, selector, initial = w.scope, w.selector, w.initial
         bookmarks, deadline, as_table, alive = w.bookmarks, w.deadline, w.as_table, w.alive
         first = [True]
         r = scope.resource
-        members: set[str] = set()
+        cursor, members, initial_objs = start
         filtered = not selector.empty
-        if initial or rv_text in ("", "0"):
-            objs, cursor = self._objects(scope)
-            for key, obj in objs:
-                if _in_scope(obj, scope.namespace) and selector.matches(obj):
-                    members.add(key)
-                    yield self._encode(scope, "ADDED", obj, as_table, first)
+        if initial_objs is not None:
+            for begin in range(0, len(initial_objs), WATCH_CHUNK_EVENTS):
+                part = initial_objs[begin : begin + WATCH_CHUNK_EVENTS]
+                yield b"".join(
+                    self._encode(scope, "ADDED", obj, as_table, first) for _, obj in part
+                )
             if initial and bookmarks:
                 yield self._encode(
                     scope, "BOOKMARK", self._bookmark(scope, cursor, True), False, first
                 )
-        else:
-            cursor = int(rv_text)
-            if filtered and r.stored:
-                objs, _ = self.view.snapshot(r.kind)
-                members = {k for k, o in objs if selector.matches(o)}
         last_sent = time.monotonic()
         while alive() and time.monotonic() < deadline:
             try:
@@ -309,6 +332,9 @@ class Reads:
                 status = expired(str(exc)).status()
                 yield json.dumps({"type": "ERROR", "object": status}).encode() + b"\n"
                 return
+            # A batch's events go out as one chunk (each still its own line): one
+            # write and flush per batch, not per event, on both ends of the socket.
+            out: builtins.list[bytes] = []
             for ev in batch:
                 cursor = ev.rv
                 if ev.kind != r.kind or not r.stored:
@@ -331,7 +357,9 @@ class Reads:
                         etype = "DELETED"
                     elif not match:
                         continue
-                yield self._encode(scope, etype, ev.obj, as_table, first)
+                out.append(self._encode(scope, etype, ev.obj, as_table, first))
+            if out:
+                yield b"".join(out)
                 last_sent = time.monotonic()
             if bookmarks and time.monotonic() - last_sent >= BOOKMARK_INTERVAL:
                 cursor = max(cursor, self.cache.last_rv)

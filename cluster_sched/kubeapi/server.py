@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from cluster_sched.errors import StoreError
 from cluster_sched.kubeapi import discovery, openapi
-from cluster_sched.kubeapi.errors import ApiError, not_found, status_object
+from cluster_sched.kubeapi.errors import ApiError, fenced, not_found, status_object
 from cluster_sched.kubeapi.kubeconfig import write_kubeconfig
 from cluster_sched.kubeapi.reads import Reads, Scope
 from cluster_sched.kubeapi.request import Request, Response, Stream, dumps, parse_bool
@@ -36,6 +36,7 @@ from cluster_sched.kubeapi.tls import ServingCert, make_serving_cert
 from cluster_sched.kubeapi.watch import DEFAULT_WINDOW, WatchCache
 from cluster_sched.kubeapi.writes import Writes
 from cluster_sched.store.codec import gc_paused
+from cluster_sched.store.fence import is_fenced_error
 from cluster_sched.store.store import Store
 
 __all__ = ["DEFAULT_API_HOST", "MAX_BODY", "ApiServer", "ApiServerOptions", "is_loopback"]
@@ -244,6 +245,24 @@ class ApiServer:
         raise ApiError(405, "MethodNotAllowed", f"method {m} is not supported")
 
 
+def _failure(method: str, path: str, exc: Exception) -> Response:
+    """The Status for a handler's exception: a fenced write (503, it says why), the
+    store unreachable (503), or a bug (500, logged)."""
+    if is_fenced_error(exc):
+        return Response(503, fenced(str(exc)).status())
+    if isinstance(exc, StoreError):
+        return Response(503, status_object(503, "ServiceUnavailable", str(exc)))
+    _log.exception("kubeapi: %s %s", method, path)
+    return Response(
+        500,
+        status_object(
+            500,
+            "InternalError",
+            f"an error on the server ({type(exc).__name__}: {exc}) has prevented the request from succeeding",
+        ),
+    )
+
+
 def _handler_class(server: ApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -283,18 +302,8 @@ def _handler_class(server: ApiServer) -> type[BaseHTTPRequestHandler]:
                 result = server.handle(request, self._alive)
             except ApiError as err:
                 result = Response(err.code, err.status())
-            except StoreError as exc:
-                result = Response(503, status_object(503, "ServiceUnavailable", str(exc)))
             except Exception as exc:  # a handler bug must not take the server down
-                _log.exception("kubeapi: %s %s", self.command, self.path)
-                result = Response(
-                    500,
-                    status_object(
-                        500,
-                        "InternalError",
-                        f"an error on the server ({type(exc).__name__}: {exc}) has prevented the request from succeeding",
-                    ),
-                )
+                result = _failure(self.command, self.path, exc)
             if isinstance(result, Stream):
                 self._stream(result)
             else:

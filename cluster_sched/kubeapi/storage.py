@@ -17,6 +17,8 @@ from cluster_sched.clock import SystemClock
 from cluster_sched.errors import InvalidObjectError, StoreError
 from cluster_sched.kubeapi.errors import ApiError, already_exists, invalid, not_found
 from cluster_sched.kubeapi.resources import Resource
+from cluster_sched.store.accounting import account_applied
+from cluster_sched.store.boundary import redis_boundary
 from cluster_sched.store.codec import gc_paused, rfc3339, unpack_object
 from cluster_sched.store.objects import ObjectWriter, merge_server_fields, text
 from cluster_sched.store.scripts import Scripts
@@ -39,10 +41,11 @@ class ObjectView:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._clock = SystemClock()
+        self._scripts = Scripts.register(store.client, store.fence)
         self._writer = ObjectWriter(
             store.client,
             store.keys,
-            Scripts.register(store.client, store.fence),
+            self._scripts,
             self._clock,
             DEFAULT_EVENTS_MAXLEN,
         )
@@ -113,14 +116,21 @@ class ObjectView:
             raise invalid(resource.kind, name, f"cannot decode: {exc}") from None
 
     def create(self, resource: Resource, doc: dict[str, Any], name: str) -> dict[str, Any]:
-        """Store a new object; 409 AlreadyExists if the name is taken."""
-        key = object_key(resource, str(doc["metadata"].get("namespace", "")), name)
-        if self.store.client.hexists(self.store.keys.obj(resource.kind), key):
-            raise already_exists(resource.group, resource.plural, name)
+        """Store a new object; 409 AlreadyExists if the name is taken.
+
+        One compare-and-set that expects no object (``ObjectWriter.create``), so of two
+        simultaneous creates of one name exactly one gets 201; validated and admitted
+        (PriorityClass) as ``Store.apply`` does, and accounted for bind's checks."""
         try:
-            result = self.store.apply(doc, source="api")
+            with redis_boundary("create"):
+                (write,) = self._writer.prepare([doc], "api")
+                result = self._writer.create(write)
+                if result is not None:
+                    account_applied(self._scripts, self.store.keys, [result])
         except InvalidObjectError as err:
             raise _invalid_from(resource, name, err) from None
+        if result is None:
+            raise already_exists(resource.group, resource.plural, name)
         return result.obj
 
     def update(
@@ -143,7 +153,8 @@ class ObjectView:
             except InvalidObjectError as err:
                 raise _invalid_from(resource, name, err) from None
 
-        result = self._writer.guaranteed_update(resource.kind, key, merged)
+        with redis_boundary("update"):
+            result = self._writer.guaranteed_update(resource.kind, key, merged)
         if result is None:
             raise not_found(resource.group, resource.plural, name)
         return result.obj

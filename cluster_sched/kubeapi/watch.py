@@ -15,14 +15,77 @@ import threading
 from typing import Any
 
 from cluster_sched.errors import StoreError
-from cluster_sched.store.results import EventType, ResourceExpiredError, WatchEvent
+from cluster_sched.store.boundary import redis_boundary
+from cluster_sched.store.codec import gc_paused, unpack_object
+from cluster_sched.store.results import EventType
 from cluster_sched.store.store import Store
-from cluster_sched.store.streams import decode_entry
 
-__all__ = ["DEFAULT_WINDOW", "Expired", "WatchCache"]
+__all__ = ["DEFAULT_WINDOW", "CachedEvent", "Expired", "WatchCache"]
 
 #: Most recent events a watch can resume from (older versions answer 410 Expired).
 DEFAULT_WINDOW = 50_000
+#: Most stream entries one read of the cache's follower takes.
+READ_COUNT = 1000
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+class CachedEvent:
+    """One stream entry in the window, its object decoded when a watch first reads it.
+
+    The cache follows every write of the run; most are never sent (no watch, or a watch
+    of another kind), so the entry keeps the stored bytes and pays the decoding only
+    for what some watch reads, once for every watch that reads it. An object that
+    cannot be decoded makes the event an ERROR with a message, as the store's own
+    watch reports one (one bad entry never ends a watch)."""
+
+    __slots__ = ("_obj", "_raw", "id", "key", "kind", "rv", "type")
+
+    def __init__(
+        self, entry_id: str, etype: EventType, kind: str, key: str, rv: int, raw: bytes
+    ) -> None:
+        self.id, self.type, self.kind, self.key, self.rv = entry_id, etype, kind, key, rv
+        self._raw: bytes | None = raw
+        self._obj: dict[str, Any] | None = None
+
+    @classmethod
+    def from_entry(cls, entry_id: bytes | str, fields: Any) -> CachedEvent:
+        try:
+            etype = EventType(_text(fields[b"type"]))
+            rv_text = _text(fields[b"rv"])
+            rv = int(rv_text) if rv_text.isdigit() else 0
+            kind, key, raw = _text(fields[b"kind"]), _text(fields[b"key"]), fields[b"obj"]
+        except (KeyError, ValueError):
+            return cls(_text(entry_id), EventType.ERROR, "", "", 0, b"")
+        if not (kind and key and rv > 0):
+            etype = EventType.ERROR
+        return cls(_text(entry_id), etype, kind, key, rv, raw)
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        if self._obj is None:
+            try:
+                self._obj = unpack_object(self._raw or b"", self.kind, self.key)
+            except StoreError as err:
+                self._obj = {"message": f"watch event {self.id} is unreadable: {err}"}
+                self.type = EventType.ERROR
+            self._raw = None
+        return self._obj
+
+
+def _entries(reply: Any) -> list[tuple[Any, Any]]:
+    """The entries of an XREAD/XREVRANGE reply (RESP2 or RESP3 shapes)."""
+    if not reply:
+        return []
+    if isinstance(reply, dict):
+        (value,) = reply.values()
+        return list(value[0]) if value and isinstance(value[0], list) else list(value)
+    if isinstance(reply[0], (list, tuple)) and len(reply[0]) == 2 and isinstance(reply[0][1], list):
+        return list(reply[0][1])
+    return list(reply)
+
 
 _log = logging.getLogger(__name__)
 
@@ -44,7 +107,7 @@ class WatchCache:
         self._window = window
         self._block_ms = block_ms
         self._cond = threading.Condition()
-        self._events: list[WatchEvent] = []
+        self._events: list[CachedEvent] = []
         #: rv of the newest event seen (or the counter when the window was started)
         self._last_rv = 0
         self._stop = threading.Event()
@@ -76,7 +139,7 @@ class WatchCache:
         pipe.xrevrange(keys.events, "+", "-", count=self._window)
         pipe.get(keys.rv)
         raw, counter = pipe.execute()
-        events = [decode_entry(i, f) for i, f in reversed(raw)]
+        events = [CachedEvent.from_entry(i, f) for i, f in reversed(raw)]
         events = [e for e in events if e.rv > 0]
         # keep only the gapless tail (the window must be consecutive versions)
         start = len(events)
@@ -91,35 +154,40 @@ class WatchCache:
                 self._last_id = "0-0"
 
     def _follow(self) -> None:
+        """Read the stream after the last entry seen, ``READ_COUNT`` at a time. Entries
+        trimmed before they were read show as a gap in resourceVersions: ``_append``
+        restarts the window after it (watches from before it get 410 Expired)."""
+        client, stream = self._store.client, self._store.keys.events
         while not self._stop.is_set():
             try:
-                for event in self._store.watch(
-                    self._last_id, block_ms=self._block_ms, stop_when_idle=True
-                ):
-                    self._append(event)
-                    if self._stop.is_set():
-                        return
-            except ResourceExpiredError:
-                _log.warning("watch cache: stream trimmed past us; restarting the window")
-                self._prefill()
+                with redis_boundary("watch cache"):
+                    reply = client.xread(
+                        {stream: self._last_id}, count=READ_COUNT, block=self._block_ms
+                    )
             except StoreError as exc:
                 _log.warning("watch cache: %s", exc)
                 self._stop.wait(1.0)
+                continue
+            with gc_paused():
+                batch = [CachedEvent.from_entry(i, f) for i, f in _entries(reply)]
+            if batch:
+                self._append(batch)
 
-    def _append(self, event: WatchEvent) -> None:
+    def _append(self, batch: list[CachedEvent]) -> None:
         with self._cond:
-            self._last_id = event.id
-            if event.type is EventType.ERROR and not event.rv:
-                return
-            if self._events and event.rv != self._events[-1].rv + 1:
-                self._events = []  # a gap: only versions after it can be served
-            self._events.append(event)
-            self._last_rv = max(self._last_rv, event.rv)
+            for event in batch:
+                self._last_id = event.id
+                if event.type is EventType.ERROR and not event.rv:
+                    continue
+                if self._events and event.rv != self._events[-1].rv + 1:
+                    self._events = []  # a gap: only versions after it can be served
+                self._events.append(event)
+                self._last_rv = max(self._last_rv, event.rv)
             if len(self._events) > 2 * self._window:
                 del self._events[: len(self._events) - self._window]
             self._cond.notify_all()
 
-    def since(self, rv: int, timeout: float) -> list[WatchEvent]:
+    def since(self, rv: int, timeout: float) -> list[CachedEvent]:
         """Events with resourceVersion > ``rv``, waiting up to ``timeout`` seconds for
         one; raises Expired when ``rv`` is older than the window."""
         with self._cond:
@@ -129,7 +197,7 @@ class WatchCache:
             self._cond.wait(timeout)
             return self._after(rv)
 
-    def _after(self, rv: int) -> list[WatchEvent]:
+    def _after(self, rv: int) -> list[CachedEvent]:
         events = self._events
         if not events:
             if rv < self._last_rv:

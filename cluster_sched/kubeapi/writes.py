@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from cluster_sched.api.selectors import validate_dns_subdomain
@@ -48,9 +48,11 @@ from cluster_sched.kubeapi.resources import Resource, lookup
 from cluster_sched.kubeapi.storage import ObjectView, object_key
 from cluster_sched.store.results import BindOutcome
 
-__all__ = ["Writes"]
+__all__ = ["GENERATE_NAME_ATTEMPTS", "Writes", "random_suffix"]
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+#: Names tried for one generateName create (upstream RetryGenerateName: 8 in all).
+GENERATE_NAME_ATTEMPTS = 8
 _STALE = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
@@ -63,13 +65,16 @@ def _not_stored(r: Resource) -> ApiError:
     )
 
 
-def _generated(prefix: str) -> str:
-    return prefix + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+def random_suffix() -> str:
+    """generateName's suffix as the API server draws it: 5 characters, no vowels."""
+    return "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
 
 
 class Writes:
     def __init__(self, view: ObjectView) -> None:
         self.view = view
+        #: draws generateName suffixes (a seam: tests make collisions certain)
+        self.name_suffix: Callable[[], str] = random_suffix
 
     # --- create -------------------------------------------------------------------
 
@@ -86,11 +91,11 @@ class Writes:
         warnings = strip_unknown(doc, request.query.get("fieldValidation", ""))
         meta = doc["metadata"]
         name = meta.get("name") or ""
+        prefix = "" if name else (meta.get("generateName") or "")
         if not name:
-            prefix = meta.get("generateName") or ""
             if not prefix:
                 raise invalid(r.kind, "", "name or generateName is required", "metadata.name")
-            name = meta["name"] = _generated(prefix)
+            name = meta["name"] = prefix + self.name_suffix()
         self._check_name(r, name)
         if r.namespaced:
             ns = meta.get("namespace") or scope.namespace or "default"
@@ -105,8 +110,22 @@ class Writes:
             meta.pop(server_field, None)
         meta["generation"] = 1
         self.view.validate(r, doc, name)
-        obj = self.view.create(r, doc, name)
-        return Response(201, obj, warnings=warnings)
+        for attempt in range(GENERATE_NAME_ATTEMPTS):
+            try:
+                obj = self.view.create(r, doc, name)
+            except ApiError as err:
+                # upstream RetryGenerateName: a generated name that is taken is drawn
+                # again (the create is atomic, so a draw is never lost to a race)
+                if (
+                    not prefix
+                    or err.reason != "AlreadyExists"
+                    or attempt + 1 == GENERATE_NAME_ATTEMPTS
+                ):
+                    raise
+                name = meta["name"] = prefix + self.name_suffix()
+                continue
+            return Response(201, obj, warnings=warnings)
+        raise AssertionError("unreachable")
 
     def _check_name(self, r: Resource, name: str) -> None:
         try:

@@ -86,9 +86,9 @@ def node_change_event(old: Node, new: Node) -> ClusterEvent | None:
 
 def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
     """upstream PodSchedulingPropertiesChange: which scheduling-relevant parts of a pod
-    changed, as events on AssignedPod (bound) or UnschedulablePod. Nothing specific:
-    one plain update event, for plugins registering pod updates in general (their hints
-    then judge it)."""
+    changed, as events on AssignedPod (bound) or UnschedulablePod. Nothing specific
+    (annotations, ...): one updatePodOther event, which only plugins registering pod
+    updates in general match (a plugin registering UpdatePodToleration is not asked)."""
     resource = EventResource.ASSIGNED_POD if new.node_name else EventResource.UNSCHEDULABLE_POD
     actions = []
     if old.labels != new.labels:
@@ -102,7 +102,7 @@ def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
     if old.resource_claim_statuses != new.resource_claim_statuses:
         actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     if not actions:
-        actions.append(ActionType.UPDATE)
+        actions.append(ActionType.UPDATE_POD_OTHER)
     return [ClusterEvent(resource, action) for action in actions]
 
 

@@ -378,6 +378,19 @@ class ObjectWriter:
             out.append(ApplyResult(w.kind, w.key, action, rv, p.new, text(detail)))
         return out
 
+    def create(self, write: Write) -> ApplyResult | None:
+        """Store ``write`` only if no object has its key: one apply.lua item expecting
+        "must not exist", so of two racing creates exactly one wins (etcd's Create with
+        its ``version == 0`` comparison). None if the key is taken."""
+        now = rfc3339(self._clock.now())
+        new = merge_server_fields(write.kind, write.key, None, write.doc, now)
+        set_uid = not new["metadata"].get("uid")
+        if set_uid:
+            new["metadata"].pop("uid", None)
+        head, tail = Encoder().pack_object(new, set_uid)
+        (outcome,) = self._compare_and_set([_Planned(write, None, new, head, tail, set_uid)])
+        return outcome
+
     # --- read-modify-write ----------------------------------------------------------
 
     def guaranteed_update(

@@ -257,6 +257,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             clock=args.clock,
             horizon=args.horizon,
             api=lambda store, url: api_serving(args, store, url),
+            record_results=args.record_results,
         )
     )
     for line in result.summary.get("warnings") or []:
@@ -418,6 +419,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             features=parse_feature_gates(args.feature_gates),
         )
         attach_metrics(coord, metrics)
+        if args.record_results is not None:
+            from cluster_sched.scheduler.explain.recording import install
+
+            install(coord, args.record_results, args.seed)
         try:
             coord.start()
             coord.queue.run()

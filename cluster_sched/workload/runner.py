@@ -93,6 +93,9 @@ class RunOptions:
     horizon: float | None = None
     #: context around the run given its store and Redis URL (``run --api``'s API)
     api: Callable[[Store, str], AbstractContextManager[Any]] | None = None
+    #: ``--record-results``: the label selector of pods that get the simulator's result
+    #: annotations (None: off, nothing recorded)
+    record_results: str | None = None
 
 
 @dataclass(slots=True)
@@ -391,6 +394,10 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
             binding_executor=InlineBindingExecutor if virtual is not None else None,
         )
         attach_metrics(coord, metrics)
+        if opts.record_results is not None:
+            from cluster_sched.scheduler.explain.recording import install
+
+            install(coord, opts.record_results, opts.seed)
         try:
             if virtual is not None:
                 vrun = VirtualRun(

@@ -87,10 +87,20 @@ def explain(
     config: SchedulerConfiguration,
     seed: int | None = None,
     features: FeatureGates | None = None,
+    *,
+    table: Any = None,
+    start_index: int = 0,
+    rng: random.Random | None = None,
 ) -> Explanation:
+    """Explain ``pod`` against ``cache``. ``table``: the node columns (default: the
+    cache's own); ``start_index`` and ``rng``: where the node window starts and the
+    tie-breaking draws, so a running scheduler's dry run (``--record-results``, with a
+    copy of its RNG) evaluates the nodes its attempt does and picks the same host."""
     fwk = build_framework(config, pod, cache, seed, features)
-    table = cache.sink.table  # type: ignore[attr-defined]
-    sched = Scheduler(config.percentage_of_nodes_to_score, random.Random(seed))
+    if table is None:
+        table = cache.sink.table  # type: ignore[attr-defined]
+    sched = Scheduler(config.percentage_of_nodes_to_score, rng or random.Random(seed))
+    sched.next_start_node_index = start_index
     state = CycleState()
     extenders = fwk.handle.extenders
     report = ExtenderReport(extenders, pod) if extenders else None
