@@ -163,6 +163,40 @@ class OpportunisticBatch:
         self._flush(FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE)
         self.state = None
 
+    def record_run(
+        self,
+        attempts: Counter[str],
+        flushes: Counter[str],
+        batched: int,
+        last: tuple[int, str],
+        kept: tuple[PodSignature, Sequence[str], float] | int | None,
+    ) -> None:
+        """What the serial cycles of a whole-batch run's pods record, at once: their
+        attempt results and flushes (each counted one by one for the metrics hook), the
+        pods placed on a hint, the last pod's (cycle, node), and the kept list: a new one
+        (signature, nodes best first, creation time), ``k`` heads taken from the one kept
+        before (an int), or None (dropped)."""
+        for counts, kind, into in (
+            (attempts, "attempt", self.attempts),
+            (flushes, "flush", self.flushes),
+        ):
+            into.update(counts)
+            if self.on_metric is not None:
+                for label, k in counts.items():
+                    for _ in range(k):
+                        self.on_metric(kind, self.profile, label)
+        self.batched_pods += batched
+        self.last = _LastCycle(*last)
+        if kept is None:
+            self.state = None
+        elif isinstance(kept, int):
+            assert kept == 0 or (self.state is not None and kept <= len(self.state.sorted_nodes))
+            for _ in range(kept):
+                assert self.state is not None
+                self.state.sorted_nodes.popleft()
+        else:
+            self.state = _BatchState(kept[0], deque(kept[1]), kept[2])
+
     # ------------------------------------------------------------------ internals
 
     def _flush(self, reason: str) -> bool:

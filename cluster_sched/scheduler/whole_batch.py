@@ -153,6 +153,7 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     began = time.perf_counter()
     at = replace(query, start=start)
     replay: Callable[[int, int, float], bool] | None = None
+    finish: Callable[[int], None] | None = None
     if signature is not None:
         bt = batch_of(algorithm, fwk)
         kept, last = kept_list(bt, signature, batch[0][1], sc.clock.now(), table)
@@ -160,7 +161,8 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
             table, profile, at, to_find, len(pods), vector, algorithm.rng, kept, last
         )
         result = hinted.run
-        replay = HintReplay(sc, fwk, bt, signature, hinted, pods, states)
+        replay = hint_replay = HintReplay(sc, fwk, bt, signature, hinted, pods, states)
+        finish = hint_replay.finish
     else:
         result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng)
         if gate:
@@ -172,7 +174,13 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     algorithm.next_start_node_index = int(result.starts[-1] + result.evaluated[-1]) % n
     fast.shape_hits += m - 1  # run_query counted the first pod's
     share = (time.perf_counter() - began) / m
-    return _commit_all(sc, fwk, batch, pods, states, result, replay, share, rng_before, n)
+    handled = 0  # pods committed or handed to the failure handler: their bookkeeping
+    try:
+        handled = _commit_all(sc, fwk, batch, pods, states, result, replay, share, rng_before, n)
+        return handled
+    finally:
+        if finish is not None:
+            finish(handled)
 
 
 def _unsigned_replay(
