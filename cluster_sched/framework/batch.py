@@ -94,11 +94,50 @@ class OpportunisticBatch:
         """The hint for a pod in ``cycle`` (upstream GetNodeHint), or "" for none.
         ``last_node_rejects(node)``: Filter rejects the pod on that node (None: the
         node is gone)."""
-        if nominated_node_name or not self._compatible(signature, cycle, now, last_node_rejects):
-            self._count_attempt(BATCH_ATTEMPT_NO_HINT)
+        reason = "" if nominated_node_name else self.precheck(signature, cycle, now)
+        if reason is None:
+            reason = self.last_node_check(last_node_rejects)
+        return self.take_hint(reason)
+
+    def precheck(self, signature: PodSignature | None, cycle: int, now: float) -> str | None:
+        """upstream batchStateCompatible up to the last chosen node's check, recording
+        nothing: None if the kept list may be used so far, "" if there is none, else
+        the flush reason."""
+        if self.state is None or not self.state.sorted_nodes or self.last is None:
             return ""
-        assert self.state is not None
-        return self.state.sorted_nodes.popleft()
+        if cycle != self.last.cycle + 1:
+            return FLUSH_POD_SKIPPED
+        if not self.last.succeeded:
+            return FLUSH_POD_FAILED
+        if signature is None or signature != self.state.signature:
+            return FLUSH_POD_INCOMPATIBLE
+        if now > self.state.creation_time + MAX_BATCH_AGE:
+            return FLUSH_EXPIRED
+        return None
+
+    def last_node_check(self, last_node_rejects: Callable[[str], bool | None]) -> str | None:
+        """The rest of ``precheck`` (after it passed): None if the last chosen node
+        rejects the pod (only then is the list's head its best node), else the reason."""
+        assert self.last is not None
+        rejects = last_node_rejects(self.last.chosen_node)
+        if rejects is None:
+            return FLUSH_NODE_MISSING
+        return None if rejects else FLUSH_NODE_NOT_FULL
+
+    def head(self) -> str:
+        """The kept list's head: the hint a usable list gives ("" without one)."""
+        return self.state.sorted_nodes[0] if self.state and self.state.sorted_nodes else ""
+
+    def take_hint(self, reason: str | None) -> str:
+        """Record ``precheck``/``last_node_check``'s outcome: the head of the list when
+        usable (None), else the flush (a reason) and a ``no_hint`` attempt."""
+        if reason is None:
+            assert self.state is not None
+            return self.state.sorted_nodes.popleft()
+        if reason:
+            self._flush(reason)
+        self._count_attempt(BATCH_ATTEMPT_NO_HINT)
+        return ""
 
     def store_schedule_results(
         self,
@@ -124,32 +163,41 @@ class OpportunisticBatch:
         self._flush(FLUSH_EMPTY_LIST if not other_nodes else FLUSH_POD_NOT_BATCHABLE)
         self.state = None
 
-    # ------------------------------------------------------------------ internals
-
-    def _compatible(
+    def record_run(
         self,
-        signature: PodSignature | None,
-        cycle: int,
-        now: float,
-        last_node_rejects: Callable[[str], bool | None],
-    ) -> bool:
-        """upstream batchStateCompatible (each failed check flushes with its reason)."""
-        if self.state is None or not self.state.sorted_nodes or self.last is None:
-            return False
-        if cycle != self.last.cycle + 1:
-            return self._flush(FLUSH_POD_SKIPPED)
-        if not self.last.succeeded:
-            return self._flush(FLUSH_POD_FAILED)
-        if signature is None or signature != self.state.signature:
-            return self._flush(FLUSH_POD_INCOMPATIBLE)
-        if now > self.state.creation_time + MAX_BATCH_AGE:
-            return self._flush(FLUSH_EXPIRED)
-        rejects = last_node_rejects(self.last.chosen_node)
-        if rejects is None:
-            return self._flush(FLUSH_NODE_MISSING)
-        if not rejects:
-            return self._flush(FLUSH_NODE_NOT_FULL)
-        return True
+        attempts: Counter[str],
+        flushes: Counter[str],
+        batched: int,
+        last: tuple[int, str],
+        kept: tuple[PodSignature, Sequence[str], float] | int | None,
+    ) -> None:
+        """What the serial cycles of a whole-batch run's pods record, at once: their
+        attempt results and flushes (each counted one by one for the metrics hook), the
+        pods placed on a hint, the last pod's (cycle, node), and the kept list: a new one
+        (signature, nodes best first, creation time), ``k`` heads taken from the one kept
+        before (an int), or None (dropped)."""
+        for counts, kind, into in (
+            (attempts, "attempt", self.attempts),
+            (flushes, "flush", self.flushes),
+        ):
+            into.update(counts)
+            if self.on_metric is not None:
+                for label, k in counts.items():
+                    for _ in range(k):
+                        self.on_metric(kind, self.profile, label)
+        self.batched_pods += batched
+        self.last = _LastCycle(*last)
+        if kept is None:
+            self.state = None
+        elif isinstance(kept, int):
+            assert kept == 0 or (self.state is not None and kept <= len(self.state.sorted_nodes))
+            for _ in range(kept):
+                assert self.state is not None
+                self.state.sorted_nodes.popleft()
+        else:
+            self.state = _BatchState(kept[0], deque(kept[1]), kept[2])
+
+    # ------------------------------------------------------------------ internals
 
     def _flush(self, reason: str) -> bool:
         """Record why the kept list cannot be used (upstream logUnusableState); the list

@@ -31,7 +31,7 @@ from typing import Any
 from cluster_sched.api.objects import EPHEMERAL_VOLUME, OTHER_VOLUME, PVC_VOLUME, Pod
 from cluster_sched.plugins import names
 
-__all__ = ["PodSignature", "Signer", "profile_signers", "sign_pod"]
+__all__ = ["PodSignature", "Signer", "profile_signers", "sign_pod", "signature_follows_shape"]
 
 #: A pod's signature: comparable and hashable; None means unsignable.
 PodSignature = tuple[tuple[str, str], ...]
@@ -171,3 +171,15 @@ def sign_pod(fwk: Any, pod: Pod) -> PodSignature | None:
         for key, value in fragments:
             parts[key] = repr(value)
     return tuple(sorted(parts.items()))
+
+
+_IN_TREE = frozenset(map(id, IN_TREE_SIGNERS.values()))
+
+
+def signature_follows_shape(fwk: Any) -> bool:
+    """Whether pods of one shape (``scheduler.pre_cycle.shape_refs``: the same parsed
+    spec objects, plus namespace, labels, requests, volumes and resource claims) always
+    sign alike in this profile: every signer is an in-tree one, which reads nothing
+    else. Out-of-tree signers may read anything of the pod."""
+    signers = profile_signers(fwk)
+    return signers is not None and all(id(signer) in _IN_TREE for _pl, signer in signers)

@@ -34,7 +34,7 @@ from cluster_sched.scheduler.attempt import AttemptResult
 from cluster_sched.scheduler.fast_path import FastPath
 from cluster_sched.scheduler.nodesource import LocalSource, NodeSource
 
-__all__ = ["batch_of", "schedule_pod"]
+__all__ = ["batch_of", "filter_rejects", "schedule_pod"]
 
 
 def schedule_pod(
@@ -68,7 +68,7 @@ def schedule_pod(
         cycle,
         now,
         pod.nominated_node_name,
-        lambda node: _filter_rejects(fwk, state, pod, table, node, fast),
+        lambda node: filter_rejects(fwk, state, pod, table, node, fast),
     )
     hint_status: tuple[str, Status] | None = None
     row = table.index.get(hint) if hint else None
@@ -113,7 +113,7 @@ def batch_of(algorithm: Scheduler, fwk: Framework) -> OpportunisticBatch:
     return batch
 
 
-def _filter_rejects(
+def filter_rejects(
     fwk: Framework,
     state: CycleState,
     pod: Pod,

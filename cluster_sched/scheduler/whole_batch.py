@@ -15,17 +15,26 @@ single attempt. If a pod's commit fails (assume error, Reserve or Permit rejecti
 pods after it were decided on columns that no longer hold: the RNG and the rotation are
 rewound to just after that pod and the run ends there; the loop schedules the rest.
 
+With OpportunisticBatching on, signed pods (``framework.signature``) take their
+decisions from ``kernels.run.evaluate_hinted_run``, which keeps the hint list as
+``scheduler.batching`` does, and ``whole_batch_hints`` replays the profile's
+``OpportunisticBatch`` pod by pod (its counters, flushes and kept list as after the
+serial cycles); a pod whose clock reading makes the list unusable where the kernel used
+it (``MAX_BATCH_AGE``) ends the run before it. Such a run covers only consecutive
+scheduling cycles (a gap is a flush the next cycle records).
+
 What no run covers (each pod then takes the ordinary cycle): tracing or timed plugins,
-nominated pods anywhere, a pod with a nominated node, signable pods with
-OpportunisticBatching on (the hint path), extenders, cross-node plugins that filter or
-score per pod, a pod without a feasible node (the FitError needs every plugin).
+nominated pods anywhere, a pod with a nominated node, extenders, cross-node plugins that
+filter or score per pod, a pod without a feasible node (the FitError needs every plugin),
+a hint that fails Filter (its status joins the plugins' diagnosis), profiles with
+out-of-tree signers (a shape need not sign alike).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -36,14 +45,15 @@ from cluster_sched.features import OPPORTUNISTIC_BATCHING
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.signature import sign_pod
+from cluster_sched.framework.signature import sign_pod, signature_follows_shape
 from cluster_sched.framework.snapshot import Snapshot
-from cluster_sched.kernels.run import PodVector, RunResult, evaluate_run
+from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.batching import batch_of
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import shape_refs
+from cluster_sched.scheduler.whole_batch_hints import HintReplay, kept_list
 
 if TYPE_CHECKING:
     from cluster_sched.scheduler.schedule_one import SchedulingCycle
@@ -76,6 +86,7 @@ def _member(sc: SchedulingCycle, info: QueuedPodInfo, first: Pod | None) -> Pod 
         and pod.requests == first.requests
         and pod.nonzero_cpu == first.nonzero_cpu
         and pod.nonzero_memory == first.nonzero_memory
+        and pod.resource_claims == first.resource_claims
     )
     return pod if same else None
 
@@ -102,14 +113,17 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     ):
         return 0  # cheap checks first: a declined run costs the pod nothing
     gate = fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING)
-    if gate and sign_pod(fwk, first) is not None:
+    signature = sign_pod(fwk, first) if gate else None
+    if signature is not None and not signature_follows_shape(fwk):
         return 0
     pods: list[Pod] = []
     states: list[CycleState] = []
     skip_score: frozenset[str] | None = None
-    for info, _cycle in batch:
+    for info, cycle in batch:
         pod = _member(sc, info, first) if pods else first
         if pod is None:
+            break
+        if signature is not None and pods and cycle != batch[len(pods) - 1][1] + 1:
             break
         state = CycleState()
         pre = algorithm.pre_filter(fwk, state, pod, table, snapshot, sc.source)
@@ -138,14 +152,55 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     rng_before = algorithm.rng.getstate()
     began = time.perf_counter()
     at = replace(query, start=start)
-    result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng)
+    replay: Callable[[int, int, float], bool] | None = None
+    finish: Callable[[int], None] | None = None
+    if signature is not None:
+        bt = batch_of(algorithm, fwk)
+        kept, last = kept_list(bt, signature, batch[0][1], sc.clock.now(), table)
+        hinted = evaluate_hinted_run(
+            table, profile, at, to_find, len(pods), vector, algorithm.rng, kept, last
+        )
+        result = hinted.run
+        replay = hint_replay = HintReplay(sc, fwk, bt, signature, hinted, pods, states)
+        finish = hint_replay.finish
+    else:
+        result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng)
+        if gate:
+            replay = _unsigned_replay(sc, fwk, result)
     m = len(result)
     if m == 0:
+        algorithm.rng.setstate(rng_before)
         return 0
     algorithm.next_start_node_index = int(result.starts[-1] + result.evaluated[-1]) % n
     fast.shape_hits += m - 1  # run_query counted the first pod's
     share = (time.perf_counter() - began) / m
-    return _commit_all(sc, fwk, batch, pods, states, result, gate, share, rng_before, n)
+    handled = 0  # pods committed or handed to the failure handler: their bookkeeping
+    try:
+        handled = _commit_all(sc, fwk, batch, pods, states, result, replay, share, rng_before, n)
+        return handled
+    finally:
+        if finish is not None:
+            finish(handled)
+
+
+def _unsigned_replay(
+    sc: SchedulingCycle, fwk: Framework, result: RunResult
+) -> Callable[[int, int, float], bool]:
+    """OpportunisticBatching's bookkeeping of unsignable pods: no hint, and whether a
+    list (which is never kept) would have been empty."""
+    bt = batch_of(sc.algorithm, fwk)
+    names = sc.source.table.names
+    hosts, found = result.hosts.tolist(), result.found.tolist()
+
+    def replay(i: int, cycle: int, now: float) -> bool:
+        host = names[hosts[i]]
+        assert host is not None
+        bt.get_node_hint(None, cycle, now, "", lambda _node: None)
+        other = [host] if found[i] >= 2 else None  # only its emptiness is read
+        bt.store_schedule_results(None, "", host, other, cycle, now)
+        return True
+
+    return replay
 
 
 def _commit_all(
@@ -155,12 +210,14 @@ def _commit_all(
     pods: list[Pod],
     states: list[CycleState],
     result: RunResult,
-    gate: bool,
+    replay: Callable[[int, int, float], bool] | None,
     share: float,
     rng_before: tuple[object, ...],
     n: int,
 ) -> int:
-    """Each decided pod's bookkeeping, in order, as after a single compiled attempt."""
+    """Each decided pod's bookkeeping, in order, as after a single compiled attempt;
+    ``replay(i, cycle, now)``: OpportunisticBatching's, False when pod ``i`` is not the
+    kernel's to decide after all (the run ends before it)."""
     algorithm, table = sc.algorithm, sc.source.table
     names = table.names
     reuse = algorithm.fast.pre_cycle if algorithm.fast is not None else None
@@ -175,16 +232,16 @@ def _commit_all(
         sc.queue.cycle_in_progress = cycle
         began = time.perf_counter() - share
         now = sc.clock.now()
+        if replay is not None and not replay(i, cycle, now):
+            _rewind(algorithm, rng_before, result, i - 1, n)
+            if algorithm.fast is not None:  # the cycle counts the rest's own
+                algorithm.fast.shape_hits -= len(hosts) - max(i, 1)
+            return i
         sc.stats.on_pop(pod.key, now)
         host = names[host_row]
         assert host is not None
-        if found[i] >= 2:  # a lone feasible node is taken unscored: no PreScore
+        if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
             reuse.pre_score(fwk, state, pod, snapshot, NodeSlice(table, np.asarray([host_row])))
-        if gate:
-            bt = batch_of(algorithm, fwk)
-            bt.get_node_hint(None, cycle, now, "", lambda _node: None)
-            other = [host] if found[i] >= 2 else None  # only its emptiness is read
-            bt.store_schedule_results(None, "", host, other, cycle, now)
         sc.metrics.observe_algorithm(share)
         if not sc.commit(fwk, state, pod, info, cycle, began, host):
             _rewind(algorithm, rng_before, result, i, n)
@@ -195,11 +252,14 @@ def _commit_all(
 def _rewind(
     algorithm: Scheduler, before: tuple[object, ...], result: RunResult, last: int, n: int
 ) -> None:
-    """RNG and rotation as the serial loop leaves them after pod ``last``: the draws of
-    pods 0..last replayed from the state before the run."""
+    """RNG and rotation as the serial loop leaves them after pod ``last`` (-1: as
+    before the run): the draws of pods 0..last replayed from the state before the run."""
     rng: random.Random = algorithm.rng
     rng.setstate(before)
     for t in result.ties[: last + 1].tolist():
         if t > 1:
             rng.randrange(t)
+    if last < 0:
+        algorithm.next_start_node_index = int(result.starts[0])
+        return
     algorithm.next_start_node_index = int(result.starts[last] + result.evaluated[last]) % n

@@ -4,14 +4,16 @@ ported) and pod signatures (upstream SignPod of each plugin)."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 
 from cluster_sched.config.load import load_config, parse_config
 from cluster_sched.framework.batch import MAX_BATCH_AGE, OpportunisticBatch
 from cluster_sched.framework.handle import Handle
-from cluster_sched.framework.signature import sign_pod
+from cluster_sched.framework.signature import sign_pod, signature_follows_shape
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.testing.builders import make_pod
 
@@ -168,3 +170,44 @@ def test_unsignable_pods(shape: str) -> None:
     else:
         b = b.pvc("data")
     assert sign_pod(fwk, b.obj()) is None
+
+
+def test_record_run_counts_each_event_and_keeps_the_runs_list() -> None:
+    """A whole-batch run's bookkeeping at once (``whole_batch_hints``): the counters and
+    the metrics hook as if counted one by one, the last pod, and the kept list."""
+    seen: list[tuple[str, str, str]] = []
+    b = OpportunisticBatch("p", lambda *event: seen.append(event))
+    b.store_schedule_results(SIG, "", "n0", ["n1", "n2", "n3"], 1, 0.0)
+    b.record_run(
+        Counter({"hint_used": 2, "no_hint": 1}), Counter({"node_not_full": 1}), 2, (4, "n2"), 1
+    )
+    assert b.attempts == Counter({"hint_used": 2, "no_hint": 1})
+    assert b.flushes == Counter({"node_not_full": 1}) and b.batched_pods == 2
+    assert sorted(seen) == sorted(
+        [("attempt", "p", "hint_used")] * 2
+        + [("attempt", "p", "no_hint"), ("flush", "p", "node_not_full")]
+    )
+    assert b.head() == "n2" and b.last is not None and b.last.chosen_node == "n2"
+    b.record_run(Counter(), Counter(), 0, (5, "n7"), (SIG2, ["n8", "n9"], 3.0))
+    assert b.get_node_hint(SIG2, 6, 3.0, "", lambda node: node == "n7") == "n8"
+    b.record_run(Counter(), Counter({"empty_list": 1}), 0, (7, "n8"), None)
+    assert b.state is None and b.head() == ""
+
+
+class _SignsItself:
+    """An out-of-tree plugin with its own signer (it may read anything of the pod)."""
+
+    name = "OutOfTree"
+
+    def sign_pod(self, pod: object) -> list[tuple[str, object]]:
+        return [("Name", getattr(pod, "name", ""))]
+
+
+def test_only_in_tree_signers_follow_the_pod_shape() -> None:
+    assert signature_follows_shape(_framework(_LIST_DEFAULTING))
+    fwk = _framework(_LIST_DEFAULTING)
+    custom = SimpleNamespace(
+        pre_filter=list(fwk.pre_filter), filter=[*fwk.filter, _SignsItself()],
+        pre_score=list(fwk.pre_score), score=list(fwk.score),
+    )  # fmt: skip
+    assert not signature_follows_shape(custom)

@@ -11,8 +11,9 @@ Two drivers make event processing deterministic and the same for every mode:
   events of a pod's own cycle or later count for it, never those that arrived while it
   waited in the popped batch).
 
-Time is kept, not erased: the fake clock moves ``ATTEMPT_SECONDS`` before every
-scheduling attempt (the same attempt sequence in every mode, so the same instants), so
+Time is kept, not erased: the fake clock moves ``ATTEMPT_SECONDS`` as every
+scheduling attempt ends (the same attempt sequence in every mode, so the same instants,
+whether a pod took its own cycle or a whole-batch run decided it), so
 backoff (1 s, doubling) is still running for some pods when an event moves them and has
 expired for others: backoffQ vs activeQ is decided as it would be on a live cluster.
 When nothing is left to pop the clock steps one second at a time (at most
@@ -42,6 +43,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
+from cluster_sched.scheduler.schedule_one import SchedulingCycle
 from cluster_sched.store.store import Store
 
 __all__ = [
@@ -165,24 +167,24 @@ def _settle_bindings(coord: Coordinator) -> None:
 def install_driver(monkeypatch: pytest.MonkeyPatch, driver: str) -> None:
     """Make the coordinator's loop deterministic under ``driver`` (module docstring):
     no timed watch reads, preemptions settled before any read, the driver's
-    housekeeping, and the clock stepped before each attempt."""
+    housekeeping, and the clock stepped as each attempt ends."""
     assert driver in DRIVERS, driver
     monkeypatch.setattr(coordinator_module, "INFORMER_POLL_INTERVAL", math.inf)
     poll = Coordinator.poll_informer
-    schedule_one = Coordinator.schedule_one
+    attempt_done = SchedulingCycle._attempt_done
 
     def settled_poll(coord: Coordinator, block_ms: int | None = None) -> int:
         _settle_preemption(coord)
         return poll(coord, block_ms)
 
-    def timed_schedule_one(coord: Coordinator, info: Any, cycle: int) -> None:
-        clock = coord.clock
+    def timed_attempt_done(sc: SchedulingCycle, *args: Any, **kwargs: Any) -> None:
+        attempt_done(sc, *args, **kwargs)
+        clock = sc.clock
         assert isinstance(clock, FakeClock)
         clock.step(ATTEMPT_SECONDS)
-        schedule_one(coord, info, cycle)
 
     monkeypatch.setattr(Coordinator, "poll_informer", settled_poll)
-    monkeypatch.setattr(Coordinator, "schedule_one", timed_schedule_one)
+    monkeypatch.setattr(SchedulingCycle, "_attempt_done", timed_attempt_done)
     housekeeping = _settle_everything if driver == "each pod" else _settle_bindings
     monkeypatch.setattr(Coordinator, "housekeeping", housekeeping)
 

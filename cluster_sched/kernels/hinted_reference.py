@@ -1,0 +1,97 @@
+"""``kernels.run.evaluate_hinted_run`` in numpy: the oracle of ``tests/kernels``.
+
+Pod after pod, as ``scheduler.batching`` decides a signed pod with OpportunisticBatching
+on: while a kept list is usable and the previous pod's host no longer fits the pod
+(NodeResourcesFit's verdict and the shape's masks on that one row), the list's head is
+the hint and, if it fits, the host, unscored and leaving the rotation where it is; else
+``evaluate_pod_reference`` over the window, ``Evaluation.select_row``'s draw, and the
+other feasible rows sorted by total (ties in evaluation order, ``np.lexsort`` as
+``batching._others_sorted``) become the list.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+
+import numpy as np
+
+from cluster_sched.framework.interfaces import NodeSlice
+from cluster_sched.kernels import fused
+from cluster_sched.kernels.inputs import KernelProfile, PodQuery
+from cluster_sched.kernels.reference import evaluate_pod_reference
+from cluster_sched.kernels.run import HintedRun, PodVector, RunResult
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins.noderesources.fit import fit_verdicts
+
+__all__ = ["hinted_run_reference"]
+
+
+def _fits(table: NodeTable, query: PodQuery, row: int) -> bool:
+    if row < 0:
+        return False
+    rows = np.asarray([row], dtype=np.int64)
+    ok = bool(fit_verdicts(NodeSlice(table, rows), query.requests.checked).codes[0] == 0)
+    return ok and all(bool(np.asarray(m)[row]) for m in query.masks)
+
+
+def _assume(t: NodeTable, host: int, vector: PodVector) -> None:
+    for c, v in zip(vector.cols.tolist(), vector.vals.tolist(), strict=True):
+        t.requested[c, host] += v
+        t.free[c, host] -= v
+    t.nonzero[0, host] += vector.nonzero_cpu
+    t.nonzero[1, host] += vector.nonzero_memory
+    t.pod_count[host] += 1
+
+
+def hinted_run_reference(
+    table: NodeTable,
+    profile: KernelProfile,
+    query: PodQuery,
+    to_find: int,
+    count: int,
+    vector: PodVector,
+    rng: random.Random,
+    kept: np.ndarray,
+    last: int,
+) -> HintedRun:
+    """Same arguments and answer as ``evaluate_hinted_run`` (the table is not written)."""
+    t = copy.copy(table)
+    t.requested, t.free = table.requested.copy(), table.free.copy()
+    t.nonzero, t.pod_count = table.nonzero.copy(), table.pod_count.copy()
+    n = len(table.order())
+    live = [int(r) for r in kept]
+    lists = list(live)
+    usable = bool(live)
+    out: list[tuple[int, ...]] = []
+    s = query.start % n if n else 0
+    for _ in range(count if n else 0):
+        rejects = -1
+        if usable and live and last >= 0:
+            rejects = 0 if _fits(t, query, last) else 1
+            if rejects:
+                hint = live.pop(0)
+                if not _fits(t, query, hint):
+                    break
+                out.append((hint, 0, 1, 1, s, hint, 1, 0, 0))
+                _assume(t, hint, vector)
+                last = hint
+                continue
+        ev = evaluate_pod_reference(t, profile, dataclasses.replace(query, start=s), to_find)
+        if len(ev.feasible_rows) == 0 or ev.status != fused.STATUS_OK:
+            break
+        host = ev.select_row(rng)
+        found = len(ev.feasible_rows)
+        live = []
+        if found > 1:
+            order = np.lexsort((np.arange(found), -ev.totals))
+            live = [int(r) for r in ev.feasible_rows[order] if r != host]
+        out.append((host, ev.evaluated, found, len(ev.ties), s, -1, rejects, len(lists), len(live)))
+        lists += live
+        last, usable = host, True
+        s = (s + ev.evaluated) % n
+        _assume(t, host, vector)
+    d = np.asarray(out, dtype=np.int64).reshape(-1, 9)
+    run = RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
+    return HintedRun(run, d[:, 5], d[:, 6], d[:, 7], d[:, 8], np.asarray(lists, dtype=np.int64))
