@@ -28,7 +28,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Status
 from cluster_sched.queue.types import QueuedPodInfo
-from cluster_sched.scheduler.binding_cycle import bind_jobs, statuses_from_store
+from cluster_sched.scheduler.binding_cycle import Confirm, bind_jobs, statuses_from_store
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
@@ -87,8 +87,10 @@ class ThreadedOutcomes:
         *,
         waiters: int = 8,
         tracing: Tracing | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
         self._store = store
+        self._confirm = confirm
         self._tracing = tracing or DISABLED
         self._frameworks = frameworks
         self._done: queue.Queue[BindingOutcome] = queue.Queue()
@@ -127,7 +129,7 @@ class ThreadedOutcomes:
         """Binding cycles for ``jobs``, on a binder or waiter thread; every job gets its
         outcome, whatever the plugins do, so the thread lives on."""
         try:
-            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing)
+            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing, self._confirm)
         except Exception as exc:  # a bug in the cycle itself: ask the store what landed
             log.exception("binding cycles of %d pods failed", len(jobs))
             statuses = statuses_from_store(self._store, jobs, f"binding cycle failed: {exc}")
@@ -146,8 +148,9 @@ class LocalBindingExecutor(ThreadedOutcomes):
         batch: int = 512,
         waiters: int = 8,
         tracing: Tracing | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
-        super().__init__(store, frameworks, waiters=waiters, tracing=tracing)
+        super().__init__(store, frameworks, waiters=waiters, tracing=tracing, confirm=confirm)
         self._batch = batch
         self._jobs: queue.Queue[BindingJob | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="binder", daemon=True)
