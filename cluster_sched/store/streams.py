@@ -123,14 +123,11 @@ def read_events(
 ) -> list[WatchEvent]:
     """Events after ``from_id`` (at most ``count``), waiting up to ``block_ms`` for the
     first one (None: do not wait)."""
-    _check_id(from_id)
     # The reply's parsing allocates as much as the decoding: both run with the collector
-    # paused (see codec.gc_paused). A blocking read waits paused too, which only delays
-    # other threads' cyclic garbage by at most block_ms.
+    # paused (see codec.gc_paused).
     with gc_paused():
-        with redis_boundary("read_events"):
-            reply = client.xread({keys.events: from_id}, count=count, block=block_ms)
-        return [decode_entry(entry_id, fields) for entry_id, fields in _entries(reply)]
+        entries = read_entries(client, keys, from_id, count, block_ms)
+        return [decode_entry(entry_id, fields) for entry_id, fields in entries]
 
 
 def read_entries(
@@ -142,7 +139,9 @@ def read_entries(
 ) -> list[Entry]:
     """``read_events`` without the decoding: the raw ``(id, fields)`` entries, for a
     reader that decodes only the entries it needs (``decode_entry``) and knows the others
-    from their resourceVersion (``entry_rv``) alone, e.g. the coordinator's own bindings."""
+    from their resourceVersion (``entry_rv``) alone, e.g. the coordinator's own bindings.
+    The reply is parsed with the collector paused; a blocking read waits paused too,
+    which only delays other threads' cyclic garbage by at most block_ms."""
     _check_id(from_id)
     with gc_paused():
         with redis_boundary("read_events"):

@@ -9,56 +9,31 @@ import itertools
 from typing import Any
 
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster_sched.api.manifest import parse_object
-from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.scheduler.own_bindings import bound_manifest
 from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
 from cluster_sched.testing import make_pod
 from tests.scheduler.coordinator_harness import Harness, node, pod
-
-PROPERTY = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+from tests.scheduler.informer_helpers import (
+    CONDITION,
+    PROPERTY,
+    pod_statuses,
+    recording_informer,
 )
+
 _names = itertools.count()
 
+#: conditions as bind.lua may meet them: typed entries, one without a type, or no list
 condition_entries = st.one_of(
-    st.fixed_dictionaries(
-        {
-            "type": st.sampled_from(["PodScheduled", "Ready", "ContainersReady"]),
-            "status": st.sampled_from(["True", "False", "Unknown"]),
-        },
-        optional={
-            "reason": st.sampled_from(["Unschedulable", "SchedulerError"]),
-            "lastTransitionTime": st.just("2025-01-01T00:00:00Z"),
-        },
-    ),
-    st.just({"status": "True"}),  # no type at all
+    CONDITION,
+    CONDITION.map(lambda c: {**c, "lastTransitionTime": "2025-01-01T00:00:00Z"}),
+    st.just({"status": "True"}),
 )
-statuses = st.one_of(
-    st.none(),
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "nominatedNodeName": st.sampled_from(["n1", "n2", ""]),
-            "phase": st.just("Pending"),
-            "conditions": st.one_of(st.lists(condition_entries, max_size=4), st.just("odd")),
-            "startTime": st.just("2025-01-01T00:00:00Z"),
-        },
-    ),
-)
-
-
-def _informer(store: Store, seen: list[tuple[Any, Any]]) -> Informer:
-    return Informer(
-        store,
-        InformerHandlers(
-            on_pod=lambda old, new: seen.append((old, new)), on_node=lambda old, new: None
-        ),
-    )
+statuses = pod_statuses(st.one_of(st.lists(condition_entries, max_size=4), st.just("odd")))
 
 
 def _applied(store: Store, status: dict[str, Any] | None, labels: dict[str, str]) -> str:
@@ -89,7 +64,7 @@ def test_an_own_binding_is_the_parse_of_the_stored_bound_manifest(
     redis_client.flushall()
     key = _applied(store, status, labels)
     seen: list[tuple[Any, Any]] = []
-    informer = _informer(store, seen)
+    informer = recording_informer(store, seen)
     informer.list_and_watch()
     uid = informer.pods[key].uid
     if relabel:  # another writer changes the pod between our cycle and our binding
@@ -114,7 +89,7 @@ def test_an_own_binding_is_the_parse_of_the_stored_bound_manifest(
 
 def test_a_refused_binding_registers_nothing_and_is_not_confirmed(store: Store) -> None:
     key = _applied(store, None, {})
-    informer = _informer(store, [])
+    informer = recording_informer(store, [])
     informer.list_and_watch()
     assert store.bind(key, "n1").ok
     refused = store.bind_many([(key, "n2", None)])
@@ -131,7 +106,7 @@ def test_a_registration_that_does_not_match_its_entry_means_decoding(store: Stor
     replaces what the watch says: the entry is decoded."""
     a = _applied(store, None, {})
     b = _applied(store, None, {})
-    informer = _informer(store, [])
+    informer = recording_informer(store, [])
     informer.list_and_watch()
     (bound,) = store.bind_many([(a, "n1", None)])
     wrong = BindResult(b, "n9", BindOutcome.BOUND, bound.rv, condition=bound.condition)
