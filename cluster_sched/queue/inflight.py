@@ -24,6 +24,7 @@ requeued by ``requeue_in_flight`` as failed with an error, which retries them an
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import deque
 from collections.abc import Iterable
@@ -57,6 +58,10 @@ class InFlightEvents:
     def __init__(self, limit: int = MAX_IN_FLIGHT_EVENTS) -> None:
         self._lock = threading.Lock()
         self._pods: dict[str, int] = {}
+        #: (cycle, pod) of every pop, a heap: the oldest cycle in flight without a scan
+        #: of every pod in flight per finished pod (entries of pods gone or popped again
+        #: are dropped when they reach the top)
+        self._cycles: list[tuple[int, str]] = []
         self._events: deque[RecordedEvent] = deque()
         self._limit = limit
         #: events tagged up to this cycle were dropped by the limit
@@ -64,7 +69,9 @@ class InFlightEvents:
 
     def popped(self, pods: Iterable[tuple[str, int]]) -> None:
         with self._lock:
-            self._pods.update(pods)
+            for key, cycle in pods:
+                self._pods[key] = cycle
+                heapq.heappush(self._cycles, (cycle, key))
             while len(self._pods) > MAX_TRACKED_PODS:
                 del self._pods[next(iter(self._pods))]
 
@@ -112,16 +119,25 @@ class InFlightEvents:
                 self._pods.pop(key, None)
             if not self._pods:
                 self._events.clear()
+                self._cycles.clear()
                 return
-            oldest = min(self._pods.values())
+            oldest = self._oldest()
             while self._events and self._events[0].tag < oldest:
                 self._events.popleft()
+
+    def _oldest(self) -> int:
+        """The smallest cycle of a pod in flight (there is one); under the lock."""
+        cycles, pods = self._cycles, self._pods
+        while pods.get(cycles[0][1]) != cycles[0][0]:
+            heapq.heappop(cycles)
+        return cycles[0][0]
 
     def copy(self) -> InFlightEvents:
         """An independent copy (tests compare two queues fed the same history)."""
         other = InFlightEvents(self._limit)
         with self._lock:
             other._pods = dict(self._pods)
+            other._cycles = list(self._cycles)
             other._events = deque(self._events)
             other._dropped_through = self._dropped_through
         return other

@@ -6,8 +6,9 @@ collects BindingOutcomes at the top of its loop and only then touches the cache
 
 The cycle itself is ``binding_cycle.bind_jobs``, shared by both executors: this module's
 LocalBindingExecutor (threads of this process) and ``workers.ray_binding``'s
-RayBindingExecutor (Ray tasks). The local one binds in batches: jobs waiting for the
-binder thread are handed to ``bind_jobs`` together (DefaultBinder-only profiles then
+RayBindingExecutor (Ray tasks). The local one binds in batches: the jobs of a batch of
+cycles reach the binder thread in one piece (at the loop's next poll), and jobs waiting
+for it are handed to ``bind_jobs`` together (DefaultBinder-only profiles then
 share one ``bind_many``). Pods a Permit plugin parked wait on their own thread so a slow
 permit never holds up other bindings.
 """
@@ -28,7 +29,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Status
 from cluster_sched.queue.types import QueuedPodInfo
-from cluster_sched.scheduler.binding_cycle import bind_jobs, statuses_from_store
+from cluster_sched.scheduler.binding_cycle import Confirm, bind_jobs, statuses_from_store
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
@@ -87,8 +88,10 @@ class ThreadedOutcomes:
         *,
         waiters: int = 8,
         tracing: Tracing | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
         self._store = store
+        self._confirm = confirm
         self._tracing = tracing or DISABLED
         self._frameworks = frameworks
         self._done: queue.Queue[BindingOutcome] = queue.Queue()
@@ -127,7 +130,7 @@ class ThreadedOutcomes:
         """Binding cycles for ``jobs``, on a binder or waiter thread; every job gets its
         outcome, whatever the plugins do, so the thread lives on."""
         try:
-            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing)
+            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing, self._confirm)
         except Exception as exc:  # a bug in the cycle itself: ask the store what landed
             log.exception("binding cycles of %d pods failed", len(jobs))
             statuses = statuses_from_store(self._store, jobs, f"binding cycle failed: {exc}")
@@ -146,18 +149,35 @@ class LocalBindingExecutor(ThreadedOutcomes):
         batch: int = 512,
         waiters: int = 8,
         tracing: Tracing | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
-        super().__init__(store, frameworks, waiters=waiters, tracing=tracing)
+        super().__init__(store, frameworks, waiters=waiters, tracing=tracing, confirm=confirm)
         self._batch = batch
-        self._jobs: queue.Queue[BindingJob | None] = queue.Queue()
+        self._jobs: queue.Queue[list[BindingJob] | None] = queue.Queue()
+        #: jobs submitted since the last hand-over: the binder gets them as one batch
+        #: (one queue put and one wake-up per batch of cycles, not per pod)
+        self._submitted: list[BindingJob] = []
         self._thread = threading.Thread(target=self._run, name="binder", daemon=True)
         self._thread.start()
 
     def _enqueue(self, job: BindingJob) -> None:
-        self._jobs.put(job)
+        self._submitted.append(job)
+
+    def _hand_over(self) -> None:
+        """Give the jobs submitted so far to the binder thread, in one piece."""
+        if self._submitted:
+            jobs, self._submitted = self._submitted, []
+            self._jobs.put(jobs)
+
+    def poll(self) -> list[BindingOutcome]:
+        """Hand the submitted jobs over (the loop polls between batches of cycles, so
+        they wait at most one batch), then collect finished ones."""
+        self._hand_over()
+        return super().poll()
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until every submitted job has an outcome waiting in poll()."""
+        self._hand_over()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._done.qsize() >= self.pending():
@@ -166,6 +186,7 @@ class LocalBindingExecutor(ThreadedOutcomes):
         return False
 
     def close(self) -> None:
+        self._hand_over()
         self._jobs.put(None)
         self._thread.join(timeout=10)
         self._waiters.shutdown(wait=False, cancel_futures=True)
@@ -174,14 +195,14 @@ class LocalBindingExecutor(ThreadedOutcomes):
 
     def _run(self) -> None:
         while True:
-            job = self._jobs.get()
-            if job is None:
+            first = self._jobs.get()
+            if first is None:
                 return
-            jobs = [job]
+            jobs = list(first)
             # Linger so a burst of cycles shares one bind_many and one events write: the
-            # pods' bindings wait BATCH_LINGER after the first job. Slept out rather than
-            # waited on the queue: a timed get wakes this thread (and takes the GIL from
-            # the scheduling loop) on every job submitted meanwhile.
+            # pods' bindings wait BATCH_LINGER after the first batch. Slept out rather
+            # than waited on the queue: a timed get wakes this thread (and takes the GIL
+            # from the scheduling loop) on every batch handed over meanwhile.
             time.sleep(BATCH_LINGER)
             while len(jobs) < self._batch:
                 try:
@@ -189,7 +210,11 @@ class LocalBindingExecutor(ThreadedOutcomes):
                 except queue.Empty:
                     break
                 if nxt is None:
-                    self._bind(jobs)
+                    self._bind_in_batches(jobs)
                     return
-                jobs.append(nxt)
-            self._bind(jobs)
+                jobs.extend(nxt)
+            self._bind_in_batches(jobs)
+
+    def _bind_in_batches(self, jobs: list[BindingJob]) -> None:
+        for start in range(0, len(jobs), self._batch):
+            self._bind(jobs[start : start + self._batch])

@@ -42,7 +42,7 @@ from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.names import DEFAULT_BINDER, NODE_RESOURCES_FIT
 from cluster_sched.plugins.noderesources.resources import is_extended_resource
 from cluster_sched.store.accounting import bound_by_store
-from cluster_sched.store.results import BindOutcome
+from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import (
     ATTR_CYCLE,
@@ -59,6 +59,7 @@ from cluster_sched.telemetry.spans import (
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 
 __all__ = [
+    "Confirm",
     "CycleJob",
     "StoreBinder",
     "bind_jobs",
@@ -71,6 +72,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: Told the store's replies of a shared ``bind_many`` (``ExpectedBindings.expect``).
+Confirm = Callable[[Sequence[BindResult]], None]
 
 
 class CycleJob(Protocol):
@@ -115,9 +119,12 @@ def bind_jobs(
     frameworks: Mapping[str, Framework],
     jobs: Sequence[CycleJob],
     tracing: Tracing = DISABLED,
+    confirm: Confirm | None = None,
 ) -> list[Status]:
     """One binding cycle per job, each outcome independent, in the order of ``jobs``
-    (see the module docstring). Never raises for a plugin's sake."""
+    (see the module docstring). Never raises for a plugin's sake. ``confirm`` is handed
+    the store's replies to the shared ``bind_many`` as soon as they arrive (the
+    coordinator's informer then knows those bindings without decoding their events)."""
     cycles = [_Cycle(job, frameworks.get(job.profile), _start_span(tracing, job)) for job in jobs]
     together: list[_Cycle] = []
     for c in cycles:
@@ -126,7 +133,7 @@ def bind_jobs(
         if c.status is None:
             together.append(c)
     if together:
-        _bind_together(store, together, tracing)
+        _bind_together(store, together, tracing, confirm)
     shared = {id(c) for c in together}
     alone = [
         c for c in cycles if id(c) not in shared and c.status is not None and c.status.is_success
@@ -195,7 +202,9 @@ def _record_scheduled_events(store: Store, cycles: Sequence[_Cycle]) -> None:
         store.record_events(events)
 
 
-def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> None:
+def _bind_together(
+    store: Store, cycles: Sequence[_Cycle], tracing: Tracing, confirm: Confirm | None = None
+) -> None:
     """DefaultBinder's write for several pods in one round trip, then their PostBind;
     each pod's Scheduled Event is written by the same script as its binding."""
     start, start_ns = time.perf_counter(), time.time_ns()
@@ -219,6 +228,8 @@ def _bind_together(store: Store, cycles: Sequence[_Cycle], tracing: Tracing) -> 
             c.status = Status(Code.ERROR, (f"binding failed: {exc}",), DEFAULT_BINDER)
         _record_bind(cycles, (time.perf_counter() - start, start_ns, time.time_ns()))
         return
+    if confirm is not None:
+        confirm(results)
     for c, res in zip(cycles, results, strict=True):
         c.status = bind_status(res.outcome, c.job.pod.key, c.job.node_name)
     _record_bind(cycles, (time.perf_counter() - start, start_ns, time.time_ns()))

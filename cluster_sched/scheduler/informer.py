@@ -33,10 +33,12 @@ from cluster_sched.api.objects import (
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.dra.listers import DRA_KINDS
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.scheduler.own_bindings import ExpectedBindings, OwnBinding, bound_manifest
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
 from cluster_sched.store.sharing import ManifestSharing
 from cluster_sched.store.store import Store
+from cluster_sched.store.streams import Entry, decode_entry, entry_rv, read_entries
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +107,11 @@ class Informer:
     unreadable: int = 0
     #: pods' and nodes' manifests are kept with their equal parts shared (memory at scale)
     sharing: ManifestSharing = field(default_factory=ManifestSharing)
+    #: the coordinator's own bindings by resourceVersion, registered by its binder from
+    #: the store's replies: their watch entries are applied without decoding
+    expected: ExpectedBindings = field(default_factory=ExpectedBindings)
+    #: watch entries applied from ``expected`` (not decoded)
+    own_confirmed: int = 0
 
     def list_and_watch(self) -> None:
         """Initial listing (nodes first, so pods find their nodes), then the stream id.
@@ -137,35 +144,72 @@ class Informer:
                 self._apply(kind, key, EventType.DELETED, {})
 
     def poll(self, count: int = 2000, block_ms: int | None = None) -> int:
-        """Apply up to ``count`` new events; returns how many were read. A gap in
-        resourceVersions means the stream was trimmed past us: relist instead."""
-        events = self.store.read_events(self.last_id, count=count, block_ms=block_ms)
+        """Apply up to ``count`` new events; returns how many were read."""
+        entries = read_entries(
+            self.store.client, self.store.keys, self.last_id, count=count, block_ms=block_ms
+        )
         with gc_paused():  # parsing a batch allocates a lot; see gc_paused
-            return self._apply_batch(events)
+            return self._apply_entries(entries)
 
-    def _apply_batch(self, events: list[WatchEvent]) -> int:
-        if events and self.last_rv and events[0].rv > self.last_rv + 1:
-            log.warning(
-                "watch events %d..%d were lost to trimming: relisting",
-                self.last_rv + 1,
-                events[0].rv - 1,
-            )
-            self.relists += 1
-            self.list_and_watch()
-            return len(events)
-        for i, ev in enumerate(events):
-            if ev.type is EventType.ERROR:
-                self.last_id = ev.id
-                if self._unreadable_event(ev):
-                    # A write we cannot read: what we know of its object may be stale.
-                    self.relists += 1
-                    self.list_and_watch()
-                    return i + 1
+    def _apply_entries(self, entries: list[Entry]) -> int:
+        """Apply raw stream entries in order: the coordinator's own bindings from
+        ``expected`` (no decoding), every other one decoded. A gap in resourceVersions
+        before the first entry means the stream was trimmed past us: relist instead."""
+        if entries and self._gap(entry_rv(entries[0][1])):
+            return len(entries)
+        for i, (entry_id, fields) in enumerate(entries):
+            if self._confirm_own(entry_id, fields):
                 continue
-            self.last_id = ev.id
-            self.last_rv = ev.rv
-            self._apply(ev.kind, ev.key, ev.type, ev.obj)
-        return len(events)
+            if self._apply_event(decode_entry(entry_id, fields)):
+                return i + 1
+        self.expected.prune(self.last_rv)
+        return len(entries)
+
+    def _confirm_own(self, entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> bool:
+        """Apply the entry as one of our bindings if it is one (see own_bindings.py)."""
+        if not len(self.expected):
+            return False
+        rv = entry_rv(fields)
+        binding = self.expected.pop(rv)
+        if binding is None or fields.get(b"type") != b"MODIFIED" or fields.get(b"kind") != b"Pod":
+            return False
+        if fields.get(b"key") != binding.key.encode():
+            return False
+        old = self.pods.get(binding.key)
+        new = own_bound_pod(old, binding, rv, self.sharing)
+        if new is None:
+            return False
+        self.last_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+        self.last_rv = rv
+        self.own_confirmed += 1
+        self.pods[binding.key] = new
+        self.handlers.on_pod(old, new)
+        return True
+
+    def _gap(self, first_rv: int) -> bool:
+        """A gap before ``first_rv`` (events trimmed before we read them): relist."""
+        if not (self.last_rv and first_rv > self.last_rv + 1):
+            return False
+        log.warning(
+            "watch events %d..%d were lost to trimming: relisting", self.last_rv + 1, first_rv - 1
+        )
+        self.relists += 1
+        self.list_and_watch()
+        return True
+
+    def _apply_event(self, ev: WatchEvent) -> bool:
+        """Apply one decoded event; True if it made the informer relist."""
+        self.last_id = ev.id
+        if ev.type is EventType.ERROR:
+            if self._unreadable_event(ev):
+                # A write we cannot read: what we know of its object may be stale.
+                self.relists += 1
+                self.list_and_watch()
+                return True
+            return False
+        self.last_rv = ev.rv
+        self._apply(ev.kind, ev.key, ev.type, ev.obj)
+        return False
 
     def _unreadable_event(self, ev: WatchEvent) -> bool:
         """Report an ERROR event; True if it was a write of the store's (it has a
@@ -322,6 +366,11 @@ def bound_fast_path(
         "spec": {**old_spec, "nodeName": sys.intern(node)},
         "status": sharing.level_one("status", status),
     }
+    return _evolve_bound(old, manifest, nominated, rv)
+
+
+def _evolve_bound(old: Pod, manifest: dict[str, Any], nominated: str, rv: str) -> Pod:
+    """``old`` with the binding's fields changed and ``manifest`` as its raw."""
     return evolve(
         old,
         node_name=manifest["spec"]["nodeName"],
@@ -329,6 +378,20 @@ def bound_fast_path(
         raw=manifest,
         meta=evolve(old.meta, resource_version=rv),
     )
+
+
+def own_bound_pod(
+    old: Pod | None, binding: OwnBinding, rv: int, sharing: ManifestSharing
+) -> Pod | None:
+    """The pod ``old`` (unbound, the informer's) as ``binding`` at ``rv`` left it, from
+    the store's reply alone (see own_bindings.py); None to decode the watch entry."""
+    if old is None or old.raw is None or old.node_name or old.key != binding.key:
+        return None
+    manifest = bound_manifest(old.raw, sys.intern(binding.node), rv, binding.condition)
+    if manifest is None:
+        return None
+    manifest["status"] = sharing.level_one("status", manifest["status"])
+    return _evolve_bound(old, manifest, "", manifest["metadata"]["resourceVersion"])
 
 
 def is_other_kind(obj: object) -> bool:

@@ -132,6 +132,10 @@ class BindResult:
     rv: int = 0
     detail: str = ""
     uid: str | None = None
+    #: the PodScheduled=True condition the binding wrote (None unless BOUND): with the
+    #: node and ``rv`` it is all a watcher holding the pod needs to know the bound
+    #: manifest without decoding its watch event (``scheduler/own_bindings.py``)
+    condition: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def ok(self) -> bool:

@@ -312,7 +312,8 @@ class Store:
                 raw: Any = self._client.hmget(self._keys.obj("Pod"), missing)
             known = {k: pod_requests(d) for k, d in zip(missing, raw, strict=True)}
         now = self._clock.now()
-        condition = pack(scheduled_condition(rfc3339(now)))
+        scheduled = scheduled_condition(rfc3339(now))
+        condition = pack(scheduled)
         results: list[BindResult] = []
         keys = self._keys
         with redis_boundary("bind"):
@@ -354,6 +355,7 @@ class Store:
                             int(rv),
                             text(detail),
                             b.uid,
+                            scheduled if int(code) == BindOutcome.BOUND else None,
                         )
                     )
         return results

@@ -29,11 +29,14 @@ __all__ = [
     "DEFAULT_BLOCK_MS",
     "DEFAULT_READ_COUNT",
     "KUBE_EVENT_TYPES",
+    "Entry",
     "ListedObjects",
     "Unreadable",
     "decode_entry",
+    "entry_rv",
     "kube_event_rows",
     "list_and_watch",
+    "read_entries",
     "read_events",
     "read_kube_events",
     "watch",
@@ -120,14 +123,35 @@ def read_events(
 ) -> list[WatchEvent]:
     """Events after ``from_id`` (at most ``count``), waiting up to ``block_ms`` for the
     first one (None: do not wait)."""
-    _check_id(from_id)
     # The reply's parsing allocates as much as the decoding: both run with the collector
-    # paused (see codec.gc_paused). A blocking read waits paused too, which only delays
-    # other threads' cyclic garbage by at most block_ms.
+    # paused (see codec.gc_paused).
+    with gc_paused():
+        entries = read_entries(client, keys, from_id, count, block_ms)
+        return [decode_entry(entry_id, fields) for entry_id, fields in entries]
+
+
+def read_entries(
+    client: redis.Redis,
+    keys: StoreKeys,
+    from_id: str,
+    count: int = DEFAULT_READ_COUNT,
+    block_ms: int | None = None,
+) -> list[Entry]:
+    """``read_events`` without the decoding: the raw ``(id, fields)`` entries, for a
+    reader that decodes only the entries it needs (``decode_entry``) and knows the others
+    from their resourceVersion (``entry_rv``) alone, e.g. the coordinator's own bindings.
+    The reply is parsed with the collector paused; a blocking read waits paused too,
+    which only delays other threads' cyclic garbage by at most block_ms."""
+    _check_id(from_id)
     with gc_paused():
         with redis_boundary("read_events"):
             reply = client.xread({keys.events: from_id}, count=count, block=block_ms)
-        return [decode_entry(entry_id, fields) for entry_id, fields in _entries(reply)]
+        return _entries(reply)
+
+
+def entry_rv(fields: Mapping[bytes, bytes]) -> int:
+    """A raw entry's resourceVersion (0 when it has none that reads as one)."""
+    return _entry_rv(fields)
 
 
 def _check_id(stream_id: str) -> None:

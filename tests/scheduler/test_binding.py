@@ -170,3 +170,27 @@ def test_bind_status_names_the_conflict(outcome: BindOutcome, text: str) -> None
     assert s.code is Code.ERROR and s.plugin == "DefaultBinder"
     assert s.message() == f"binding pod default/p to node n1: {text}"
     assert bind_status(BindOutcome.BOUND, "default/p", "n1").is_success
+
+
+def test_jobs_submitted_between_polls_reach_the_binder_as_one_batch(
+    store: Store, nodes: None
+) -> None:
+    """However far apart the cycles that submitted them, the jobs of one batch of cycles
+    are bound by one ``bind_many`` (its replies, handed to ``confirm``, come in one call),
+    and the store's replies register every bound pod."""
+    calls: list[list[str]] = []
+    executor = LocalBindingExecutor(
+        store,
+        {PROFILE: framework(store)},
+        confirm=lambda results: calls.append([r.pod_key for r in results if r.ok]),
+    )
+    try:
+        for i in range(3):
+            executor.submit(job(store, f"p{i}"))
+            time.sleep(0.01)  # longer than the binder's linger
+        assert executor.pending() == 3, "submitted jobs count as pending before hand-over"
+        out = drain(executor, 3)
+    finally:
+        executor.close()
+    assert all(o.status.is_success for o in out.values())
+    assert calls == [["default/p0", "default/p1", "default/p2"]]

@@ -9,52 +9,25 @@ from typing import Any
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from cluster_sched.api.manifest import parse_object
-from cluster_sched.scheduler.informer import Informer, InformerHandlers, bound_fast_path
+from cluster_sched.scheduler.informer import bound_fast_path
 from cluster_sched.store.sharing import ManifestSharing
 from cluster_sched.store.store import Store
 from cluster_sched.testing import make_pod
-
-PROPERTY = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+from tests.scheduler.informer_helpers import (
+    CONDITION,
+    PROPERTY,
+    pod_statuses,
+    recording_informer,
 )
+
 _names = itertools.count()
 
-conditions = st.lists(
-    st.fixed_dictionaries(
-        {
-            "type": st.sampled_from(["PodScheduled", "Ready", "ContainersReady"]),
-            "status": st.sampled_from(["True", "False", "Unknown"]),
-        },
-        optional={"reason": st.sampled_from(["Unschedulable", "SchedulerError"])},
-    ),
-    max_size=3,
-    unique_by=lambda c: c["type"],
-)
-statuses = st.one_of(
-    st.none(),
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "nominatedNodeName": st.sampled_from(["n1", "n2", ""]),
-            "phase": st.just("Pending"),
-            "conditions": conditions,
-            "startTime": st.just("2025-01-01T00:00:00Z"),
-        },
-    ),
-)
-
-
-def _informer(store: Store, seen: list[tuple[Any, Any]]) -> Informer:
-    return Informer(
-        store,
-        InformerHandlers(
-            on_pod=lambda old, new: seen.append((old, new)), on_node=lambda old, new: None
-        ),
-    )
+conditions = st.lists(CONDITION, max_size=3, unique_by=lambda c: c["type"])
+statuses = pod_statuses(conditions)
 
 
 @PROPERTY
@@ -84,7 +57,7 @@ def test_a_binding_seen_on_the_watch_is_the_parse_of_the_bound_manifest(
         doc["status"] = status
     store.apply(doc)
     seen: list[tuple[Any, Any]] = []
-    informer = _informer(store, seen)
+    informer = recording_informer(store, seen)
     informer.list_and_watch()
     before = informer.pods[f"default/{name}"]
     assert store.bind(f"default/{name}", "n1", before.uid).ok
