@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,7 +60,8 @@ from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
-from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
+from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED
+from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -76,7 +77,8 @@ class ReducedItem:
     width: int
     skip_filter: frozenset[str]
     chunk: int
-    replies: list[PodReduction] = field(default_factory=list)
+    #: once read: every shard's answers for the item's chunk, and its index there
+    answer: tuple[MergedChunk, int] | None = None
 
 
 def predict_windows(
@@ -266,9 +268,13 @@ class ReducedBatch:
             self._miss("question")
             return None
         read(item)
-        replies = [r for r in item.replies if r.status != OK or r.best >= 0]
-        if any(r.status != OK for r in replies) or not replies:
-            self._miss("stale" if any(r.status == STALE for r in replies) else "filter")
+        if item.answer is None:
+            self._miss("stale")
+            return None
+        merged, at = item.answer
+        verdict = int(merged.verdict[at])
+        if verdict != ANSWERED:
+            self._miss("stale" if verdict == STALE_VERDICT else "filter")
             return None
         end = start + width
         order = self._order
@@ -287,19 +293,16 @@ class ReducedBatch:
         skip = frozenset(state.skip_score_plugins) - {DYNAMIC_RESOURCES}
         present = {pl.name for pl in fwk.pre_score}
         if not (present & CROSS_NODE) <= skip or any(
-            r.skipped - {DYNAMIC_RESOURCES} != skip for r in replies
+            skipped - {DYNAMIC_RESOURCES} != skip for skipped in merged.skipped(at)
         ):
             self._miss("prescore")
             return None
-        maxima: dict[str, int] = {}
-        for r in replies:
-            for name, m in (r.maxima or {}).items():
-                if maxima.setdefault(name, m) != m:
-                    self._miss("maxima")
-                    return None
-        best = max(r.best for r in replies)
-        ties = [r.ties for r in replies if r.best == best and r.ties is not None]
-        tie_pos = np.concatenate(ties) if len(ties) > 1 else ties[0]
+        if merged.conflict[at]:
+            self._miss("maxima")
+            return None
+        maxima = merged.maxima_of(at)
+        best = int(merged.best[at])
+        tie_pos = merged.ties(at)
         changed = self._changed(touched, start, width)
         if len(changed):
             fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)

@@ -34,7 +34,7 @@ never sent: such a pod is FAILED here and evaluated on the coordinator's replica
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,21 +72,6 @@ class PodReduction:
     ties: np.ndarray | None = None
     maxima: dict[str, int] | None = None
     skipped: frozenset[str] = frozenset()
-
-    def wire(self) -> list[Any]:
-        ties = b"" if self.ties is None else np.ascontiguousarray(self.ties, np.int32).tobytes()
-        return [self.status, self.best, ties, self.maxima or {}, sorted(self.skipped)]
-
-    @classmethod
-    def of_wire(cls, doc: Sequence[Any]) -> PodReduction:
-        status, best, ties, maxima, skipped = doc
-        return cls(
-            int(status),
-            int(best),
-            np.frombuffer(ties, dtype=np.int32),
-            {str(k): int(v) for k, v in maxima.items()},
-            frozenset(map(str, skipped)),
-        )
 
 
 class ShardWindows:
@@ -205,17 +190,16 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
     )
 
 
-def reduce_payload(core: Any, windows: ShardWindows, payload: bytes) -> dict[str, Any]:
-    """Answer one shared payload (module docstring): ``{"busy": seconds, "pods": [...]}``
-    with one wire ``PodReduction`` per pod, in the payload's order."""
+def reduce_payload(
+    core: Any, windows: ShardWindows, payload: bytes
+) -> tuple[float, list[PodReduction]]:
+    """Answer one shared payload (module docstring): the seconds it took and one
+    ``PodReduction`` per pod, in the payload's order (``replies`` packs them)."""
     began = time.perf_counter()
     doc = decode_value(payload)
     order = doc.get("order")
     if order is not None:
         windows.set_order(np.frombuffer(order, dtype=np.int64), int(doc["order_version"]))
     fresh = windows.version == int(doc["order_version"]) and windows.n == int(doc["n"])
-    out = [
-        (_reduce_pod(core, ask, windows) if fresh else PodReduction(STALE)).wire()
-        for ask in doc["asks"]
-    ]
-    return {"busy": time.perf_counter() - began, "pods": out}
+    out = [_reduce_pod(core, ask, windows) if fresh else PodReduction(STALE) for ask in doc["asks"]]
+    return time.perf_counter() - began, out
