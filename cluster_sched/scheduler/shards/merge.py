@@ -60,7 +60,7 @@ from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
-from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED
+from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
 from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
@@ -160,6 +160,8 @@ class ReducedBatch:
         #: the replica's order at ``node_version`` and its inverse (row -> position)
         self._order = np.zeros(0, dtype=np.int64)
         self._position = np.zeros(0, dtype=np.int64)
+        #: per shard, where its rows sit in that order (tie bits -> window positions)
+        self._shards: list[ShardWindows] = []
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
@@ -185,8 +187,11 @@ class ReducedBatch:
         snapshot: Any,
         facts: Any,
         with_order: bool,
+        owner: np.ndarray,
+        n_shards: int,
     ) -> list[bytes]:
-        """One payload per chunk of ``items`` (the order in the first, if asked)."""
+        """One payload per chunk of ``items`` (the order in the first, if asked);
+        ``owner``: each replica row's shard (``router.shard_of_row``)."""
         order = table.order()
         self.node_version = table.node_version
         self.objects_version = int(getattr(snapshot, "objects_version", 0))
@@ -195,6 +200,13 @@ class ReducedBatch:
             self._order = order
             self._position = np.full(table.allocatable.shape[1], -1, dtype=np.int64)
             self._position[order] = np.arange(len(order), dtype=np.int64)
+            of_order = owner[order] if len(order) else np.zeros(0, dtype=owner.dtype)
+            self._shards = []
+            for shard in range(n_shards):
+                w = ShardWindows()  # where the shard's rows sit in the order
+                w.positions = np.flatnonzero(of_order == shard).astype(np.int64)
+                w.rows, w.n = w.positions, len(order)
+                self._shards.append(w)
         chunks: dict[int, list[dict[str, Any]]] = {}
         for it in items:
             chunks.setdefault(it.chunk, []).append(
@@ -302,7 +314,10 @@ class ReducedBatch:
             return None
         maxima = merged.maxima_of(at)
         best = int(merged.best[at])
-        tie_pos = merged.ties(at)
+        tie_pos = merged.ties(at, lambda shard: self._shards[shard].window(start, width)[1])
+        if tie_pos is None:
+            self._miss("rows")
+            return None
         changed = self._changed(touched, start, width)
         if len(changed):
             fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)

@@ -100,7 +100,13 @@ class ReducedCalls:
             self._rebuilds_seen = src.rebuilds
         facts = getattr(clients[0], "facts", _no_facts)
         payloads = self.batch.encode(
-            items, table, snapshot, facts, with_order=self._order_sent != table.node_version
+            items,
+            table,
+            snapshot,
+            facts,
+            self._order_sent != table.node_version,
+            src.router.shard_of_row,
+            src.router.n_shards,
         )
         self._order_sent = table.node_version
         try:

@@ -18,7 +18,9 @@ Per pod a shard answers (``PodReduction``):
   failed), INVALID (a score left [0, 100]: the coordinator's path raises the error),
   STALE (the shard's order is not the payload's);
 - ``best``: the best weighted total among its rows of the window, under its own maxima;
-- ``ties``: the window positions (int32, ascending) of its rows holding ``best``;
+- ``ties``: which of its rows of the window (in window order) hold ``best``, a bool
+  per row (sent as bits: the coordinator knows where each shard's rows sit in the
+  window, ``merge``);
 - ``maxima``: per DefaultNormalizeScore plugin (TaintToleration reversed, NodeAffinity),
   the highest raw score over its rows: the normalisation is exact only when every
   shard's maximum is the global one, which the coordinator checks (NodeResourcesFit,
@@ -145,9 +147,9 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
         num_nodes if num_nodes >= 0 else core.table.n_nodes,
         {k: (int(v[0]), int(v[1])) for k, v in images.items()},
     )
-    rows, pos = windows.window(int(ask["start"]), int(ask["width"]))
+    rows, _ = windows.window(int(ask["start"]), int(ask["width"]))
     if not len(rows):
-        return PodReduction(OK, -1, np.zeros(0, dtype=np.int32), {}, frozenset())
+        return PodReduction(OK, -1, np.zeros(0, dtype=np.bool_), {}, frozenset())
     nodes = NodeSlice(core.table, rows)
     if not fwk.run_pre_score(state, pod, fwk.handle.snapshot, nodes).is_success:
         return PodReduction(UNSUPPORTED)
@@ -170,7 +172,9 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
         if ev.status != STATUS_OK:
             return PodReduction(INVALID)
         maxima = {name: int(col[rows].max()) for name, col in columns.items()}
-        return PodReduction(OK, ev.best, pos[ev.ties].astype(np.int32), maxima, skipped)
+        ties = np.zeros(len(rows), dtype=np.bool_)
+        ties[ev.ties] = True
+        return PodReduction(OK, ev.best, ties, maxima, skipped)
     # the plugins' numpy path: the same answer where the kernel does not model the pod
     if not fwk.run_filter(state, pod, nodes).passed.all():
         return PodReduction(FAILED)
@@ -184,7 +188,7 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
     return PodReduction(
         OK,
         best,
-        pos[totals == best].astype(np.int32),
+        totals == best,
         {name: int(raw[name].max()) for name in raw if name in DEFAULT_NORMALIZED},
         skipped,
     )

@@ -1,8 +1,10 @@
 """The shards' reductions of one chunk as columns, merged across shards at once.
 
 A shard answers a chunk of a batch (``reduce``) with one ``ChunkReduction``: per pod
-its status, best total, maxima and PreScore skip set as arrays, and every pod's tie
-positions in one int32 array with offsets. The coordinator decodes each shard's reply
+its status, best total, maxima and PreScore skip set as arrays, and which of its rows of
+the pod's window hold the best total as bits (one per row, every pod's in one array
+with offsets: 1/32 of the bytes of int32 positions; the coordinator knows where each
+shard's rows sit in the window, ``merge``). The coordinator decodes each shard's reply
 once per chunk (a handful of ``np.frombuffer``, no object per pod per shard) and
 stacks the shards' columns (``MergedChunk``): whether every shard holding rows of a
 pod's window answered OK, the best total over the shards, whether their maxima agree,
@@ -13,7 +15,7 @@ per pod hardly grows with the shard count (README "Distributed execution").
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +37,9 @@ class ChunkReduction:
 
     status: np.ndarray  # int8 per pod (``reduce``: OK, FAILED, ...)
     best: np.ndarray  # int64 per pod: -1 when the shard holds no row of the window
-    offsets: np.ndarray  # int64, pods + 1: pod i's ties are ties[offsets[i]:offsets[i+1]]
-    ties: np.ndarray  # int32 window positions
+    rows: np.ndarray  # int64 per pod: the shard's rows of the window
+    offsets: np.ndarray  # int64, pods + 1: pod i's tie bits are bits[offsets[i]:offsets[i+1]]
+    bits: np.ndarray  # uint8: packed, one bit per row of the window, in window order
     maxima: np.ndarray  # int64, pods x NORMALIZED_NAMES: -1 where not reported
     skip_of: np.ndarray  # int32 per pod: its PreScore skip set in ``skips``
     skips: list[frozenset[str]]
@@ -44,10 +47,10 @@ class ChunkReduction:
     @classmethod
     def pack(cls, pods: Sequence[PodReduction]) -> ChunkReduction:
         n = len(pods)
-        counts = np.array([0 if p.ties is None else len(p.ties) for p in pods], dtype=np.int64)
+        rows = np.array([0 if p.ties is None else len(p.ties) for p in pods], dtype=np.int64)
         offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        ties = [p.ties for p in pods if p.ties is not None and len(p.ties)]
+        np.cumsum((rows + 7) // 8, out=offsets[1:])
+        bits = [np.packbits(p.ties) for p in pods if p.ties is not None and len(p.ties)]
         maxima = np.full((n, len(NORMALIZED_NAMES)), -1, dtype=np.int64)
         skips: dict[frozenset[str], int] = {}
         skip_of = np.zeros(n, dtype=np.int32)
@@ -60,8 +63,9 @@ class ChunkReduction:
         return cls(
             np.array([p.status for p in pods], dtype=np.int8),
             np.array([p.best for p in pods], dtype=np.int64),
+            rows,
             offsets,
-            np.concatenate(ties).astype(np.int32) if ties else np.zeros(0, dtype=np.int32),
+            np.concatenate(bits) if bits else np.zeros(0, dtype=np.uint8),
             maxima,
             skip_of,
             list(skips),
@@ -76,8 +80,9 @@ class ChunkReduction:
         return {
             "status": self.status.tobytes(),
             "best": self.best.tobytes(),
+            "rows": self.rows.tobytes(),
             "offsets": self.offsets.tobytes(),
-            "ties": self.ties.tobytes(),
+            "bits": self.bits.tobytes(),
             "maxima": self.maxima.tobytes(),
             "skip_of": self.skip_of.tobytes(),
             "skips": [sorted(s) for s in self.skips],
@@ -89,8 +94,9 @@ class ChunkReduction:
         return cls(
             status,
             np.frombuffer(doc["best"], dtype=np.int64),
+            np.frombuffer(doc["rows"], dtype=np.int64),
             np.frombuffer(doc["offsets"], dtype=np.int64),
-            np.frombuffer(doc["ties"], dtype=np.int32),
+            np.frombuffer(doc["bits"], dtype=np.uint8),
             np.frombuffer(doc["maxima"], dtype=np.int64).reshape(len(status), -1),
             np.frombuffer(doc["skip_of"], dtype=np.int32),
             [frozenset(map(str, s)) for s in doc["skips"]],
@@ -135,11 +141,17 @@ class MergedChunk:
             name: int(m) for name, m in zip(NORMALIZED_NAMES, self.maxima[i], strict=True) if m >= 0
         }
 
-    def ties(self, i: int) -> np.ndarray:
-        """Window positions holding pod ``i``'s best total, over every shard."""
-        parts = [
-            r.ties[r.offsets[i] : r.offsets[i + 1]]
-            for s, r in enumerate(self.replies)
-            if self.winners[s, i]
-        ]
+    def ties(self, i: int, positions: Callable[[int], np.ndarray]) -> np.ndarray | None:
+        """Window positions holding pod ``i``'s best total, over every shard;
+        ``positions(s)``: where shard ``s``'s rows of the window sit in it, in order.
+        None when a shard's row count is not the coordinator's (never trusted then)."""
+        parts = []
+        for s in np.flatnonzero(self.winners[:, i]):
+            r = self.replies[int(s)]
+            pos = positions(int(s))
+            n = int(r.rows[i])
+            if len(pos) != n:
+                return None
+            bits = np.unpackbits(r.bits[r.offsets[i] : r.offsets[i + 1]], count=n)
+            parts.append(pos[bits.view(np.bool_)])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -22,10 +22,15 @@ _pod = st.builds(
     PodReduction,
     status=st.sampled_from([OK, OK, OK, FAILED, STALE]),
     best=st.sampled_from([-1, -1, 0, 1, 2]),
-    ties=st.lists(st.integers(0, 50), max_size=4).map(lambda t: np.array(t, dtype=np.int32)),
+    ties=st.lists(st.booleans(), max_size=20).map(lambda t: np.array(t, dtype=np.bool_)),
     maxima=st.dictionaries(st.sampled_from(NORMALIZED_NAMES), st.integers(0, 3)),
     skipped=st.frozensets(st.sampled_from(["A", "B"])),
 )
+
+
+def _positions(shard: int, rows: int, shards: int) -> np.ndarray:
+    """Where a shard's rows sit in a window in these tests: every shards-th position."""
+    return np.arange(rows, dtype=np.int64) * shards + shard
 
 
 def _expected(
@@ -44,7 +49,10 @@ def _expected(
             conflict |= maxima.setdefault(name, m) != m
     best = max(r.best for r in relevant)
     ties = sorted(
-        int(t) for r in relevant if r.best == best for t in (r.ties if r.ties is not None else ())
+        int(p)
+        for s, r in enumerate(replies)
+        if (r.status != OK or r.best >= 0) and r.best == best and r.ties is not None
+        for p in _positions(s, len(r.ties), len(replies))[r.ties]
     )
     return ANSWERED, best, conflict, ties, [r.skipped for r in relevant]
 
@@ -71,11 +79,23 @@ def test_merged_columns_are_the_per_pod_merge(shards: list[list[PodReduction]]) 
             continue
         assert int(merged.best[i]) == best
         assert bool(merged.conflict[i]) == conflict
-        assert sorted(merged.ties(i).tolist()) == ties
+        lens = [len(pods[i].ties) for pods in shards]  # type: ignore[arg-type]
+        got = merged.ties(i, lambda s, lens=lens: _positions(s, lens[s], len(shards)))
+        assert got is not None and sorted(got.tolist()) == ties
         assert merged.skipped(i) == skipped
 
 
+def test_tie_bits_need_the_shards_row_count() -> None:
+    """A shard that counts other rows of the window than the coordinator places for it
+    is not trusted with the tie positions."""
+    ties = np.array([True, False, True])
+    merged = MergedChunk([ChunkReduction.pack([PodReduction(OK, 5, ties, {}, frozenset())])], 1)
+    got = merged.ties(0, lambda s: np.array([4, 7, 9]))
+    assert got is not None and got.tolist() == [4, 9]
+    assert merged.ties(0, lambda s: np.array([4, 7])) is None
+
+
 def test_a_lost_shards_chunk_makes_every_pod_stale() -> None:
-    ok = ChunkReduction.pack([PodReduction(OK, 5, np.array([0], np.int32), {}, frozenset())] * 3)
+    ok = ChunkReduction.pack([PodReduction(OK, 5, np.array([True]), {}, frozenset())] * 3)
     merged = MergedChunk([ok, ChunkReduction.stale(3)], 3)
     assert merged.any_stale and merged.verdict.tolist() == [STALE_VERDICT] * 3
