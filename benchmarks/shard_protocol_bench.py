@@ -86,17 +86,17 @@ def attempts(nodes: int, shards: int, protocol: str, pods: int = 640) -> dict[st
     handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
     handle.snapshot = cache.snapshot
     fwk = new_framework(profile, handle)
-    fast = FastPath() if protocol in ("replica", "reduced") else None
+    fast = FastPath(share_pre_cycle=True) if protocol in ("replica", "reduced") else None
     sched = Scheduler(0, random.Random(7), fast=fast)
     frameworks = {fwk.profile_name: fwk}
     batches = [
         [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(64)]
         for i in range(pods // 64 + 1)
     ]
-    walls, cpus = [], []
+    walls, cpus, threads = [], [], []
     try:
         for k, batch in enumerate(batches):
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
             args = (cache.snapshot, sched.next_start_node_index, 0)
             if protocol == "batched":
                 source.prefetch_batch(frameworks, batch, *args, False)
@@ -112,7 +112,12 @@ def attempts(nodes: int, shards: int, protocol: str, pods: int = 640) -> dict[st
             if k:
                 walls.append((time.perf_counter() - wall) / len(batch))
                 cpus.append((time.process_time() - cpu) / len(batch))
-        out = {"wall": statistics.median(walls), "cpu": statistics.median(cpus)}
+                threads.append((time.thread_time() - thread) / len(batch))
+        out = {
+            "wall": statistics.median(walls),
+            "cpu": statistics.median(cpus),
+            "thread": statistics.median(threads),
+        }
         if protocol == "reduced":
             b = source.reduced.batch
             out["busy"] = b.busy / max(1, b.pods_sent) / max(1, shards)
@@ -137,6 +142,8 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=20_000)
     ap.add_argument("--pods", type=int, default=3000, help="pods of each --validate run")
     ap.add_argument("--validate", action="store_true")
+    ap.add_argument("--batched", action="store_true", help="also the batched protocol")
+    ap.add_argument("--attempt-pods", type=int, default=640, help="pods of each part's run")
     ap.add_argument(
         "--loop-us", type=float, default=450.0, help="loop time without --validate (README)"
     )
@@ -145,25 +152,30 @@ def main() -> None:
     width = num_feasible_nodes_to_find(0, args.nodes)
     print(f"{args.nodes} nodes, window {width}: per pod, µs (wall / coordinator CPU)")
     parts: dict[tuple[str, int], dict[str, float]] = {}
-    for protocol, shards in (
-        ("replica", 0),
-        ("batched", 1),
-        ("batched", 2),
-        ("reduced", 1),
-        ("reduced", 2),
-    ):
-        got = parts[(protocol, shards)] = attempts(args.nodes, shards, protocol)
+    runs = [("replica", 0), ("batched", 1), ("batched", 2)] if args.batched else [("replica", 0)]
+    runs += [("reduced", s) for s in (1, 2, 3)]
+    for protocol, shards in runs:
+        got = parts[(protocol, shards)] = attempts(args.nodes, shards, protocol, args.attempt_pods)
         extra = f", shard busy {got['busy'] * 1e6:.0f}" if "busy" in got else ""
         extra += f", answered {got['answered']:.0%}" if "answered" in got else ""
         print(
             f"  {protocol:8} {shards} shard(s): {got['wall'] * 1e6:7.0f} / {got['cpu'] * 1e6:6.0f}"
-            + extra
+            f" (main thread {got['thread'] * 1e6:.0f})" + extra
         )
-    for protocol in ("batched", "reduced"):
-        b = parts[(protocol, 2)]["cpu"] - parts[(protocol, 1)]["cpu"]
-        print(f"  {protocol}: coordinator CPU per extra shard per pod {b * 1e6:.0f} µs")
-    b = max(0.0, parts[("reduced", 2)]["cpu"] - parts[("reduced", 1)]["cpu"])
-    a = parts[("reduced", 1)]["cpu"] - b
+    if args.batched:
+        b = parts[("batched", 2)]["cpu"] - parts[("batched", 1)]["cpu"]
+        print(f"  batched: coordinator CPU per extra shard per pod {b * 1e6:.0f} µs")
+    # a + b*S fitted to S = 1, 2, 3 by least squares (process CPU: Ray's client threads too)
+    xs = [1.0, 2.0, 3.0]
+    ys = [parts[("reduced", s)]["cpu"] for s in (1, 2, 3)]
+    fit_b = statistics.linear_regression(xs, ys).slope
+    ts = [parts[("reduced", s)]["thread"] for s in (1, 2, 3)]
+    print(
+        f"  reduced: coordinator CPU per extra shard per pod {fit_b * 1e6:.1f} µs "
+        f"(main thread {statistics.linear_regression(xs, ts).slope * 1e6:.1f} µs)"
+    )
+    b = max(0.0, fit_b)
+    a = statistics.fmean(ys) - b * 2
     busy1, busy2 = parts[("reduced", 1)]["busy"], parts[("reduced", 2)]["busy"]
     g = max(0.0, (busy1 - busy2) / (width - width / 2))  # per window row
     f = max(0.0, busy1 - g * width)

@@ -58,7 +58,7 @@ from cluster_sched.framework.state_codec import (
 )
 from cluster_sched.kernels import warm_up
 from cluster_sched.scheduler.shards.core import ShardCore
-from cluster_sched.scheduler.shards.reduce import PodReduction
+from cluster_sched.scheduler.shards.replies import ChunkReduction
 from cluster_sched.scheduler.shards.source import Delta, ShardLostError
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
@@ -154,7 +154,8 @@ class ShardActor:
         """The reduced protocol (``shards.reduce``): ``payload`` is the batch chunk every
         shard receives (one object in the object store), ``deltas`` this shard's own."""
         self.core.apply(decode_value(deltas))
-        return encode_value(self.core.reduce(payload))
+        busy, chunk = self.core.reduce(payload)
+        return encode_value({"busy": busy, **chunk.wire()})
 
     def score(self, payload: bytes) -> bytes:
         req = decode_value(payload)
@@ -252,9 +253,16 @@ class _RayPending:
         return self.decode(reply)
 
 
-def _decode_reduce(data: bytes) -> tuple[float, int, list[PodReduction]]:
+def _decode_reduce(data: bytes) -> tuple[float, int, ChunkReduction]:
     doc = decode_value(data)
-    return float(doc["busy"]), len(data), [PodReduction.of_wire(p) for p in doc["pods"]]
+    return float(doc["busy"]), len(data), ChunkReduction.of_wire(doc)
+
+
+def _result_or_loss(pending: _RayPending) -> Any:
+    try:
+        return pending.result()
+    except ShardLostError as exc:
+        return exc
 
 
 def _one_line(exc: BaseException) -> str:
@@ -337,6 +345,18 @@ class RayShardClient:
             self.actor.filter_score_many.remote(payload),
             lambda data: [decode_filter_score(b) for b in decode_value(data)],
         )
+
+    @staticmethod
+    def gather(pendings: list[_RayPending]) -> list[Any]:
+        """Every call's result (or its ShardLostError) in one ``ray.get``: the
+        coordinator waits once per chunk, whatever the shard count."""
+        import ray
+
+        try:
+            replies = ray.get([p.ref for p in pendings])
+        except ray.exceptions.RayError:  # which shard: each call on its own
+            return [_result_or_loss(p) for p in pendings]
+        return [p.decode(r) for p, r in zip(pendings, replies, strict=True)]
 
     @staticmethod
     def share(payload: bytes) -> Any:

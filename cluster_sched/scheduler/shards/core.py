@@ -39,6 +39,7 @@ from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.reduce import ShardWindows, reduce_payload
+from cluster_sched.scheduler.shards.replies import ChunkReduction
 
 Delta = list[Any]
 
@@ -131,9 +132,11 @@ class ShardCore:
             return doc
         return self._pod_on(doc, (doc.get("spec") or {}).get("nodeName") or "")
 
-    def reduce(self, payload: bytes) -> dict[str, Any]:
-        """A shared batch payload answered by reductions (``reduce``)."""
-        return reduce_payload(self, self.windows, payload)
+    def reduce(self, payload: bytes) -> tuple[float, ChunkReduction]:
+        """A shared batch payload answered by reductions (``reduce``), packed as columns
+        (``replies``), and the seconds it took."""
+        busy, pods = reduce_payload(self, self.windows, payload)
+        return busy, ChunkReduction.pack(pods)
 
     def set_snapshot(self, num_nodes: int, images: Mapping[str, tuple[int, int]] | None) -> None:
         """The coordinator's cluster-wide facts for the next call."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,8 @@ from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
-from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
+from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
+from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -75,7 +76,8 @@ class ReducedItem:
     width: int
     skip_filter: frozenset[str]
     chunk: int
-    replies: list[PodReduction] = field(default_factory=list)
+    #: once read: every shard's answers for the item's chunk, and its index there
+    answer: tuple[MergedChunk, int] | None = None
 
 
 def predict_windows(
@@ -157,6 +159,8 @@ class ReducedBatch:
         #: the replica's order at ``node_version`` and its inverse (row -> position)
         self._order = np.zeros(0, dtype=np.int64)
         self._position = np.zeros(0, dtype=np.int64)
+        #: per shard, where its rows sit in that order (tie bits -> window positions)
+        self._shards: list[ShardWindows] = []
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
@@ -182,8 +186,11 @@ class ReducedBatch:
         snapshot: Any,
         facts: Any,
         with_order: bool,
+        owner: np.ndarray,
+        n_shards: int,
     ) -> list[bytes]:
-        """One payload per chunk of ``items`` (the order in the first, if asked)."""
+        """One payload per chunk of ``items`` (the order in the first, if asked);
+        ``owner``: each replica row's shard (``router.shard_of_row``)."""
         order = table.order()
         self.node_version = table.node_version
         self.objects_version = int(getattr(snapshot, "objects_version", 0))
@@ -192,6 +199,13 @@ class ReducedBatch:
             self._order = order
             self._position = np.full(table.allocatable.shape[1], -1, dtype=np.int64)
             self._position[order] = np.arange(len(order), dtype=np.int64)
+            of_order = owner[order] if len(order) else np.zeros(0, dtype=owner.dtype)
+            self._shards = []
+            for shard in range(n_shards):
+                w = ShardWindows()  # where the shard's rows sit in the order
+                w.positions = np.flatnonzero(of_order == shard).astype(np.int64)
+                w.rows, w.n = w.positions, len(order)
+                self._shards.append(w)
         chunks: dict[int, list[dict[str, Any]]] = {}
         for it in items:
             chunks.setdefault(it.chunk, []).append(
@@ -265,9 +279,13 @@ class ReducedBatch:
             self._miss("question")
             return None
         read(item)
-        replies = [r for r in item.replies if r.status != OK or r.best >= 0]
-        if any(r.status != OK for r in replies) or not replies:
-            self._miss("stale" if any(r.status == STALE for r in replies) else "filter")
+        if item.answer is None:
+            self._miss("stale")
+            return None
+        merged, at = item.answer
+        verdict = int(merged.verdict[at])
+        if verdict != ANSWERED:
+            self._miss("stale" if verdict == STALE_VERDICT else "filter")
             return None
         end = start + width
         order = self._order
@@ -282,18 +300,20 @@ class ReducedBatch:
             return None
         skip = frozenset(state.skip_score_plugins)
         present = {pl.name for pl in fwk.pre_score}
-        if not (present & CROSS_NODE) <= skip or any(r.skipped != skip for r in replies):
+        if not (present & CROSS_NODE) <= skip or any(
+            skipped != skip for skipped in merged.skipped(at)
+        ):
             self._miss("prescore")
             return None
-        maxima: dict[str, int] = {}
-        for r in replies:
-            for name, m in (r.maxima or {}).items():
-                if maxima.setdefault(name, m) != m:
-                    self._miss("maxima")
-                    return None
-        best = max(r.best for r in replies)
-        ties = [r.ties for r in replies if r.best == best and r.ties is not None]
-        tie_pos = np.concatenate(ties) if len(ties) > 1 else ties[0]
+        if merged.conflict[at]:
+            self._miss("maxima")
+            return None
+        maxima = merged.maxima_of(at)
+        best = int(merged.best[at])
+        tie_pos = merged.ties(at, lambda shard: self._shards[shard].window(start, width)[1])
+        if tie_pos is None:
+            self._miss("rows")
+            return None
         changed = self._changed(touched, start, width)
         if len(changed):
             fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)

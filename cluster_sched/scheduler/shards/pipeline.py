@@ -29,13 +29,28 @@ from cluster_sched.scheduler.shards.merge import (
     chunk_of,
     predict_windows,
 )
-from cluster_sched.scheduler.shards.reduce import STALE, PodReduction
+from cluster_sched.scheduler.shards.replies import ChunkReduction, MergedChunk
 
 __all__ = ["ReducedCalls"]
 
 
 def _no_facts(snapshot: Any, pod: Pod) -> list[Any]:
     return [-1, {}]
+
+
+def _gather(client: Any, pendings: list[Any]) -> list[Any]:
+    """The calls' results in order, a lost shard's error in its place (one wait for all
+    when the clients can: ``RayShardClient.gather``)."""
+    gather = getattr(client, "gather", None)
+    if gather is not None and pendings:
+        return list(gather(pendings))
+    out: list[Any] = []
+    for p in pendings:
+        try:
+            out.append(p.result())
+        except SchedulerError as exc:
+            out.append(exc)
+    return out
 
 
 class ReducedCalls:
@@ -85,7 +100,13 @@ class ReducedCalls:
             self._rebuilds_seen = src.rebuilds
         facts = getattr(clients[0], "facts", _no_facts)
         payloads = self.batch.encode(
-            items, table, snapshot, facts, with_order=self._order_sent != table.node_version
+            items,
+            table,
+            snapshot,
+            facts,
+            self._order_sent != table.node_version,
+            src.router.shard_of_row,
+            src.router.n_shards,
         )
         self._order_sent = table.node_version
         try:
@@ -111,28 +132,30 @@ class ReducedCalls:
         return True
 
     def read(self, item: ReducedItem) -> None:
-        """Collect the answers of the calls up to ``item``'s chunk (each once)."""
+        """Collect the answers of the calls up to ``item``'s chunk (each once): every
+        shard's reply to a chunk in one wait, merged across shards as columns."""
         while self._calls and self._calls[0][0] <= item.chunk:
             chunk, calls = self._calls.pop(0)
-            got: list[list[PodReduction]] = []
-            for s, pending in calls:
-                try:
-                    busy, received, pods = pending.result()
-                except SchedulerError as exc:
-                    if getattr(exc, "shard", None) is None:
-                        raise
+            items = self.batch.chunks.get(chunk, [])
+            got: list[ChunkReduction] = []
+            for (s, _), reply in zip(
+                calls, _gather(self.source.clients[0], [p for _, p in calls]), strict=True
+            ):
+                if isinstance(reply, SchedulerError):
+                    if getattr(reply, "shard", None) is None:
+                        raise reply
                     self.source.lost.add(s)  # ShardLostError: rebuilt before its next call
-                    pods = None
-                if pods is None:
-                    got.append([])
+                    got.append(ChunkReduction.stale(len(items)))
                     continue
+                busy, received, columns = reply
                 self.batch.busy += busy
                 self.batch.bytes_received += received
-                got.append(pods)
-            for at, it in enumerate(self.batch.chunks.get(chunk, ())):
-                it.replies = [g[at] if len(g) > at else PodReduction(STALE) for g in got]
-                if any(r.status == STALE for r in it.replies):
-                    self._order_sent = -1
+                got.append(columns)
+            merged = MergedChunk(got, len(items))
+            if merged.any_stale:
+                self._order_sent = -1
+            for at, it in enumerate(items):
+                it.answer = (merged, at)
 
     def take(
         self,
@@ -166,7 +189,7 @@ class ReducedCalls:
         self._calls = []
         n = table.n_nodes
         for i, it in enumerate(rest):
-            it.start, it.chunk, it.replies = start, chunk_of(i), []
+            it.start, it.chunk, it.answer = start, chunk_of(i), None
             start = (start + it.width) % n
         self.batch.resent += 1
         if self._submit(rest, table, snapshot):

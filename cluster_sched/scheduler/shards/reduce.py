@@ -18,7 +18,9 @@ Per pod a shard answers (``PodReduction``):
   failed), INVALID (a score left [0, 100]: the coordinator's path raises the error),
   STALE (the shard's order is not the payload's);
 - ``best``: the best weighted total among its rows of the window, under its own maxima;
-- ``ties``: the window positions (int32, ascending) of its rows holding ``best``;
+- ``ties``: which of its rows of the window (in window order) hold ``best``, a bool
+  per row (sent as bits: the coordinator knows where each shard's rows sit in the
+  window, ``merge``);
 - ``maxima``: per DefaultNormalizeScore plugin (TaintToleration reversed, NodeAffinity),
   the highest raw score over its rows: the normalisation is exact only when every
   shard's maximum is the global one, which the coordinator checks (NodeResourcesFit,
@@ -34,7 +36,7 @@ never sent: such a pod is FAILED here and evaluated on the coordinator's replica
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,21 +74,6 @@ class PodReduction:
     ties: np.ndarray | None = None
     maxima: dict[str, int] | None = None
     skipped: frozenset[str] = frozenset()
-
-    def wire(self) -> list[Any]:
-        ties = b"" if self.ties is None else np.ascontiguousarray(self.ties, np.int32).tobytes()
-        return [self.status, self.best, ties, self.maxima or {}, sorted(self.skipped)]
-
-    @classmethod
-    def of_wire(cls, doc: Sequence[Any]) -> PodReduction:
-        status, best, ties, maxima, skipped = doc
-        return cls(
-            int(status),
-            int(best),
-            np.frombuffer(ties, dtype=np.int32),
-            {str(k): int(v) for k, v in maxima.items()},
-            frozenset(map(str, skipped)),
-        )
 
 
 class ShardWindows:
@@ -160,9 +147,9 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
         num_nodes if num_nodes >= 0 else core.table.n_nodes,
         {k: (int(v[0]), int(v[1])) for k, v in images.items()},
     )
-    rows, pos = windows.window(int(ask["start"]), int(ask["width"]))
+    rows, _ = windows.window(int(ask["start"]), int(ask["width"]))
     if not len(rows):
-        return PodReduction(OK, -1, np.zeros(0, dtype=np.int32), {}, frozenset())
+        return PodReduction(OK, -1, np.zeros(0, dtype=np.bool_), {}, frozenset())
     nodes = NodeSlice(core.table, rows)
     if not fwk.run_pre_score(state, pod, fwk.handle.snapshot, nodes).is_success:
         return PodReduction(UNSUPPORTED)
@@ -185,7 +172,9 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
         if ev.status != STATUS_OK:
             return PodReduction(INVALID)
         maxima = {name: int(col[rows].max()) for name, col in columns.items()}
-        return PodReduction(OK, ev.best, pos[ev.ties].astype(np.int32), maxima, skipped)
+        ties = np.zeros(len(rows), dtype=np.bool_)
+        ties[ev.ties] = True
+        return PodReduction(OK, ev.best, ties, maxima, skipped)
     # the plugins' numpy path: the same answer where the kernel does not model the pod
     if not fwk.run_filter(state, pod, nodes).passed.all():
         return PodReduction(FAILED)
@@ -199,23 +188,22 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
     return PodReduction(
         OK,
         best,
-        pos[totals == best].astype(np.int32),
+        totals == best,
         {name: int(raw[name].max()) for name in raw if name in DEFAULT_NORMALIZED},
         skipped,
     )
 
 
-def reduce_payload(core: Any, windows: ShardWindows, payload: bytes) -> dict[str, Any]:
-    """Answer one shared payload (module docstring): ``{"busy": seconds, "pods": [...]}``
-    with one wire ``PodReduction`` per pod, in the payload's order."""
+def reduce_payload(
+    core: Any, windows: ShardWindows, payload: bytes
+) -> tuple[float, list[PodReduction]]:
+    """Answer one shared payload (module docstring): the seconds it took and one
+    ``PodReduction`` per pod, in the payload's order (``replies`` packs them)."""
     began = time.perf_counter()
     doc = decode_value(payload)
     order = doc.get("order")
     if order is not None:
         windows.set_order(np.frombuffer(order, dtype=np.int64), int(doc["order_version"]))
     fresh = windows.version == int(doc["order_version"]) and windows.n == int(doc["n"])
-    out = [
-        (_reduce_pod(core, ask, windows) if fresh else PodReduction(STALE)).wire()
-        for ask in doc["asks"]
-    ]
-    return {"busy": time.perf_counter() - began, "pods": out}
+    out = [_reduce_pod(core, ask, windows) if fresh else PodReduction(STALE) for ask in doc["asks"]]
+    return time.perf_counter() - began, out

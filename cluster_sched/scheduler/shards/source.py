@@ -36,7 +36,6 @@ from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scor
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.pipeline import ReducedCalls
 from cluster_sched.scheduler.shards.prefetch import BatchPrefetch, PrefetchItem, predict
-from cluster_sched.scheduler.shards.reduce import PodReduction
 from cluster_sched.scheduler.shards.router import DELTA_BACKLOG, Delta, ShardRouter
 from cluster_sched.scheduler.shards.speculation import SpeculativeScores, speculation_wanted
 from cluster_sched.telemetry.spans import (
@@ -138,12 +137,11 @@ class InProcessShardClient:
         return payload
 
     def submit_reduce(self, deltas: list[Delta], shared: bytes, size: int) -> tuple[Pending, int]:
-        """The reduced protocol (``reduce``): (busy seconds, bytes received, one
-        reduction per pod), and the bytes this call sent."""
+        """The reduced protocol (``reduce``): (busy seconds, bytes received, the chunk's
+        reductions as columns), and the bytes this call sent."""
         self.core.apply(deltas)
-        reply = self.core.reduce(shared)
-        pods = [PodReduction.of_wire(p) for p in reply["pods"]]
-        return _Done((reply["busy"], 0, pods)), size
+        busy, chunk = self.core.reduce(shared)
+        return _Done((busy, 0, chunk)), size
 
 
 class ShardedSource:
