@@ -13,7 +13,7 @@ from cluster_sched.api.controllers import instantiate_claims
 from cluster_sched.store.store import Store
 from cluster_sched.workload.perf.ops import CreateResourceDriver
 
-__all__ = ["ClaimTemplates", "create_resource_driver"]
+__all__ = ["ClaimTemplates", "create_resource_driver", "driver_slice"]
 
 API = "resource.k8s.io/v1"
 
@@ -32,26 +32,28 @@ def _device(i: int) -> dict[str, Any]:
     }
 
 
+def driver_slice(node: str, driver: str, devices: int) -> dict[str, Any]:
+    """The test driver's ResourceSlice for ``node``: one pool, ``devices`` devices."""
+    return {
+        "apiVersion": API,
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{driver}"},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [_device(i) for i in range(devices)],
+        },
+    }
+
+
 def create_resource_driver(store: Store, op: CreateResourceDriver) -> int:
     """One slice per node matching ``op.nodes``; returns how many were published."""
-    slices = []
-    for node in store.list("Node"):
-        name = (node.get("metadata") or {}).get("name", "")
-        if not fnmatch.fnmatchcase(name, op.nodes):
-            continue
-        slices.append(
-            {
-                "apiVersion": API,
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-{op.driver_name}"},
-                "spec": {
-                    "driver": op.driver_name,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [_device(i) for i in range(op.max_claims_per_node)],
-                },
-            }
-        )
+    slices = [
+        driver_slice(name, op.driver_name, op.max_claims_per_node)
+        for name in ((n.get("metadata") or {}).get("name", "") for n in store.list("Node"))
+        if fnmatch.fnmatchcase(name, op.nodes)
+    ]
     if slices:
         store.apply_many(slices)
     return len(slices)
