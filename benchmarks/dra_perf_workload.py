@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from cluster_sched.workload.perf.dra_ops import driver_slice
+
 DRIVER = "test-driver.cdi.k8s.io"
 
 
@@ -52,31 +54,7 @@ def workload(nodes: int, devices: int, pods: int) -> list[dict[str, Any]]:
                 "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
             }
         )
-        docs.append(
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{name}-slice"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": name,
-                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
-                    "devices": [
-                        {
-                            "name": f"dev-{i}",
-                            "attributes": {
-                                "model": {"string": "A100"},
-                                "family": {"string": "GPU"},
-                                "driverVersion": {"version": "1.2.3"},
-                                "numa": {"int": i},
-                            },
-                            "capacity": {"memory": {"value": "1Gi"}},
-                        }
-                        for i in range(devices)
-                    ],
-                },
-            }
-        )
+        docs.append(driver_slice(name, DRIVER, devices))
     for p in range(pods):
         docs.append(
             {

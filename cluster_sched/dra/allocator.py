@@ -146,14 +146,16 @@ class Allocator:
                             f"claim {claim.key}, request {name}: could not retrieve device "
                             f"class {alt.device_class_name}"
                         )
-                    for i, expr in enumerate((*cls.selectors, *alt.selectors)):
-                        try:
-                            compile_selector(expr)
-                        except CelError as err:
-                            raise AllocationError(
-                                f"claim {claim.key}, request {name}: selector #{i}: "
-                                f"CEL compile error: {err}"
-                            ) from None
+                    owners = [(f"class {cls.name}", cls.selectors)]
+                    owners.append((f"claim {claim.key}", alt.selectors))
+                    for owner, selectors in owners:
+                        for i, expr in enumerate(selectors):
+                            try:
+                                compile_selector(expr)
+                            except CelError as err:
+                                raise AllocationError(
+                                    f"{owner}: selector #{i}: CEL compile error: {err}"
+                                ) from None
                     if alt.admin_access:
                         self._check_admin(claim, name)
                 # the fewest devices any alternative needs (All: counted per node)
@@ -308,19 +310,23 @@ class Allocator:
         """The node's devices the class and request selectors accept, in pool order
         (``usable_pools_only``: none from incomplete or invalid pools)."""
         cls = self._classes[alt.device_class_name]
-        exprs = [compile_selector(e) for e in (*cls.selectors, *alt.selectors)]
+        # upstream numbers the class's selectors and the request's apart, and names
+        # the class or the claim in a runtime error
+        exprs = [(f"class {cls.name}", i, compile_selector(e)) for i, e in enumerate(cls.selectors)]
+        exprs += [
+            (f"claim {claim.key}", i, compile_selector(e)) for i, e in enumerate(alt.selectors)
+        ]
         out: list[PoolDevice] = []
         for pool in s.pools:
             if usable_pools_only and (pool.incomplete or pool.invalid):
                 continue
             for dev in pool.devices:
-                for i, sel in enumerate(exprs):
+                for owner, i, sel in exprs:
                     try:
                         hit = device_matches(sel, dev.driver, dev.device)
                     except CelRuntimeError as err:
                         raise AllocationError(
-                            f"claim {claim.key}, request {name}: selector #{i}: CEL runtime "
-                            f"error: {err}"
+                            f"{owner}: selector #{i}: CEL runtime error: {err}"
                         ) from None
                     if not hit:
                         break

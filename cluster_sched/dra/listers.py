@@ -55,6 +55,8 @@ class DraListers:
     )
     _class_gen: int = -1
     _class_sets: dict[str, set[DeviceID]] = field(default_factory=dict)
+    #: classes whose selectors failed at run time on some device
+    _class_broken: set[str] = field(default_factory=set)
     _free: dict[str, dict[str, int]] = field(default_factory=dict)
     _device_node: dict[DeviceID, str] = field(default_factory=dict)
     _store_counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
@@ -192,6 +194,12 @@ class DraListers:
             self._index_gen = self.slices_generation
         return self._index
 
+    def class_selector_failed(self, class_name: str) -> bool:
+        """Whether a class selector failed at run time on some node-local device (then
+        only the allocator, in Filter, may decide: it reports the error upstream's way)."""
+        self.class_devices(class_name)
+        return class_name in self._class_broken
+
     def class_devices(self, class_name: str) -> dict[str, tuple[tuple[str, str, str], ...]]:
         """node -> the node-local devices (newest generation of complete pools) a class's
         selectors accept: the column pre-check's counts. A selector that fails on a
@@ -205,6 +213,7 @@ class DraListers:
 
         if self._class_gen != self.slices_generation:
             self._class_devices = {}
+            self._class_broken = set()
             self._class_sets = {}
             self._free = {}
             self._device_node = {}
@@ -238,6 +247,7 @@ class DraListers:
                                     ok = False
                                     break
                             except CelRuntimeError:
+                                self._class_broken.add(class_name)
                                 break
                         if ok:
                             ids.append((driver, pool, dev.name))

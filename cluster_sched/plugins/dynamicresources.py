@@ -176,7 +176,9 @@ class DynamicResources:
             if not shared:
                 wanted = [claims[i] for i in to_allocate]
                 cycle.need = class_needs(wanted)
-                cycle.simple = is_simple(wanted)
+                cycle.simple = is_simple(wanted) and not any(
+                    dra.class_selector_failed(c) for c in cycle.need
+                )
         self._cycles[pod.key] = cycle
         self._cycles.move_to_end(pod.key)
         while len(self._cycles) > MAX_CYCLES:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from cluster_sched.workload.inspect_render import NONE, age, tabwrite
+from cluster_sched.workload.inspect_render import NONE, describe_event_rows, tabwrite
 
 __all__ = ["render_describe_generic", "smart_label"]
 
@@ -117,21 +117,7 @@ def _map_rows(label: str, value: Any) -> list[list[str]]:
 
 
 def _event_rows(events: Sequence[Mapping[str, Any]], now: datetime) -> list[list[str]]:
-    if not events:
-        return [["Events:", NONE]]
-    rows = [["Events:"], ["  Type", "Reason", "Age", "From", "Message"]]
-    rows.append(["  ----", "------", "----", "----", "-------"])
-    for ev in events:
-        rows.append(
-            [
-                f"  {ev.get('type', '')}",
-                str(ev.get("reason", "")),
-                age(ev.get("lastTimestamp"), now),
-                str(ev.get("source", {}).get("component", "")),
-                str(ev.get("message", "")).replace("\n", " "),
-            ]
-        )
-    return rows
+    return [["Events:"], *describe_event_rows(events, now)] if events else [["Events:", NONE]]
 
 
 def render_describe_generic(

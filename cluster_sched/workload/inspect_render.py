@@ -19,6 +19,7 @@ from typing import Any
 __all__ = [
     "NONE",
     "age",
+    "describe_event_rows",
     "event_object",
     "event_rows",
     "events_section",
@@ -401,10 +402,8 @@ def render_describe_pod(
     return f"{tabwrite(rows, padding=2)}\n{events_section(events, now)}"
 
 
-def events_section(events: Sequence[Mapping[str, Any]], now: datetime) -> str:
-    """``kubectl describe``'s closing ``Events:`` table (oldest first), or ``<none>``."""
-    if not events:
-        return f"Events:{' ' * 10}{NONE}\n"
+def describe_event_rows(events: Sequence[Mapping[str, Any]], now: datetime) -> list[list[str]]:
+    """The rows of ``kubectl describe``'s Events table (header first, oldest first)."""
     table = [["  Type", "Reason", "Age", "From", "Message"]]
     table.append(["  ----", "------", "----", "----", "-------"])
     for ev in events:
@@ -417,7 +416,14 @@ def events_section(events: Sequence[Mapping[str, Any]], now: datetime) -> str:
                 str(ev.get("message", "")).replace("\n", " "),
             ]
         )
-    return f"Events:\n{tabwrite(table, padding=2)}\n"
+    return table
+
+
+def events_section(events: Sequence[Mapping[str, Any]], now: datetime) -> str:
+    """``kubectl describe``'s closing ``Events:`` table (oldest first), or ``<none>``."""
+    if not events:
+        return f"Events:{' ' * 10}{NONE}\n"
+    return f"Events:\n{tabwrite(describe_event_rows(events, now), padding=2)}\n"
 
 
 def toleration(t: Mapping[str, Any]) -> str:

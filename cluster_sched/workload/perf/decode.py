@@ -22,6 +22,7 @@ from cluster_sched.workload.perf.ops import (
     CreateNodes,
     CreatePods,
     CreatePodSets,
+    CreateResourceDriver,
     DeletePods,
     FieldError,
     Op,
@@ -218,6 +219,15 @@ OPS: Mapping[str, _Spec] = {
             "count": ("count", _int),
             "countParam": ("count_param", _param),
             "templateParams": ("template_params", _any_map),
+        },
+    ),
+    "createResourceDriver": (
+        CreateResourceDriver,
+        {
+            "driverName": ("driver_name", _str),
+            "nodes": ("nodes", _str),
+            "maxClaimsPerNode": ("max_claims_per_node", _int),
+            "maxClaimsPerNodeParam": ("max_claims_per_node_param", _param),
         },
     ),
     "deletePods": (

@@ -24,6 +24,7 @@ from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.kinds import NAMESPACED_KINDS
 from cluster_sched.store.store import Store
 from cluster_sched.workload.perf.config import DEFAULT_METRICS, SLI_METRIC, PlannedWorkload
+from cluster_sched.workload.perf.dra_ops import ClaimTemplates, create_resource_driver
 from cluster_sched.workload.perf.metrics import (
     DataItem,
     ThroughputCollector,
@@ -50,6 +51,7 @@ from cluster_sched.workload.perf.ops import (
     CreateNamespaces,
     CreateNodes,
     CreatePods,
+    CreateResourceDriver,
     DeletePods,
     Op,
     Sleep,
@@ -93,7 +95,7 @@ class _Feeder:
             batch.append(self.ex.render(self.template, self.created, self.count, self.namespace))
             self.created += 1
         if batch:
-            self.ex.store.apply_many(batch)
+            self.ex.store.apply_many([*self.ex.claims.claims_for(batch), *batch])
         return self.created < self.count
 
 
@@ -177,6 +179,7 @@ class WorkloadExecutor:
         self.timeout = timeout
         self.rng = random.Random(seed)
         self.namer = Namer()
+        self.claims = ClaimTemplates(store, seed or 0)
         #: namespace -> pods expected to be scheduled there (upstream numPodsScheduledPerNamespace)
         self.namespaces: dict[str, int] = {}
         self.background: list[Any] = []
@@ -205,6 +208,8 @@ class WorkloadExecutor:
             self._create_namespaces(op)
         elif isinstance(op, CreatePods):
             self._create_pods(index, op)
+        elif isinstance(op, CreateResourceDriver):
+            create_resource_driver(self.store, op)
         elif isinstance(op, CreateAny):
             self._create_any(op)
         elif isinstance(op, DeletePods):
@@ -368,7 +373,7 @@ class WorkloadExecutor:
             docs = [self.render(template, created + i, op.count, namespace) for i in range(n)]
             created += n
             live.extend(f"{namespace}/{d['metadata']['name']}" for d in docs)
-            self.store.apply_many(docs)
+            self.store.apply_many([*self.claims.claims_for(docs), *docs])
 
         create(op.count)
         end = time.monotonic() + op.duration

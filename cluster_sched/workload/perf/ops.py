@@ -27,6 +27,7 @@ __all__ = [
     "CreateNodes",
     "CreatePodSets",
     "CreatePods",
+    "CreateResourceDriver",
     "DeletePods",
     "FieldError",
     "Op",
@@ -43,7 +44,6 @@ __all__ = [
 UNSUPPORTED_OPS: Mapping[str, str] = {
     "allocResourceClaims": "DRA is not modelled",
     "createResourceClaims": "DRA is not modelled",
-    "createResourceDriver": "DRA is not modelled",
     "updateAny": "objects are not updated in place",
     "createPodGroups": "pod groups are not modelled",
     "waitForPodGroups": "pod groups are not modelled",
@@ -173,6 +173,18 @@ class CreateAny:
 
 
 @dataclass(slots=True)
+class CreateResourceDriver:
+    """Publishes, for every node whose name matches ``nodes`` (a glob), one
+    ResourceSlice of ``max_claims_per_node`` devices of ``driver_name`` (upstream
+    scheduler_perf's test driver)."""
+
+    driver_name: str = ""
+    nodes: str = ""
+    max_claims_per_node: int = 0
+    max_claims_per_node_param: str = ""
+
+
+@dataclass(slots=True)
 class DeletePods:
     namespace: str = ""
     label_selector: dict[str, str] = field(default_factory=dict)
@@ -220,6 +232,7 @@ Op = (
     | CreatePods
     | CreatePodSets
     | CreateAny
+    | CreateResourceDriver
     | DeletePods
     | Churn
     | Barrier
@@ -301,6 +314,8 @@ def patch_params(op: Op, params: Params) -> Op:
             op.steady_state = params.get_bool(op.steady_state_param)
     if isinstance(op, Sleep) and op.duration_param:
         op.duration = parse_duration(params.get_str(op.duration_param))
+    if isinstance(op, CreateResourceDriver) and op.max_claims_per_node_param:
+        op.max_claims_per_node = params.get_int(op.max_claims_per_node_param)
     if isinstance(op, Barrier) and not op.stage_requirement:
         op.stage_requirement = "Scheduled"
     if isinstance(op, CreatePodSets):
