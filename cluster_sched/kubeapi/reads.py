@@ -339,11 +339,12 @@ class Reads:
                 cursor = ev.rv
                 if ev.kind != r.kind or not r.stored:
                     continue
-                if not _in_scope(ev.obj, scope.namespace):
+                obj = ev.obj  # decoded here, once per event and watch
+                if not _in_scope(obj, scope.namespace):
                     continue
                 etype = ev.type.value
                 if filtered:
-                    match = ev.type is not EventType.DELETED and selector.matches(ev.obj)
+                    match = ev.type is not EventType.DELETED and selector.matches(obj)
                     was = ev.key in members
                     if ev.type is EventType.DELETED:
                         if not was:
@@ -357,7 +358,7 @@ class Reads:
                         etype = "DELETED"
                     elif not match:
                         continue
-                out.append(self._encode(scope, etype, ev.obj, as_table, first))
+                out.append(self._encode(scope, etype, obj, as_table, first))
             if out:
                 yield b"".join(out)
                 last_sent = time.monotonic()

@@ -37,18 +37,18 @@ class CachedEvent:
 
     The cache follows every write of the run; most are never sent (no watch, or a watch
     of another kind), so the entry keeps the stored bytes and pays the decoding only
-    for what some watch reads, once for every watch that reads it. An object that
+    for what some watch reads. An object that
     cannot be decoded makes the event an ERROR with a message, as the store's own
     watch reports one (one bad entry never ends a watch)."""
 
-    __slots__ = ("_obj", "_raw", "id", "key", "kind", "rv", "type")
+    __slots__ = ("_error", "_raw", "id", "key", "kind", "rv", "type")
 
     def __init__(
         self, entry_id: str, etype: EventType, kind: str, key: str, rv: int, raw: bytes
     ) -> None:
         self.id, self.type, self.kind, self.key, self.rv = entry_id, etype, kind, key, rv
         self._raw: bytes | None = raw
-        self._obj: dict[str, Any] | None = None
+        self._error: dict[str, Any] = {}
 
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: Any) -> CachedEvent:
@@ -65,14 +65,17 @@ class CachedEvent:
 
     @property
     def obj(self) -> dict[str, Any]:
-        if self._obj is None:
-            try:
-                self._obj = unpack_object(self._raw or b"", self.kind, self.key)
-            except StoreError as err:
-                self._obj = {"message": f"watch event {self.id} is unreadable: {err}"}
-                self.type = EventType.ERROR
+        """The object, decoded afresh on each read and never kept: a window of 50,000
+        decoded objects would be millions of containers for the collector to walk."""
+        if self._raw is None:
+            return self._error
+        try:
+            return unpack_object(self._raw, self.kind, self.key)
+        except StoreError as err:
+            self._error = {"message": f"watch event {self.id} is unreadable: {err}"}
+            self.type = EventType.ERROR
             self._raw = None
-        return self._obj
+            return self._error
 
 
 def _entries(reply: Any) -> list[tuple[Any, Any]]:
