@@ -104,7 +104,10 @@ def _outcome(
             for k in placements
         }
         attempts = {f"attempts:{k}": v for k, v in coord.stats.attempts.items()}
-        return {**placements, **failures, **attempts}, runs
+        # OpportunisticBatching's counters (gate on: every pod unsignable, System defaulting)
+        bt = coord.algorithm.batches.get("default-scheduler")
+        batching = {"batching": (dict(bt.attempts), dict(bt.flushes))} if bt else {}
+        return {**placements, **failures, **attempts, **batching}, runs
     finally:
         whole_batch.schedule_run = real  # type: ignore[assignment]
         coord.close()
