@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -196,7 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             for name, values in ratios.items():
                 print(
                     f"  on vs off, {name} (>= 1.0: gate no slower): "
-                    f"{min(values):.2f}x .. {max(values):.2f}x over {len(values)} pairs"
+                    f"{min(values):.2f}x .. {max(values):.2f}x, median "
+                    f"{statistics.median(values):.2f}x over {len(values)} pairs"
                 )
     return 0
 
