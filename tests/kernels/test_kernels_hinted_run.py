@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.kernels import PodRequests
-from cluster_sched.kernels.hinted_reference import hinted_run_reference
 from cluster_sched.kernels.run import PodVector, evaluate_hinted_run
+from cluster_sched.kernels.run_reference import hinted_run_reference
 from cluster_sched.testing.builders import make_pod
 from tests.kernels.strategies import EXAMPLES, profiles, queries, tables, wide_tables
 

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.kernels import mt19937
-from cluster_sched.kernels.run import PodVector, evaluate_run, run_reference
+from cluster_sched.kernels.run import PodVector, evaluate_run
+from cluster_sched.kernels.run_reference import run_reference
 from tests.kernels.strategies import EXAMPLES, profiles, queries, tables, wide_tables
 
 
