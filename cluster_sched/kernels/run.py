@@ -13,13 +13,12 @@ decide (no feasible node: the FitError needs every plugin's reasons; a score out
 range: the numpy path raises the framework's error), leaving the RNG and the rotation as
 they were after the last decided pod.
 
-``run_reference`` is the same loop over ``evaluate_pod_reference`` and ``random.Random``.
+``kernels.run_reference`` holds the same loops over ``evaluate_pod_reference`` and
+``random.Random``.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import random
 from dataclasses import dataclass
 
@@ -30,7 +29,6 @@ from cluster_sched.api.objects import CPU, MEMORY
 from cluster_sched.kernels import fused, mt19937
 from cluster_sched.kernels.evaluate import pack_pod_call, warm_up_inputs
 from cluster_sched.kernels.inputs import KernelProfile, PodQuery
-from cluster_sched.kernels.reference import evaluate_pod_reference
 from cluster_sched.kernels.scalar import wrap_sub
 from cluster_sched.nodetable.table import NodeTable
 
@@ -40,7 +38,6 @@ __all__ = [
     "RunResult",
     "evaluate_hinted_run",
     "evaluate_run",
-    "run_reference",
     "warm_up_run",
 ]
 
@@ -350,41 +347,6 @@ def evaluate_hinted_run(
     d = out[:m]
     run = RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
     return HintedRun(run, d[:, 5], d[:, 6], d[:, 7], d[:, 8], lists)
-
-
-def run_reference(
-    table: NodeTable,
-    profile: KernelProfile,
-    query: PodQuery,
-    to_find: int,
-    count: int,
-    vector: PodVector,
-    rng: random.Random,
-) -> RunResult:
-    """``evaluate_run`` in numpy: ``evaluate_pod_reference`` per pod on a copy of the
-    table whose accounting columns take each assume, ``Evaluation.select_row``'s draw."""
-    t = copy.copy(table)
-    t.requested, t.free = table.requested.copy(), table.free.copy()
-    t.nonzero, t.pod_count = table.nonzero.copy(), table.pod_count.copy()
-    order = table.order()
-    n = len(order)
-    out: list[tuple[int, int, int, int, int]] = []
-    s = query.start % n if n else 0
-    for _ in range(count if n else 0):
-        ev = evaluate_pod_reference(t, profile, dataclasses.replace(query, start=s), to_find)
-        if len(ev.feasible_rows) == 0 or ev.status != fused.STATUS_OK:
-            break
-        host = ev.select_row(rng)
-        out.append((host, ev.evaluated, len(ev.feasible_rows), len(ev.ties), s))
-        s = (s + ev.evaluated) % n
-        for c, v in zip(vector.cols.tolist(), vector.vals.tolist(), strict=True):
-            t.requested[c, host] += v
-            t.free[c, host] -= v
-        t.nonzero[0, host] += vector.nonzero_cpu
-        t.nonzero[1, host] += vector.nonzero_memory
-        t.pod_count[host] += 1
-    d = np.asarray(out, dtype=np.int64).reshape(-1, 5)
-    return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
 
 
 def warm_up_run() -> None:

@@ -45,7 +45,7 @@ from cluster_sched.features import OPPORTUNISTIC_BATCHING
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.signature import sign_pod, signature_follows_shape
+from cluster_sched.framework.signature import profile_signers, sign_pod, signature_follows_shape
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
 from cluster_sched.queue.types import QueuedPodInfo
@@ -53,7 +53,7 @@ from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.batching import batch_of
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import shape_refs
-from cluster_sched.scheduler.whole_batch_hints import HintReplay, kept_list
+from cluster_sched.scheduler.whole_batch_hints import HintReplay, UnsignedReplay, kept_list
 
 if TYPE_CHECKING:
     from cluster_sched.scheduler.schedule_one import SchedulingCycle
@@ -113,9 +113,9 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     ):
         return 0  # cheap checks first: a declined run costs the pod nothing
     gate = fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING)
+    if gate and not signature_follows_shape(fwk) and profile_signers(fwk) is not None:
+        return 0  # out-of-tree signers: pods of one shape may not sign alike
     signature = sign_pod(fwk, first) if gate else None
-    if signature is not None and not signature_follows_shape(fwk):
-        return 0
     pods: list[Pod] = []
     states: list[CycleState] = []
     skip_score: frozenset[str] | None = None
@@ -166,7 +166,8 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     else:
         result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng)
         if gate:
-            replay = _unsigned_replay(sc, fwk, result)
+            replay = unsigned = UnsignedReplay(batch_of(algorithm, fwk), table, result)
+            finish = unsigned.finish
     m = len(result)
     if m == 0:
         algorithm.rng.setstate(rng_before)
@@ -181,26 +182,6 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     finally:
         if finish is not None:
             finish(handled)
-
-
-def _unsigned_replay(
-    sc: SchedulingCycle, fwk: Framework, result: RunResult
-) -> Callable[[int, int, float], bool]:
-    """OpportunisticBatching's bookkeeping of unsignable pods: no hint, and whether a
-    list (which is never kept) would have been empty."""
-    bt = batch_of(sc.algorithm, fwk)
-    names = sc.source.table.names
-    hosts, found = result.hosts.tolist(), result.found.tolist()
-
-    def replay(i: int, cycle: int, now: float) -> bool:
-        host = names[hosts[i]]
-        assert host is not None
-        bt.get_node_hint(None, cycle, now, "", lambda _node: None)
-        other = [host] if found[i] >= 2 else None  # only its emptiness is read
-        bt.store_schedule_results(None, "", host, other, cycle, now)
-        return True
-
-    return replay
 
 
 def _commit_all(

@@ -31,20 +31,21 @@ from cluster_sched.framework.batch import (
     FLUSH_EMPTY_LIST,
     FLUSH_EXPIRED,
     FLUSH_NODE_NOT_FULL,
+    FLUSH_POD_NOT_BATCHABLE,
     MAX_BATCH_AGE,
     OpportunisticBatch,
 )
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import PodSignature
-from cluster_sched.kernels.run import HintedRun
+from cluster_sched.kernels.run import HintedRun, RunResult
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.batching import filter_rejects
 
 if TYPE_CHECKING:
     from cluster_sched.scheduler.schedule_one import SchedulingCycle
 
-__all__ = ["HintReplay", "kept_list"]
+__all__ = ["HintReplay", "UnsignedReplay", "kept_list"]
 
 _NONE = np.zeros(0, dtype=np.int64)
 
@@ -176,3 +177,40 @@ class HintReplay:
             return bool(asked)
         fast = self._sc.algorithm.fast
         return filter_rejects(self._fwk, self._states[i], self._pods[i], self._table, node, fast)
+
+
+class UnsignedReplay:
+    """The batch bookkeeping of a run of unsignable pods with the gate on (``replay``,
+    ``finish`` as ``HintReplay``'s): each gets no hint, and its attempt's list, never
+    kept, is flushed as not batchable (empty: a lone feasible node). The first pod goes
+    through ``OpportunisticBatch`` (a list from before the run is flushed by its
+    reason); after it no list is kept, so the rest is counted and recorded once."""
+
+    def __init__(self, bt: OpportunisticBatch, table: NodeTable, result: RunResult) -> None:
+        self._bt, self._names = bt, table.names
+        self._hosts, self._found = result.hosts.tolist(), result.found.tolist()
+        self._attempts: Counter[str] = Counter()
+        self._flushes: Counter[str] = Counter()
+        self._last: tuple[int, int] | None = None
+
+    def __call__(self, i: int, cycle: int, now: float) -> bool:
+        several = self._found[i] >= 2
+        if i == 0:
+            host = self._names[self._hosts[0]]
+            assert host is not None
+            self._bt.get_node_hint(None, cycle, now, "", lambda _node: None)
+            other = [host] if several else None  # only its emptiness is read
+            self._bt.store_schedule_results(None, "", host, other, cycle, now)
+            return True
+        self._attempts[BATCH_ATTEMPT_NO_HINT] += 1
+        self._flushes[FLUSH_POD_NOT_BATCHABLE if several else FLUSH_EMPTY_LIST] += 1
+        self._last = (cycle, i)
+        return True
+
+    def finish(self, count: int) -> None:
+        """Record pods 1..count-1 (the first is recorded as it is replayed)."""
+        if count <= 1 or self._last is None:
+            return
+        cycle, i = self._last
+        last = (cycle, self._names[self._hosts[i]] or "")
+        self._bt.record_run(self._attempts, self._flushes, 0, last, None)

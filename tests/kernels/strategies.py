@@ -31,6 +31,7 @@ from cluster_sched.kernels import (
     PodQuery,
     PodRequests,
 )
+from cluster_sched.kernels.run import PodVector
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.noderesources.balanced_allocation import BalancedAllocation
 from cluster_sched.plugins.noderesources.fit import Fit
@@ -220,3 +221,18 @@ def assert_same(got: Evaluation, want: Evaluation) -> None:
     assert got.best == want.best
     assert got.ties.tolist() == want.ties.tolist()
     assert got.status == want.status
+
+
+@st.composite
+def pod_vectors(draw: st.DrawFn, table: NodeTable) -> PodVector:
+    """What assuming one pod of a run adds (``kernels.run.PodVector``): random amounts on
+    a random subset of the table's columns, and non-zero cpu/memory."""
+    r = table.allocatable.shape[0]
+    cols = draw(st.lists(st.integers(0, r - 1), unique=True, max_size=r))
+    amount = st.integers(0, 10**9)
+    return PodVector(
+        np.asarray(cols, dtype=np.int64),
+        np.asarray([draw(amount) for _ in cols], dtype=np.int64),
+        draw(amount),
+        draw(amount),
+    )

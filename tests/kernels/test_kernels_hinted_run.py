@@ -13,10 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.kernels import PodRequests
-from cluster_sched.kernels.hinted_reference import hinted_run_reference
-from cluster_sched.kernels.run import PodVector, evaluate_hinted_run
+from cluster_sched.kernels.run import evaluate_hinted_run
+from cluster_sched.kernels.run_reference import hinted_run_reference
 from cluster_sched.testing.builders import make_pod
-from tests.kernels.strategies import EXAMPLES, profiles, queries, tables, wide_tables
+from tests.kernels.strategies import (
+    EXAMPLES,
+    pod_vectors,
+    profiles,
+    queries,
+    tables,
+    wide_tables,
+)
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,15 +42,7 @@ def test_hinted_run_equals_reference(data: st.DataObject) -> None:
         )
     to_find = data.draw(st.integers(1, n + 3))
     count = data.draw(st.integers(1, 12))
-    r = table.allocatable.shape[0]
-    cols = data.draw(st.lists(st.integers(0, r - 1), unique=True, max_size=r))
-    amount = st.integers(0, 10**9)
-    vector = PodVector(
-        np.asarray(cols, dtype=np.int64),
-        np.asarray([data.draw(amount) for _ in cols], dtype=np.int64),
-        data.draw(amount),
-        data.draw(amount),
-    )
+    vector = data.draw(pod_vectors(table))
     rows = st.integers(-1, n - 1)
     kept = np.asarray(data.draw(st.lists(rows, max_size=8)), dtype=np.int64)
     last = data.draw(rows)

@@ -13,8 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.kernels import mt19937
-from cluster_sched.kernels.run import PodVector, evaluate_run, run_reference
-from tests.kernels.strategies import EXAMPLES, profiles, queries, tables, wide_tables
+from cluster_sched.kernels.run import evaluate_run
+from cluster_sched.kernels.run_reference import run_reference
+from tests.kernels.strategies import (
+    EXAMPLES,
+    pod_vectors,
+    profiles,
+    queries,
+    tables,
+    wide_tables,
+)
 
 
 @settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -29,15 +37,7 @@ def test_run_equals_reference(data: st.DataObject) -> None:
     query = dataclasses.replace(query, start=data.draw(st.integers(0, 3 * n)))
     to_find = data.draw(st.integers(1, n + 3))
     count = data.draw(st.integers(1, 12))
-    r = table.allocatable.shape[0]
-    cols = data.draw(st.lists(st.integers(0, r - 1), unique=True, max_size=r))
-    amount = st.integers(0, 10**9)
-    vector = PodVector(
-        np.asarray(cols, dtype=np.int64),
-        np.asarray([data.draw(amount) for _ in cols], dtype=np.int64),
-        data.draw(amount),
-        data.draw(amount),
-    )
+    vector = data.draw(pod_vectors(table))
     seed = data.draw(st.integers(0, 2**32))
     rng, ref_rng = random.Random(seed), random.Random(seed)
     before = (table.requested.copy(), table.free.copy(), table.pod_count.copy())

@@ -16,18 +16,8 @@ from cluster_sched.config.load import parse_config
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
+from tests.scheduler.round_driver import LIST_DEFAULTING, PROFILE
 
-PROFILE = "default-scheduler"
-LIST_DEFAULTING = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": PROFILE,
-            "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}],
-        }
-    ],
-}
 N = 16
 _runs = itertools.count()
 

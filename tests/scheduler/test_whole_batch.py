@@ -18,13 +18,12 @@ from hypothesis import strategies as st
 from cluster_sched.clock import FakeClock
 from cluster_sched.config.load import load_config
 from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
-from cluster_sched.queue.types import Location
 from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler import whole_batch
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
-from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
+from tests.scheduler.round_driver import decisions, drive_rounds
 
 _runs = itertools.count()
 #: pod shapes: (cpu, memory); the last fits no node
@@ -47,22 +46,6 @@ def _docs(seed: int) -> list[dict[str, Any]]:
             docs.append(make_pod(f"p{k:03d}").req(cpu=cpu, memory=memory).manifest())
             k += 1
     return docs
-
-
-def _drive(coord: Coordinator, clock: FakeClock) -> None:
-    coord.start()
-    for _ in range(4):
-        while coord.step(pop_timeout=0):
-            pass
-        assert coord.binder.wait_idle(30.0)
-        coord.process_binding_outcomes()
-        while coord.poll_informer():
-            pass
-        coord.flush_done()
-        clock.step(30.0)
-        coord.queue.flush_backoff_q_completed()
-        if coord.queue.counts()[Location.ACTIVE] == 0:
-            return
 
 
 def _outcome(
@@ -95,16 +78,10 @@ def _outcome(
 
     whole_batch.schedule_run = counting  # type: ignore[assignment]
     try:
-        _drive(coord, clock)
-        placements = {
-            d["metadata"]["name"]: d["spec"].get("nodeName", "") for d in store.list("Pod")
-        }
-        failures = {
-            f"failed:{k}": len(store.events(key=f"default/{k}", reason="FailedScheduling"))
-            for k in placements
-        }
-        attempts = {f"attempts:{k}": v for k, v in coord.stats.attempts.items()}
-        return {**placements, **failures, **attempts}, runs
+        drive_rounds(coord, clock)
+        # with the gate on every pod is unsignable here (System defaulting): the
+        # batching counters are those of unsignable pods
+        return decisions(coord, store), runs
     finally:
         whole_batch.schedule_run = real  # type: ignore[assignment]
         coord.close()

@@ -22,28 +22,14 @@ from hypothesis import strategies as st
 from cluster_sched.clock import FakeClock
 from cluster_sched.config.load import parse_config
 from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
-from cluster_sched.queue.types import Location
 from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler import whole_batch
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
-from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.scheduler.schedule_one import SchedulingCycle
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
+from tests.scheduler.round_driver import LIST_DEFAULTING, decisions, drive_rounds
 
-PROFILE = "default-scheduler"
-#: no default spreading constraints: every pod here is signable (upstream signs none
-#: under System defaulting)
-LIST_DEFAULTING = {
-    "apiVersion": "kubescheduler.config.k8s.io/v1",
-    "kind": "KubeSchedulerConfiguration",
-    "profiles": [
-        {
-            "schedulerName": PROFILE,
-            "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}],
-        }
-    ],
-}
 _runs = itertools.count()
 #: pod shapes: (cpu, memory); "1" fills a 1-cpu node, the last fits no node
 SHAPES = [("1", "1Gi"), ("1", "1Gi"), ("500m", "1Gi"), ("64", "1Gi")]
@@ -63,22 +49,6 @@ def _docs(seed: int) -> list[dict[str, Any]]:
             docs.append(make_pod(f"p{k:03d}").req(cpu=cpu, memory=memory).manifest())
             k += 1
     return docs
-
-
-def _drive(coord: Coordinator, clock: FakeClock) -> None:
-    coord.start()
-    for _ in range(4):
-        while coord.step(pop_timeout=0):
-            pass
-        assert coord.binder.wait_idle(30.0)
-        coord.process_binding_outcomes()
-        while coord.poll_informer():
-            pass
-        coord.flush_done()
-        clock.step(30.0)
-        coord.queue.flush_backoff_q_completed()
-        if coord.queue.counts()[Location.ACTIVE] == 0:
-            return
 
 
 def _outcome(
@@ -122,22 +92,8 @@ def _outcome(
     monkeypatch.setattr(whole_batch, "schedule_run", counting)
     monkeypatch.setattr(SchedulingCycle, "commit", ticking)
     try:
-        _drive(coord, clock)
-        placements = {
-            d["metadata"]["name"]: d["spec"].get("nodeName", "") for d in store.list("Pod")
-        }
-        failures = {
-            f"failed:{k}": len(store.events(key=f"default/{k}", reason="FailedScheduling"))
-            for k in placements
-        }
-        attempts = {f"attempts:{k}": v for k, v in coord.stats.attempts.items()}
-        bt = coord.algorithm.batches.get(PROFILE)
-        counters = {
-            "batch_attempts": dict(bt.attempts) if bt else {},
-            "flushes": dict(bt.flushes) if bt else {},
-            "batched_pods": bt.batched_pods if bt else 0,
-        }
-        return {**placements, **failures, **attempts, **counters}, runs
+        drive_rounds(coord, clock)
+        return decisions(coord, store), runs
     finally:
         monkeypatch.undo()
         coord.close()

@@ -1,7 +1,10 @@
-"""``kernels.run.evaluate_hinted_run`` in numpy: the oracle of ``tests/kernels``.
+"""``kernels.run``'s runs in numpy: the oracles of ``tests/kernels``.
 
-Pod after pod, as ``scheduler.batching`` decides a signed pod with OpportunisticBatching
-on: while a kept list is usable and the previous pod's host no longer fits the pod
+``run_reference``: ``evaluate_pod_reference`` per pod on a copy of the table whose
+accounting columns take each assume, ``Evaluation.select_row``'s draw.
+
+``hinted_run_reference``: pod after pod, as ``scheduler.batching`` decides a signed pod
+with OpportunisticBatching on: while a kept list is usable and the previous pod's host no longer fits the pod
 (NodeResourcesFit's verdict and the shape's masks on that one row), the list's head is
 the hint and, if it fits, the host, unscored and leaving the rotation where it is; else
 ``evaluate_pod_reference`` over the window, ``Evaluation.select_row``'s draw, and the
@@ -25,7 +28,7 @@ from cluster_sched.kernels.run import HintedRun, PodVector, RunResult
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.noderesources.fit import fit_verdicts
 
-__all__ = ["hinted_run_reference"]
+__all__ = ["hinted_run_reference", "run_reference"]
 
 
 def _fits(table: NodeTable, query: PodQuery, row: int) -> bool:
@@ -45,6 +48,40 @@ def _assume(t: NodeTable, host: int, vector: PodVector) -> None:
     t.pod_count[host] += 1
 
 
+def _copy(table: NodeTable) -> NodeTable:
+    """The table with its own accounting columns (the assumes of the run go there)."""
+    t = copy.copy(table)
+    t.requested, t.free = table.requested.copy(), table.free.copy()
+    t.nonzero, t.pod_count = table.nonzero.copy(), table.pod_count.copy()
+    return t
+
+
+def run_reference(
+    table: NodeTable,
+    profile: KernelProfile,
+    query: PodQuery,
+    to_find: int,
+    count: int,
+    vector: PodVector,
+    rng: random.Random,
+) -> RunResult:
+    """Same arguments and answer as ``evaluate_run`` (the table is not written)."""
+    t = _copy(table)
+    n = len(table.order())
+    out: list[tuple[int, int, int, int, int]] = []
+    s = query.start % n if n else 0
+    for _ in range(count if n else 0):
+        ev = evaluate_pod_reference(t, profile, dataclasses.replace(query, start=s), to_find)
+        if len(ev.feasible_rows) == 0 or ev.status != fused.STATUS_OK:
+            break
+        host = ev.select_row(rng)
+        out.append((host, ev.evaluated, len(ev.feasible_rows), len(ev.ties), s))
+        s = (s + ev.evaluated) % n
+        _assume(t, host, vector)
+    d = np.asarray(out, dtype=np.int64).reshape(-1, 5)
+    return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
+
+
 def hinted_run_reference(
     table: NodeTable,
     profile: KernelProfile,
@@ -57,9 +94,7 @@ def hinted_run_reference(
     last: int,
 ) -> HintedRun:
     """Same arguments and answer as ``evaluate_hinted_run`` (the table is not written)."""
-    t = copy.copy(table)
-    t.requested, t.free = table.requested.copy(), table.free.copy()
-    t.nonzero, t.pod_count = table.nonzero.copy(), table.pod_count.copy()
+    t = _copy(table)
     n = len(table.order())
     live = [int(r) for r in kept]
     lists = list(live)
