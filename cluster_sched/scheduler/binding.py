@@ -6,9 +6,9 @@ collects BindingOutcomes at the top of its loop and only then touches the cache
 
 The cycle itself is ``binding_cycle.bind_jobs``, shared by both executors: this module's
 LocalBindingExecutor (threads of this process) and ``workers.ray_binding``'s
-RayBindingExecutor (Ray tasks). The local one binds in batches: the jobs of a batch of
-cycles reach the binder thread in one piece (at the loop's next poll), and jobs waiting
-for it are handed to ``bind_jobs`` together (DefaultBinder-only profiles then
+RayBindingExecutor (Ray tasks). The local one binds in batches: a job wakes an idle
+binder thread at once, the jobs submitted while it is busy reach it in one piece (at the
+loop's next poll), and jobs waiting for it are handed to ``bind_jobs`` together (DefaultBinder-only profiles then
 share one ``bind_many``). Pods a Permit plugin parked wait on their own thread so a slow
 permit never holds up other bindings.
 """
@@ -154,14 +154,22 @@ class LocalBindingExecutor(ThreadedOutcomes):
         super().__init__(store, frameworks, waiters=waiters, tracing=tracing, confirm=confirm)
         self._batch = batch
         self._jobs: queue.Queue[list[BindingJob] | None] = queue.Queue()
-        #: jobs submitted since the last hand-over: the binder gets them as one batch
-        #: (one queue put and one wake-up per batch of cycles, not per pod)
+        #: jobs submitted while the binder was busy, since the last hand-over: the
+        #: binder gets them as one batch (one queue put and one wake-up per batch of
+        #: cycles, not per pod)
         self._submitted: list[BindingJob] = []
+        #: the binder thread waits for jobs with none handed over: the next job goes
+        #: to it at once (a lone pod's binding never waits for the next poll)
+        self._binder_waiting = False
         self._thread = threading.Thread(target=self._run, name="binder", daemon=True)
         self._thread.start()
 
     def _enqueue(self, job: BindingJob) -> None:
-        self._submitted.append(job)
+        if self._binder_waiting and not self._submitted:
+            self._binder_waiting = False  # a race here costs one more put at most
+            self._jobs.put([job])
+        else:
+            self._submitted.append(job)
 
     def _hand_over(self) -> None:
         """Give the jobs submitted so far to the binder thread, in one piece."""
@@ -170,8 +178,9 @@ class LocalBindingExecutor(ThreadedOutcomes):
             self._jobs.put(jobs)
 
     def poll(self) -> list[BindingOutcome]:
-        """Hand the submitted jobs over (the loop polls between batches of cycles, so
-        they wait at most one batch), then collect finished ones."""
+        """Hand the jobs submitted while the binder was busy over (the loop polls
+        between batches of cycles, so they wait at most one batch), then collect
+        finished ones."""
         self._hand_over()
         return super().poll()
 
@@ -195,7 +204,9 @@ class LocalBindingExecutor(ThreadedOutcomes):
 
     def _run(self) -> None:
         while True:
+            self._binder_waiting = self._jobs.empty()
             first = self._jobs.get()
+            self._binder_waiting = False
             if first is None:
                 return
             jobs = list(first)

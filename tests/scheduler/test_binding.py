@@ -9,6 +9,7 @@ coordinator with both executors.)
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 from typing import Any
@@ -50,6 +51,25 @@ class Recording:
 
 
 RECORDING = f"{__name__}:Recording"
+
+
+class Blocking:
+    """PreBind holds ``block=yes`` pods until ``release`` is set (a busy binder)."""
+
+    entered = threading.Event()
+    release = threading.Event()
+
+    def __init__(self, args: Any, handle: Any) -> None:
+        pass
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        if pod.labels.get("block") == "yes":
+            self.entered.set()
+            self.release.wait(10.0)
+        return SUCCESS
+
+
+BLOCKING = f"{__name__}:Blocking"
 
 
 def framework(store: Store, *plugins: str) -> Framework:
@@ -172,25 +192,36 @@ def test_bind_status_names_the_conflict(outcome: BindOutcome, text: str) -> None
     assert bind_status(BindOutcome.BOUND, "default/p", "n1").is_success
 
 
-def test_jobs_submitted_between_polls_reach_the_binder_as_one_batch(
+def test_jobs_submitted_while_the_binder_is_busy_reach_it_as_one_batch(
     store: Store, nodes: None
 ) -> None:
-    """However far apart the cycles that submitted them, the jobs of one batch of cycles
-    are bound by one ``bind_many`` (its replies, handed to ``confirm``, come in one call),
-    and the store's replies register every bound pod."""
+    """A job wakes an idle binder at once; the jobs submitted while it binds wait for
+    the loop's next poll and reach it in one piece, bound by one ``bind_many`` (its
+    replies, handed to ``confirm``, come in one call, registering every bound pod)."""
     calls: list[list[str]] = []
+    Blocking.entered.clear()
+    Blocking.release.clear()
     executor = LocalBindingExecutor(
         store,
-        {PROFILE: framework(store)},
+        {PROFILE: framework(store, BLOCKING)},
         confirm=lambda results: calls.append([r.pod_key for r in results if r.ok]),
     )
     try:
+        executor.submit(job(store, "first", block="yes"))
+        assert Blocking.entered.wait(10.0), "the idle binder took the first job at once"
         for i in range(3):
             executor.submit(job(store, f"p{i}"))
-            time.sleep(0.01)  # longer than the binder's linger
-        assert executor.pending() == 3, "submitted jobs count as pending before hand-over"
-        out = drain(executor, 3)
+        assert executor.pending() == 4, "submitted jobs count as pending before hand-over"
+        Blocking.release.set()
+        deadline = time.monotonic() + 10.0
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)  # a binder that had the others would have bound them by now
+        assert calls == [["default/first"]]
+        assert store.get("Pod", "default/p0")["spec"].get("nodeName") is None
+        out = drain(executor, 4)  # wait_idle hands them over, as poll does
     finally:
+        Blocking.release.set()
         executor.close()
     assert all(o.status.is_success for o in out.values())
-    assert calls == [["default/p0", "default/p1", "default/p2"]]
+    assert calls == [["default/first"], ["default/p0", "default/p1", "default/p2"]]
