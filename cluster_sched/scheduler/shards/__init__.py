@@ -6,7 +6,8 @@ logic, the same in-process and inside a Ray actor (``workers/ray_shard.py``);
 ``prefetch`` asks a popped batch's questions ahead; ``speculation`` says when answers
 computed against the batch's starting state are still exact. The reduced protocol:
 ``merge`` (coordinator: windows predicted, a batch encoded once, reductions merged
-exactly), ``reduce`` (a shard's answer per pod), ``pipeline`` (every chunk in flight at
+exactly), ``reduce`` (a shard's answer per pod), ``replies`` (a chunk's answers as
+columns, stacked across shards), ``pipeline`` (every chunk in flight at
 once), ``compiled`` (the fused kernel over a shard's rows), ``dispatch`` (the measured
 rule that picks shards or the coordinator's replica).
 """

@@ -1,19 +1,25 @@
 """Dispatch by measured cost: the compiled path on the replica, or the shards' reductions.
 
-An attempt the compiled path can take costs the coordinator ``per_row_us`` per row of
-its window (numFeasibleNodesToFind rows) on its own replica, beyond what every attempt
-costs. Answered by the shards' reductions (``merge``) it costs the coordinator
-``per_pod_us`` beyond that (the prediction's PreFilter, the state encoded once, the
-Ray client's work for the batch's calls, PreScore, the changed rows rescored) plus
-``per_shard_us`` per shard (each shard's reply decoded and merged, its share of the
-calls). The batch goes to the shards when that is cheaper:
+An attempt the compiled path can take costs ``per_row_us`` per row of its window
+(numFeasibleNodesToFind rows) on the coordinator's replica, beyond what every attempt
+costs. Answered by the shards' reductions (``merge``) it costs ``per_pod_us`` beyond
+that (the prediction's PreFilter, the state encoded once, PreScore, the changed rows
+rescored on the coordinator; the shards' own work where it shares the machine's cores
+with the coordinator) plus ``per_shard_us`` per shard (its Ray calls, one per chunk,
+and its reply decoded: ``replies``). The batch goes to the shards when that is cheaper:
 
     per_row_us * width  >  per_pod_us + per_shard_us * shards
 
-The defaults are this machine's measurements (``benchmarks/shard_protocol_bench.py``:
-coordinator CPU per pod, the reduced protocol at 1 and 2 Ray shards against the compiled
-path, README "Distributed execution"): the shards take a batch from about 500,000 nodes
-with 2 shards. ``mode`` forces one side ("shards", "replica").
+The defaults are this 2-core machine's measurements (README "Distributed execution"):
+``per_row_us`` from full in-process runs at 100,000 and 1,000,000 nodes (801 and
+1,475 µs per pod: 0.015 µs per extra window row), ``per_pod_us`` from full runs at
+100,000 nodes forced through 2 Ray shards against in-process (2.2-3.2 ms against
+0.8 ms per pod: at least 1,400 µs more), ``per_shard_us`` from
+``benchmarks/shard_protocol_bench.py`` (coordinator CPU per pod at 1, 2 and 3 shards:
+39-45 µs per extra shard). So here the shards take a batch only from windows of about
+100,000 rows (2,000,000 nodes or more); on machines where the shards have cores of
+their own, ``per_pod_us`` is the coordinator's part alone (~215 µs here). ``mode``
+forces one side ("shards", "replica").
 """
 
 from __future__ import annotations
@@ -29,11 +35,11 @@ DISPATCH_MODES = ("auto", "shards", "replica")
 class DispatchRule:
     mode: str = "auto"
     #: the compiled path's evaluation per window row on the coordinator (µs)
-    per_row_us: float = 0.012
+    per_row_us: float = 0.015
     #: the reduced protocol's coordinator work per pod beyond a compiled attempt's (µs)
-    per_pod_us: float = 190.0
+    per_pod_us: float = 1400.0
     #: and per shard per pod (µs)
-    per_shard_us: float = 53.0
+    per_shard_us: float = 40.0
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:

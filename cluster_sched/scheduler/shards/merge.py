@@ -31,8 +31,10 @@ is evaluated on the replica by the compiled path as without shards:
   the pod is evaluated on the replica.
 
 The host is then chosen as ``select_host`` does: ``rng.randrange`` over the number of
-best-score ties, and the tie at that rank in window order (the shards' tie positions are
-window positions, so merging them needs no per-shard row lists).
+best-score ties, and the tie at that rank in window order (a shard's ties are one bit
+per row of the window it holds; where those rows sit in the window is known here from
+the node order and each replica row's shard, two binary searches per shard, and a shard
+whose row count differs from that is not trusted: ``replies``).
 """
 
 from __future__ import annotations
