@@ -155,14 +155,17 @@ class QueueBase:
         self._waiters = 0
         self._waiters_lock = threading.Lock()
         self.last_pop_cycle = 0
+        """Scheduling cycle of this instance's latest pop (race-free, unlike
+        scheduling_cycle() when several processes pop)."""
         #: Pods whose cycle ended (``CycleQueue.done_later``), forgotten by the next pop.
         self._finished: list[str] = []
         #: Writes of this queue that may have put pods into the unschedulable pool, and
         #: their count when a full scan last found the pool empty (see ``_unschedulable``).
         self._pool_writes = 0
         self._pool_empty_at = -1
-        """Scheduling cycle of this instance's latest pop (race-free, unlike
-        scheduling_cycle() when several processes pop)."""
+        #: Writes of this queue that may have put pods into activeQ: a popped batch
+        #: asks ``unpop_overtaken`` only when this moved since its pop.
+        self.active_writes = 0
 
     @property
     def keys(self) -> QueueKeys:
@@ -297,6 +300,8 @@ class QueueBase:
         pool makes the next scan read it."""
         if any(p.dest == "unschedulable" for p in placements):
             self._pool_writes += 1
+        if any(p.dest == "active" for p in placements):
+            self.active_writes += 1
 
     # --- introspection (debugging, tests, the cache dumper) ------------------------
 

@@ -103,6 +103,23 @@ class CycleQueue(QueueBase):
             self.in_flight_events.popped((p.info.pod_key, p.cycle) for p in popped)
         return popped
 
+    @translate_redis_errors("give back popped pods")
+    def unpop_overtaken(self, rest: Sequence[Popped]) -> int:
+        """``rest`` are the popped batch's pods not yet scheduled; those that a pod which
+        entered activeQ since the pop now sorts before go back to activeQ as if never
+        popped (attempts and the scheduling cycle taken back, unpop.lua): a serial loop
+        would pop that pod first. Returns how many of ``rest`` stay popped, from the
+        front (``len(rest)``: nothing changed). Worth asking only when something
+        entered activeQ (``active_writes``)."""
+        if not rest:
+            return 0
+        keys = [p.info.pod_key for p in rest]
+        kept = self._scripts.unpop(self._keys, rest[-1].cycle, keys)
+        if kept < len(rest):
+            self.last_pop_cycle = rest[kept].cycle - 1
+            self.in_flight_events.finished(keys[kept:])
+        return kept
+
     @translate_redis_errors("wait for pods")
     def _wait_for_pods(self, seconds: float) -> None:
         with self._waiters_lock:

@@ -347,6 +347,8 @@ class SchedulingQueue(CycleQueue):
             pods = self._scripts.flush_backoff(self._keys, self._clock.now(), FLUSH_LIMIT)
             for _ in pods:
                 self._emit(Location.ACTIVE, ev.BACKOFF_COMPLETE)
+            if pods:
+                self.active_writes += 1
             moved += len(pods)
             if len(pods) < FLUSH_LIMIT:
                 return moved

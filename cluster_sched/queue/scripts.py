@@ -33,6 +33,7 @@ __all__ = [
 _QUEUE_SCRIPTS = (
     "add",
     "pop_many",
+    "unpop",
     "done",
     "add_unschedulable",
     "requeue",
@@ -149,6 +150,11 @@ class QueueScripts:
             )
             for i in range(0, len(reply), 5)
         ]
+
+    def unpop(self, keys: QueueKeys, last_cycle: int, pod_keys: Sequence[str]) -> int:
+        """The pods of a popped batch that activeQ's head now precedes, back to activeQ
+        (unpop.lua); how many of ``pod_keys`` stay popped, from the front."""
+        return int(self._run("unpop", keys.core, [str(last_cycle), *pod_keys]))
 
     def done(self, keys: QueueKeys, pod_key: str) -> bool:
         return bool(self._run("done", keys.core, [pod_key]))

@@ -209,9 +209,11 @@ class Coordinator:
         same housekeeping between two pods as between two serial pops. While pod k is
         handled, the queue records move requests at pod k's cycle (``cycle_in_progress``),
         which is the counter a serial scheduler would show, so every pod's requeue
-        decision is the serial one. What a batch changes: pods popped together left
-        activeQ together, so a pod that arrives (or is moved back) during a batch with a
-        higher priority than the batch's remaining pods waits for the next batch.
+        decision is the serial one. A pod that enters activeQ during the batch (an event
+        moved it, its failed attempt sent it straight back, it arrived) and sorts before
+        some of the batch's pods would be popped before them serially: those go back to
+        activeQ as if never popped (``unpop_overtaken``) and a later turn pops them
+        again, in serial order.
         """
         self.housekeeping()
         pop_started_ns = time.time_ns() if self.tracing.enabled else 0
@@ -232,10 +234,16 @@ class Coordinator:
         try:
             if len(batch) > 1:
                 self.cycle.prefetch(batch)
+            writes = self.queue.active_writes
             k = 0
             while k < len(batch):
                 if k:
                     self.housekeeping()
+                    if self.queue.active_writes != writes:
+                        writes = self.queue.active_writes
+                        batch = batch[: k + self.queue.unpop_overtaken(batch[k:])]
+                        if k == len(batch):
+                            break
                 if self.whole_batch and not self.tracing.enabled:
                     handled = whole_batch.schedule_run(self.cycle, batch[k:])
                     if handled:

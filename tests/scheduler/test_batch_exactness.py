@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.config.load import parse_config
@@ -112,6 +112,10 @@ def test_batches_give_the_serial_outcome_with_opportunistic_batching(
 
     @settings(max_examples=4, deadline=None)
     @given(seed=st.integers(0, 10_000))
+    # a preemption's victim deletion moves a pod that sorts before the batch's next pods
+    # (``each pod``): the serial loop pops it next, so the batch gives those pods back
+    @example(seed=1355)
+    @example(seed=8767)
     def check(seed: int) -> None:
         phases: list[Phase] = [(random_workload(seed) + _one_per_node_pods(6), [])]
         serial = run_workload(redis_client, phases, SERIAL, 1, config)
