@@ -148,12 +148,17 @@ class PodRequests:
 
     @classmethod
     def of_pod(cls, pod: Pod, profile: KernelProfile) -> PodRequests:
-        """Run the plugins' own PreFilter/PreScore on a scratch CycleState."""
+        """Run the plugins' own PreFilter/PreScore on a scratch CycleState.
+
+        The class's methods, not the instance's: with metrics on, the instance's are
+        the instrumentation's wrappers, and a scratch state is no scheduling cycle (it
+        would draw a plugin-timing sample and count evaluations of its own)."""
         state = CycleState()
-        profile.fit.pre_filter(state, pod, None)
-        profile.fit.pre_score(state, pod, None, None)
+        fit_plugin = type(profile.fit)
+        fit_plugin.pre_filter(profile.fit, state, pod, None)
+        fit_plugin.pre_score(profile.fit, state, pod, None, None)
         ba = profile.balanced
-        if ba is None or not ba.pre_score(state, pod, None, None).is_success:
+        if ba is None or not type(ba).pre_score(ba, state, pod, None, None).is_success:
             state.skip_score_plugins.add(names.NODE_RESOURCES_BALANCED_ALLOCATION)
         return cls.from_cycle_state(state)
 
