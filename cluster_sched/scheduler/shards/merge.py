@@ -58,7 +58,7 @@ from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
 from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
@@ -89,16 +89,18 @@ def predict_windows(
     snapshot: Any,
     next_start: int,
     percentage: int | None,
+    pre_cycle: PreCycleReuse | None = None,
 ) -> list[ReducedItem]:
     """The batch's questions in queue order, as long as each can be predicted (the first
-    that cannot ends the list: later windows depend on it)."""
+    that cannot ends the list: later windows depend on it); ``pre_cycle`` as for
+    ``predictable_state``."""
     n = table.n_nodes
     items: list[ReducedItem] = []
     for pod in pods:
         fwk = frameworks.get(pod.scheduler_name)
         if fwk is None or n < 2 or _signed(fwk, pod):
             break
-        state = predictable_state(fwk, pod, snapshot)
+        state = predictable_state(fwk, pod, snapshot, pre_cycle)
         if state is None:
             break
         pct = fwk.percentage_of_nodes_to_score
