@@ -58,7 +58,7 @@ from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, shape_refs
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
 from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
@@ -133,6 +133,23 @@ def chunk_of(position: int) -> int:
         if position < end:
             return i
     return len(CHUNK_ENDS) + (position - CHUNK_ENDS[-1]) // 64
+
+
+def _shape_key(it: ReducedItem) -> tuple[Any, ...]:
+    """What a shard's answer for ``it`` depends on besides its window, by identity: the
+    profile, the parsed spec objects its plugins read (``pre_cycle.shape_refs``: pods of
+    one spec share them, and the items of a batch hold them alive, so equal identities
+    are equal values), its namespace and its PreFilter skips. Pods with equal keys have
+    the same state after PreFilter (``predictable_state``: no cross-node or volume state)
+    and the same PreScore skips of the plugins the shards score; the cluster-wide facts
+    ImageLocality reads are the snapshot's for the same images. The coordinator still
+    checks each pod's PreScore skips against the shards' (``take``)."""
+    return (
+        id(it.fwk),
+        *map(id, shape_refs(it.pod)),
+        it.pod.meta.namespace,
+        it.skip_filter,
+    )
 
 
 def _signed(fwk: Framework, pod: Pod) -> bool:
@@ -211,8 +228,17 @@ class ReducedBatch:
                 w.rows, w.n = w.positions, len(order)
                 self._shards.append(w)
         chunks: dict[int, list[dict[str, Any]]] = {}
+        #: per chunk, the shapes it carries in full: (chunk, shape key) -> ask index
+        shapes: dict[tuple[Any, ...], int] = {}
         for it in items:
-            chunks.setdefault(it.chunk, []).append(
+            asks = chunks.setdefault(it.chunk, [])
+            key = (it.chunk, *_shape_key(it))
+            shape = shapes.get(key)
+            if shape is not None:  # compact: the shard reuses the shape's full ask
+                asks.append({"shape": shape, "start": it.start, "width": it.width})
+                continue
+            shapes[key] = len(asks)
+            asks.append(
                 {
                     "profile": it.fwk.profile_name,
                     "pod": it.pod.raw if it.pod.raw is not None else it.pod,
@@ -220,6 +246,7 @@ class ReducedBatch:
                     "facts": facts(snapshot, it.pod),
                     "start": it.start,
                     "width": it.width,
+                    "shape": len(asks),
                 }
             )
         out = []
