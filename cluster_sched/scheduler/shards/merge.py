@@ -5,7 +5,9 @@ What is sent (``reduce`` has the shard's side). When the compiled path would
 answer the batch's attempts and the dispatch rule (``dispatch``) gives them to the
 shards, the coordinator predicts each pod's window as ``prefetch`` does (it starts
 where the previous pod's ended and holds numFeasibleNodesToFind rows of the node order),
-runs its PreFilter, and encodes the chunk once: every shard receives the same object
+runs its PreFilter (through the cycle's ``pre_cycle`` cache when given), and encodes
+the chunk once, a pod shape's manifest and state with its first pod only (``_shape_key``;
+the others are compact asks, ``reduce``): every shard receives the same object
 (one ``ray.put``) and only its own pending deltas beside it. So the coordinator's cost
 per pod does not grow with the shard count, and what it sends does not grow with the
 window (a window is two integers; the order travels once per node-set change).

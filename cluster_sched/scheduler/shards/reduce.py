@@ -2,9 +2,10 @@
 evaluated over the shard's own rows, answered by reductions, not rows.
 
 The coordinator sends one payload per chunk of a popped batch, the same bytes to every
-shard (one object in Ray's object store, its reference sent to each shard): per pod its
-profile, manifest, CycleState after PreFilter, the cluster-wide facts, and its predicted
-window as ``(start, width)`` in the replica's node order (``NodeTable.order()``, nodeTree
+shard (one object in Ray's object store, its reference sent to each shard): per pod
+shape (``merge._shape_key``) its first pod's profile, manifest, CycleState after
+PreFilter and the cluster-wide facts, and per pod its predicted window as ``(start,
+width)`` in the replica's node order (``NodeTable.order()``, nodeTree
 order). The order itself travels only when it changed (``order_version``, the replica's
 ``node_version``): replica rows in order. Each shard knows which replica row each of its
 rows mirrors (the ``node`` delta names it), so it finds its rows of a window and their
@@ -28,6 +29,13 @@ Per pod a shard answers (``PodReduction``):
   InterPodAffinity normalise with min and max over every feasible node, so their
   PreScore must Skip, as ``speculation`` requires for the same reason);
 - ``skipped``: the plugins PreScore skipped (the coordinator's must be the same).
+
+A compact ask (a pod of a shape an earlier ask of the chunk carried: its window and that
+ask's index only) is answered with the kernel inputs and PreScore skips its shape's full
+ask left here (``ShardKernels.prepare``): nothing decoded, no plugin run for it. Its
+answer is the full ask's for the same window: the columns, requests and skips of the
+plugins scored here read the shape alone, and the coordinator checks the pod's own
+PreScore skips against the reported ones as for any pod.
 
 Everything a pod that fails needs (each node's Status for the FitError and PostFilter) is
 never sent: such a pod is FAILED here and evaluated on the coordinator's replica.
