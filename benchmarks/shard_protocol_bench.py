@@ -101,7 +101,9 @@ def attempts(nodes: int, shards: int, protocol: str, pods: int = 640) -> dict[st
             if protocol == "batched":
                 source.prefetch_batch(frameworks, batch, *args, False)
             elif protocol == "reduced":
-                source.reduce_batch(frameworks, batch, *args, len(batch))
+                source.reduce_batch(
+                    frameworks, batch, *args, len(batch), fast.pre_cycle if fast else None
+                )
             for pod in batch:
                 res = sched.schedule_pod(fwk, CycleState(), pod, router.table, cache.snapshot, None, source)  # fmt: skip
                 host = res.suggested_host

@@ -126,6 +126,7 @@ class SchedulingCycle:
                     self.algorithm.next_start_node_index,
                     self.algorithm.percentage_of_nodes_to_score,
                     len(batch),
+                    self.algorithm.fast.pre_cycle,
                 )
             return
         start(

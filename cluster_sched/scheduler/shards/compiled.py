@@ -48,7 +48,7 @@ from cluster_sched.scheduler.compiled_scores import (
     score_columns,
 )
 
-__all__ = ["ShardKernels"]
+__all__ = ["PreparedShape", "ShardKernels"]
 
 #: Filter plugins taken as a verdict column (their verdicts are the node's and pod's own)
 COLUMN_FILTERS = frozenset(
@@ -65,6 +65,18 @@ class _Shape:
     normalized: tuple[NormalizedScore, ...]
     extra: np.ndarray | None
     requests: PodRequests
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedShape:
+    """A pod shape's kernel inputs over one node-table state (``ShardKernels.prepare``)."""
+
+    profile: KernelProfile
+    shape: _Shape
+    #: the normalised plugins' names, in ``shape.normalized``'s order
+    names: tuple[str, ...]
+    #: (id(table), node_version) the columns were made for
+    version: tuple[int, int]
 
 
 class ShardKernels:
@@ -97,6 +109,21 @@ class ShardKernels:
         the raw normalised-plugin columns, or None for the numpy path. ``normalize``
         False: the totals leave the normalised plugins out (the caller adds them under
         maxima of its own)."""
+        prepared = self.prepare(fwk, state, pod, doc, facts, table)
+        return None if prepared is None else self.run(prepared, table, rows, normalize)
+
+    def prepare(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        doc: Any,
+        facts: Any,
+        table: NodeTable,
+    ) -> PreparedShape | None:
+        """The kernel's inputs for ``pod``'s shape over ``table`` (PreScore done), or None
+        where the kernel does not model the pod: every pod of the shape may then be
+        evaluated by ``run`` alone (``reduce``'s compact asks)."""
         profile = self._profile(fwk)
         if profile is None or not isinstance(doc, dict):
             return None
@@ -124,6 +151,17 @@ class ShardKernels:
             self._shapes[key] = shape
         if not self._small or not self._in_domain(table, pod):
             return None
+        return PreparedShape(profile, shape, tuple(self._names(fwk, state)), version)
+
+    @staticmethod
+    def run(
+        prepared: PreparedShape, table: NodeTable, rows: np.ndarray, normalize: bool = True
+    ) -> tuple[Evaluation, dict[str, np.ndarray]]:
+        """``evaluate`` of ``rows`` for a pod of ``prepared``'s shape (the same node-table
+        state: ``prepared.version``)."""
+        if prepared.version != (id(table), table.node_version):
+            raise ValueError("a prepared shape of another node-table state")
+        shape = prepared.shape
         query = PodQuery(
             shape.requests,
             start=0,
@@ -132,10 +170,8 @@ class ShardKernels:
             extra=shape.extra,
             stable=True,
         )
-        ev = evaluate_pod(table, profile, query, len(rows), rows)
-        return ev, {
-            name: s.raw for name, s in zip(self._names(fwk, state), shape.normalized, strict=True)
-        }
+        ev = evaluate_pod(table, prepared.profile, query, len(rows), rows)
+        return ev, {name: n.raw for name, n in zip(prepared.names, shape.normalized, strict=True)}
 
     @staticmethod
     def _names(fwk: Framework, state: CycleState) -> list[str]:

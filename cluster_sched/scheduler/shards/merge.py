@@ -5,7 +5,9 @@ What is sent (``reduce`` has the shard's side). When the compiled path would
 answer the batch's attempts and the dispatch rule (``dispatch``) gives them to the
 shards, the coordinator predicts each pod's window as ``prefetch`` does (it starts
 where the previous pod's ended and holds numFeasibleNodesToFind rows of the node order),
-runs its PreFilter, and encodes the chunk once: every shard receives the same object
+runs its PreFilter (through the cycle's ``pre_cycle`` cache when given), and encodes
+the chunk once, a pod shape's manifest and state with its first pod only (``_shape_key``;
+the others are compact asks, ``reduce``): every shard receives the same object
 (one ``ray.put``) and only its own pending deltas beside it. So the coordinator's cost
 per pod does not grow with the shard count, and what it sends does not grow with the
 window (a window is two integers; the order travels once per node-set change).
@@ -58,7 +60,7 @@ from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, shape_refs
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
 from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
@@ -89,16 +91,18 @@ def predict_windows(
     snapshot: Any,
     next_start: int,
     percentage: int | None,
+    pre_cycle: PreCycleReuse | None = None,
 ) -> list[ReducedItem]:
     """The batch's questions in queue order, as long as each can be predicted (the first
-    that cannot ends the list: later windows depend on it)."""
+    that cannot ends the list: later windows depend on it); ``pre_cycle`` as for
+    ``predictable_state``."""
     n = table.n_nodes
     items: list[ReducedItem] = []
     for pod in pods:
         fwk = frameworks.get(pod.scheduler_name)
         if fwk is None or n < 2 or _signed(fwk, pod):
             break
-        state = predictable_state(fwk, pod, snapshot)
+        state = predictable_state(fwk, pod, snapshot, pre_cycle)
         if state is None:
             break
         pct = fwk.percentage_of_nodes_to_score
@@ -131,6 +135,23 @@ def chunk_of(position: int) -> int:
         if position < end:
             return i
     return len(CHUNK_ENDS) + (position - CHUNK_ENDS[-1]) // 64
+
+
+def _shape_key(it: ReducedItem) -> tuple[Any, ...]:
+    """What a shard's answer for ``it`` depends on besides its window, by identity: the
+    profile, the parsed spec objects its plugins read (``pre_cycle.shape_refs``: pods of
+    one spec share them, and the items of a batch hold them alive, so equal identities
+    are equal values), its namespace and its PreFilter skips. Pods with equal keys have
+    the same state after PreFilter (``predictable_state``: no cross-node or volume state)
+    and the same PreScore skips of the plugins the shards score; the cluster-wide facts
+    ImageLocality reads are the snapshot's for the same images. The coordinator still
+    checks each pod's PreScore skips against the shards' (``take``)."""
+    return (
+        id(it.fwk),
+        *map(id, shape_refs(it.pod)),
+        it.pod.meta.namespace,
+        it.skip_filter,
+    )
 
 
 def _signed(fwk: Framework, pod: Pod) -> bool:
@@ -209,8 +230,17 @@ class ReducedBatch:
                 w.rows, w.n = w.positions, len(order)
                 self._shards.append(w)
         chunks: dict[int, list[dict[str, Any]]] = {}
+        #: per chunk, the shapes it carries in full: (chunk, shape key) -> ask index
+        shapes: dict[tuple[Any, ...], int] = {}
         for it in items:
-            chunks.setdefault(it.chunk, []).append(
+            asks = chunks.setdefault(it.chunk, [])
+            key = (it.chunk, *_shape_key(it))
+            shape = shapes.get(key)
+            if shape is not None:  # compact: the shard reuses the shape's full ask
+                asks.append({"shape": shape, "start": it.start, "width": it.width})
+                continue
+            shapes[key] = len(asks)
+            asks.append(
                 {
                     "profile": it.fwk.profile_name,
                     "pod": it.pod.raw if it.pod.raw is not None else it.pod,
@@ -218,6 +248,7 @@ class ReducedBatch:
                     "facts": facts(snapshot, it.pod),
                     "start": it.start,
                     "width": it.width,
+                    "shape": len(asks),
                 }
             )
         out = []

@@ -22,6 +22,7 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.merge import (
     ReducedBatch,
@@ -76,12 +77,16 @@ class ReducedCalls:
         next_start: int,
         percentage: int | None,
         batch_size: int,
+        pre_cycle: PreCycleReuse | None = None,
     ) -> bool:
-        """Predict and send the batch's questions; False when the replica takes them."""
+        """Predict and send the batch's questions; False when the replica takes them.
+        ``pre_cycle``: the cycle's shared PreFilter answers (``predictable_state``)."""
         src = self.source
         table: NodeTable = src.table
         self.end()
-        items = predict_windows(frameworks, pods, table, snapshot, next_start, percentage)
+        items = predict_windows(
+            frameworks, pods, table, snapshot, next_start, percentage, pre_cycle
+        )
         if not items:
             return False
         if not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):

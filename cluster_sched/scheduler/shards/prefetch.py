@@ -51,11 +51,12 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import FilterOutcome, Framework
+from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible_node
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN, PreCycleReuse
 from cluster_sched.scheduler.shards.speculation import SpeculativeScores, speculation_wanted
 
 __all__ = [
@@ -100,9 +101,13 @@ def state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
     )
 
 
-def predictable_state(fwk: Framework | None, pod: Pod, snapshot: Any) -> CycleState | None:
+def predictable_state(
+    fwk: Framework | None, pod: Pod, snapshot: Any, pre_cycle: PreCycleReuse | None = None
+) -> CycleState | None:
     """The pod's state after PreFilter when its first Filter question can be predicted
-    and answered by a shard (module docstring), else None."""
+    and answered by a shard (module docstring), else None. ``pre_cycle``: the cycle's
+    shared PreFilter answers (``pre_cycle``), so a pod of a known shape costs a copy
+    here, and its cycle's own PreFilter then a copy again, not two runs of its plugins."""
     if (
         fwk is None
         or not fwk.filter
@@ -113,7 +118,10 @@ def predictable_state(fwk: Framework | None, pod: Pod, snapshot: Any) -> CycleSt
     ):
         return None
     state = CycleState()
-    pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
+    if pre_cycle is not None and isinstance(snapshot, Snapshot):
+        pre_res, status, _ = pre_cycle.pre_filter(fwk, state, pod, snapshot)
+    else:
+        pre_res, status, _ = fwk.run_pre_filter(state, pod, snapshot)
     if pre_res is not None or not status.is_success or not state_is_the_pods(fwk, pod, state):
         return None
     return state

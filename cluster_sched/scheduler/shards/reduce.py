@@ -2,9 +2,10 @@
 evaluated over the shard's own rows, answered by reductions, not rows.
 
 The coordinator sends one payload per chunk of a popped batch, the same bytes to every
-shard (one object in Ray's object store, its reference sent to each shard): per pod its
-profile, manifest, CycleState after PreFilter, the cluster-wide facts, and its predicted
-window as ``(start, width)`` in the replica's node order (``NodeTable.order()``, nodeTree
+shard (one object in Ray's object store, its reference sent to each shard): per pod
+shape (``merge._shape_key``) its first pod's profile, manifest, CycleState after
+PreFilter and the cluster-wide facts, and per pod its predicted window as ``(start,
+width)`` in the replica's node order (``NodeTable.order()``, nodeTree
 order). The order itself travels only when it changed (``order_version``, the replica's
 ``node_version``): replica rows in order. Each shard knows which replica row each of its
 rows mirrors (the ``node`` delta names it), so it finds its rows of a window and their
@@ -29,6 +30,13 @@ Per pod a shard answers (``PodReduction``):
   PreScore must Skip, as ``speculation`` requires for the same reason);
 - ``skipped``: the plugins PreScore skipped (the coordinator's must be the same).
 
+A compact ask (a pod of a shape an earlier ask of the chunk carried: its window and that
+ask's index only) is answered with the kernel inputs and PreScore skips its shape's full
+ask left here (``ShardKernels.prepare``): nothing decoded, no plugin run for it. Its
+answer is the full ask's for the same window: the columns, requests and skips of the
+plugins scored here read the shape alone, and the coordinator checks the pod's own
+PreScore skips against the reported ones as for any pod.
+
 Everything a pod that fails needs (each node's Status for the FitError and PostFilter) is
 never sent: such a pod is FAILED here and evaluated on the coordinator's replica.
 """
@@ -47,6 +55,7 @@ from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.state_codec import decode_state, decode_value
 from cluster_sched.kernels import STATUS_OK
 from cluster_sched.plugins import names
+from cluster_sched.scheduler.shards.compiled import PreparedShape
 
 __all__ = [
     "DEFAULT_NORMALIZED",
@@ -138,7 +147,56 @@ class ShardWindows:
         return rows, pos
 
 
-def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> PodReduction:
+@dataclass(slots=True)
+class _Known:
+    """What a chunk's full ask of a shape left for the compact asks of that shape: the
+    kernel's inputs and the PreScore skips, or None (every pod of the shape UNSUPPORTED
+    here: the coordinator evaluates it)."""
+
+    prepared: PreparedShape | None
+    skipped: frozenset[str] = frozenset()
+
+
+def _empty() -> PodReduction:
+    """The answer of a shard that holds no row of the window."""
+    return PodReduction(OK, -1, np.zeros(0, dtype=np.bool_), {}, frozenset())
+
+
+def _by_kernel(core: Any, known: _Known, rows: np.ndarray) -> PodReduction:
+    """A compact ask: the shape's kernel inputs over the pod's rows of its window (one
+    row is evaluated twice: the kernel scores two rows or more)."""
+    if known.prepared is None:
+        return PodReduction(UNSUPPORTED)
+    one = len(rows) == 1
+    ev, columns = core.kernels.run(known.prepared, core.table, np.repeat(rows, 2) if one else rows)
+    return _kernel_answer(ev, columns, rows, known.skipped, 2 if one else 1)
+
+
+def _kernel_answer(
+    ev: Any, columns: Mapping[str, np.ndarray], rows: np.ndarray, skipped: frozenset[str], k: int
+) -> PodReduction:
+    if len(ev.feasible_rows) != len(rows) * k:
+        return PodReduction(FAILED)
+    if ev.status != STATUS_OK:
+        return PodReduction(INVALID)
+    maxima = {name: int(col[rows].max()) for name, col in columns.items()}
+    if k > 1:
+        return PodReduction(OK, int(ev.totals[0]), np.ones(1, dtype=np.bool_), maxima, skipped)
+    ties = np.zeros(len(rows), dtype=np.bool_)
+    ties[ev.ties] = True
+    return PodReduction(OK, ev.best, ties, maxima, skipped)
+
+
+def _reduce_pod(
+    core: Any, ask: Mapping[str, Any], windows: ShardWindows, known: dict[int, _Known]
+) -> PodReduction:
+    rows, _ = windows.window(int(ask["start"]), int(ask["width"]))
+    shape = ask.get("shape")
+    if "pod" not in ask:  # a compact ask: a pod of a shape this chunk already carried
+        if not len(rows):
+            return _empty()
+        got = known.get(int(shape)) if shape is not None else None
+        return PodReduction(UNSUPPORTED) if got is None else _by_kernel(core, got, rows)
     fwk = core.frameworks[ask["profile"]]
     pod = core.pod_of(ask["pod"])
     state = decode_state(ask["state"])
@@ -147,34 +205,29 @@ def _reduce_pod(core: Any, ask: Mapping[str, Any], windows: ShardWindows) -> Pod
         num_nodes if num_nodes >= 0 else core.table.n_nodes,
         {k: (int(v[0]), int(v[1])) for k, v in images.items()},
     )
-    rows, _ = windows.window(int(ask["start"]), int(ask["width"]))
-    if not len(rows):
-        return PodReduction(OK, -1, np.zeros(0, dtype=np.bool_), {}, frozenset())
+    # PreScore even when the shard holds no row of this pod's window: the shape's
+    # compact asks may hold rows (the skips of the plugins scored here read the pod alone)
     nodes = NodeSlice(core.table, rows)
-    if not fwk.run_pre_score(state, pod, fwk.handle.snapshot, nodes).is_success:
-        return PodReduction(UNSUPPORTED)
+    pre_score = fwk.run_pre_score(state, pod, fwk.handle.snapshot, nodes).is_success
     skipped = frozenset(state.skip_score_plugins)
-    active = fwk.active_score_plugins(state)
-    if any(
+    supported = pre_score and not any(
         getattr(pl, "normalize_score", None) is not None and pl.name not in DEFAULT_NORMALIZED
-        for pl in active
-    ):
-        return PodReduction(UNSUPPORTED)
-    compiled = (
-        core.kernels.evaluate(fwk, state, pod, ask["pod"], ask["facts"], core.table, rows)
-        if len(rows) > 1
+        for pl in fwk.active_score_plugins(state)
+    )
+    prepared = (
+        core.kernels.prepare(fwk, state, pod, ask["pod"], ask["facts"], core.table)
+        if supported
         else None
     )
-    if compiled is not None:
-        ev, columns = compiled
-        if len(ev.feasible_rows) != len(rows):
-            return PodReduction(FAILED)
-        if ev.status != STATUS_OK:
-            return PodReduction(INVALID)
-        maxima = {name: int(col[rows].max()) for name, col in columns.items()}
-        ties = np.zeros(len(rows), dtype=np.bool_)
-        ties[ev.ties] = True
-        return PodReduction(OK, ev.best, ties, maxima, skipped)
+    if shape is not None:
+        known[int(shape)] = _Known(prepared, skipped) if supported else _Known(None)
+    if not len(rows):
+        return _empty()
+    if not supported:
+        return PodReduction(UNSUPPORTED)
+    if prepared is not None and len(rows) > 1:
+        ev, columns = core.kernels.run(prepared, core.table, rows)
+        return _kernel_answer(ev, columns, rows, skipped, 1)
     # the plugins' numpy path: the same answer where the kernel does not model the pod
     if not fwk.run_filter(state, pod, nodes).passed.all():
         return PodReduction(FAILED)
@@ -205,5 +258,9 @@ def reduce_payload(
     if order is not None:
         windows.set_order(np.frombuffer(order, dtype=np.int64), int(doc["order_version"]))
     fresh = windows.version == int(doc["order_version"]) and windows.n == int(doc["n"])
-    out = [_reduce_pod(core, ask, windows) if fresh else PodReduction(STALE) for ask in doc["asks"]]
+    known: dict[int, _Known] = {}
+    out = [
+        _reduce_pod(core, ask, windows, known) if fresh else PodReduction(STALE)
+        for ask in doc["asks"]
+    ]
     return time.perf_counter() - began, out

@@ -33,6 +33,7 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
+from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.pipeline import ReducedCalls
 from cluster_sched.scheduler.shards.prefetch import BatchPrefetch, PrefetchItem, predict
@@ -392,13 +393,18 @@ class ShardedSource:
         next_start: int,
         percentage: int | None,
         batch_size: int,
+        pre_cycle: PreCycleReuse | None = None,
     ) -> bool:
         """Send the batch's questions by the reduced protocol when the dispatch rule gives
-        it to the shards (``pipeline``); False: the replica answers them."""
+        it to the shards (``pipeline``); False: the replica answers them. ``pre_cycle``:
+        the cycle's shared PreFilter answers, so the prediction does not run PreFilter
+        again for a pod of a known shape."""
         self.end_batch()
         if not pods or not self.reduced.available():
             return False
-        return self.reduced.send(frameworks, pods, snapshot, next_start, percentage, batch_size)
+        return self.reduced.send(
+            frameworks, pods, snapshot, next_start, percentage, batch_size, pre_cycle
+        )
 
     def _read_batch(self, item: PrefetchItem) -> None:
         """Collect the replies of the calls up to ``item``'s chunk (each once): every

@@ -1,0 +1,91 @@
+"""A shard answers a compact ask (a pod whose shape an earlier ask of the chunk carried in
+full: only its window travels) exactly as it answers that pod's full ask (``reduce``)."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.state_codec import encode_state, encode_value
+from cluster_sched.scheduler.shards.core import ShardCore
+from cluster_sched.scheduler.shards.reduce import PodReduction, reduce_payload
+from tests.scheduler.shards.shard_runs import reducible_workload
+
+N_NODES = 120
+
+
+def _core(docs: list[dict[str, Any]]) -> ShardCore:
+    """A shard holding every other node of ``docs`` (replica row = position in order)."""
+    core = ShardCore(0)
+    nodes = [d for d in docs if d["kind"] == "Node"]
+    core.apply([["node", d, i // 2, i] for i, d in enumerate(nodes) if i % 2 == 0])
+    return core
+
+
+def _full(core: ShardCore, doc: dict[str, Any], start: int, width: int) -> dict[str, Any]:
+    pod = parse_object(doc)
+    assert isinstance(pod, Pod)
+    fwk = core.frameworks[pod.scheduler_name]
+    state = CycleState()
+    fwk.run_pre_filter(state, pod, core.snapshot)
+    return {
+        "profile": pod.scheduler_name,
+        "pod": doc,
+        "state": encode_state(state),
+        "facts": [-1, {}],
+        "start": start,
+        "width": width,
+    }
+
+
+def _answers(core: ShardCore, asks: list[dict[str, Any]], order: bool) -> list[PodReduction]:
+    doc: dict[str, Any] = {"order_version": 1, "n": N_NODES, "asks": asks}
+    if order:
+        doc["order"] = np.arange(N_NODES, dtype=np.int64).tobytes()
+    return reduce_payload(core, core.windows, encode_value(doc))[1]
+
+
+def _same(a: PodReduction, b: PodReduction) -> bool:
+    ties = (a.ties is None and b.ties is None) or (
+        a.ties is not None and b.ties is not None and a.ties.tolist() == b.ties.tolist()
+    )
+    return (a.status, a.best, a.maxima, a.skipped) == (
+        b.status,
+        b.best,
+        b.maxima,
+        b.skipped,
+    ) and ties
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_compact_asks_are_answered_as_full_asks(seed: int) -> None:
+    docs = reducible_workload(seed, n_nodes=N_NODES, n_pods=40)
+    core = _core(docs)
+    rng = random.Random(seed)
+    pods = [d for d in docs if d["kind"] == "Pod"]
+    windows = [(rng.randrange(N_NODES), rng.choice([1, 2, 3, 7, 60, N_NODES])) for _ in pods]
+    full = [_full(core, d, s, w) for d, (s, w) in zip(pods, windows, strict=True)]
+    expect = _answers(core, full, order=True)
+    first: dict[str, int] = {}
+    compact = []
+    for i, (d, (s, w)) in enumerate(zip(pods, windows, strict=True)):
+        key = json.dumps(d["spec"], sort_keys=True)
+        if key in first:
+            compact.append({"shape": first[key], "start": s, "width": w})
+        else:
+            first[key] = i
+            compact.append({**full[i], "shape": i})
+    assert len(first) < len(pods), "some pods share a shape"
+    got = _answers(core, compact, order=False)
+    assert len(got) == len(expect)
+    for i, (a, b) in enumerate(zip(got, expect, strict=True)):
+        assert _same(a, b), (i, compact[i], a, b)
