@@ -136,6 +136,11 @@ class ShardKernels:
         key = (
             id(fwk),
             encode_value([spec.get(f) for f in _SPEC_FIELDS]),
+            # the amounts the resource plugins read: containers plus spec.overhead and
+            # pod-level resources, which the spec fields above do not all carry
+            tuple(sorted(pod.requests.items())),
+            pod.nonzero_cpu,
+            pod.nonzero_memory,
             spec.get("nodeName"),
             frozenset(state.skip_filter_plugins),
             frozenset(state.skip_score_plugins),

@@ -89,3 +89,31 @@ def test_compact_asks_are_answered_as_full_asks(seed: int) -> None:
     assert len(got) == len(expect)
     for i, (a, b) in enumerate(zip(got, expect, strict=True)):
         assert _same(a, b), (i, compact[i], a, b)
+
+
+def test_a_shape_remembered_by_the_shard_includes_the_pods_overhead() -> None:
+    """Two pods with the same containers but different ``spec.overhead`` (a
+    RuntimeClass's) request different amounts: the shard's shape cache must not answer
+    the second with the first one's requests."""
+    docs = reducible_workload(3, n_nodes=N_NODES, n_pods=1)
+    nodes = [d for d in docs if d["kind"] == "Node"]
+    for node in nodes:
+        node["status"] = {"capacity": {"cpu": "2", "memory": "16Gi", "pods": 30}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "plain", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+    }
+    heavy = json.loads(json.dumps(pod))
+    heavy["metadata"]["name"] = "heavy"
+    heavy["spec"]["overhead"] = {"cpu": "3"}
+
+    warm = _core(nodes)
+    plain_first = _answers(warm, [_full(warm, pod, 0, N_NODES)], order=True)
+    heavy_after = _answers(warm, [_full(warm, heavy, 0, N_NODES)], order=False)
+    fresh = _core(nodes)
+    heavy_alone = _answers(fresh, [_full(fresh, heavy, 0, N_NODES)], order=True)
+    assert plain_first[0].best >= 0  # 1 cpu fits a 2-cpu node
+    assert _same(heavy_after[0], heavy_alone[0]), (heavy_after[0], heavy_alone[0])
+    assert heavy_alone[0].status != plain_first[0].status  # 4 cpu fits nowhere
