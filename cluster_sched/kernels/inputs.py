@@ -117,6 +117,20 @@ class KernelProfile:
         )
 
 
+class KernelProfiles:
+    """``KernelProfile.from_framework`` once per framework: the compiled path and the
+    shards' kernels ask for it on every pod, and a framework's plugins never change."""
+
+    def __init__(self) -> None:
+        self._by_framework: dict[int, KernelProfile | None] = {}
+
+    def of(self, fwk: Framework) -> KernelProfile | None:
+        key = id(fwk)
+        if key not in self._by_framework:
+            self._by_framework[key] = KernelProfile.from_framework(fwk)
+        return self._by_framework[key]
+
+
 @dataclass(frozen=True, slots=True)
 class PodRequests:
     """One pod's inputs to the two resource plugins: exactly their CycleState."""

@@ -37,6 +37,7 @@ from cluster_sched.kernels import (
     VALUE_LIMIT,
     Evaluation,
     KernelProfile,
+    KernelProfiles,
     NormalizedScore,
     PodQuery,
     PodRequests,
@@ -143,7 +144,7 @@ class FastPath:
     def __init__(self, *, share_pre_cycle: bool = False) -> None:
         #: PreFilter/PreScore shared by pods of one shape (off when plugins are timed)
         self.pre_cycle = PreCycleReuse() if share_pre_cycle else None
-        self._profiles: dict[int, KernelProfile | None] = {}
+        self._profiles = KernelProfiles()
         #: (table id, node_version) -> whether every allocatable is below VALUE_LIMIT
         self._small_nodes: tuple[int, int, bool] = (0, -1, False)
         self._by_requests: dict[tuple[object, ...], PodRequests] = {}
@@ -165,12 +166,6 @@ class FastPath:
         if self.pre_cycle is not None:
             out.update(self.pre_cycle.counters())
         return out
-
-    def _profile(self, fwk: Framework) -> KernelProfile | None:
-        key = id(fwk)
-        if key not in self._profiles:
-            self._profiles[key] = KernelProfile.from_framework(fwk)
-        return self._profiles[key]
 
     def find_feasible(
         self,
@@ -240,7 +235,7 @@ class FastPath:
         """The kernel profile and the other active Filter plugins when the compiled path
         may answer for ``pod`` (every Filter a column plugin, values in the kernel's
         domain); (None, []) to run the numpy path."""
-        profile = self._profile(fwk)
+        profile = self._profiles.of(fwk)
         if profile is None or not fwk.score or fwk.handle.extenders:
             return None, []
         active = [pl for pl in fwk.filter if pl.name not in state.skip_filter_plugins]
@@ -383,7 +378,7 @@ class FastPath:
     ) -> Evaluation | None:
         """Weighted totals and best-score ties over ``found.rows`` (PreScore done), or None
         for the numpy path."""
-        profile = self._profile(fwk)
+        profile = self._profiles.of(fwk)
         assert profile is not None
         active = fwk.active_score_plugins(state)
         per_pod = [pl for pl in active if pl.name in PER_POD_SCORES]

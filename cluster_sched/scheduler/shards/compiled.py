@@ -34,6 +34,7 @@ from cluster_sched.kernels import (
     VALUE_LIMIT,
     Evaluation,
     KernelProfile,
+    KernelProfiles,
     NormalizedScore,
     PodQuery,
     PodRequests,
@@ -83,16 +84,10 @@ class ShardKernels:
     """Per-profile kernel inputs and per-shape columns of one shard's table."""
 
     def __init__(self) -> None:
-        self._profiles: dict[int, KernelProfile | None] = {}
+        self._profiles = KernelProfiles()
         self._shapes: dict[tuple[Any, ...], _Shape] = {}
         self._version: tuple[int, int] = (-1, -1)
         self._small = False
-
-    def _profile(self, fwk: Framework) -> KernelProfile | None:
-        key = id(fwk)
-        if key not in self._profiles:
-            self._profiles[key] = KernelProfile.from_framework(fwk)
-        return self._profiles[key]
 
     def evaluate(
         self,
@@ -124,7 +119,7 @@ class ShardKernels:
         """The kernel's inputs for ``pod``'s shape over ``table`` (PreScore done), or None
         where the kernel does not model the pod: every pod of the shape may then be
         evaluated by ``run`` alone (``reduce``'s compact asks)."""
-        profile = self._profile(fwk)
+        profile = self._profiles.of(fwk)
         if profile is None or not isinstance(doc, dict):
             return None
         version = (id(table), table.node_version)
