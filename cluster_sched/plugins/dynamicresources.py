@@ -261,17 +261,20 @@ class DynamicResources:
                 )
             ]
             counted = False
+            timeout = cycle.filter_timeout
+            deadline = time.monotonic() + timeout if timeout > 0 else None
             if dra is not None and cycle.need is not None:
                 # the pre-check: too few free devices of a class, no allocator run
                 short = any(dra.free_count(cls, node.name) < n for cls, n in cycle.need.items())
                 if short:
-                    fail(i, UNRESOLVABLE, ERR_CANNOT_ALLOCATE)
+                    # it stands for the allocator's search: a node whose time ran out by
+                    # then is timed out, as upstream's search would still have been running
+                    late = deadline is not None and time.monotonic() >= deadline
+                    fail(i, UNRESOLVABLE, ERR_TIMED_OUT if late else ERR_CANNOT_ALLOCATE)
                     continue
                 counted = cycle.simple  # fits; Reserve allocates on the chosen node
             found: list[AllocationResult] | None = None
             if cycle.allocator is not None and not counted:
-                timeout = cycle.filter_timeout
-                deadline = time.monotonic() + timeout if timeout > 0 else None
                 try:
                     found = cycle.allocator.allocate(node, claims, deadline)
                 except AllocationFailedOnNode as err:
