@@ -2,8 +2,11 @@
 validation a bad manifest would meet there (one field named per error).
 
 Gated fields the scheduler does not model with v1.35's default gates (partitionable
-devices' counters, consumable capacity, binding conditions, device taints) are refused
-with an error naming the field and the gate, rather than silently ignored.
+devices' counters, consumable capacity, binding conditions) are refused with an error
+naming the field and the gate, rather than silently ignored. Device taints and request
+tolerations (DRADeviceTaints, off) are dropped instead, as upstream's API server drops
+them on write while the gate is off: the allocator never sees them (upstream plugin case
+tainted-device-disabled: a tainted device is allocated).
 """
 
 from __future__ import annotations
@@ -61,8 +64,6 @@ _GATED = {
     "bindingConditions": "DRADeviceBindingConditions",
     "bindingFailureConditions": "DRADeviceBindingConditions",
     "bindsToNode": "DRADeviceBindingConditions",
-    "taints": "DRADeviceTaints",
-    "tolerations": "DRADeviceTaints",
     "capacity": "DRAConsumableCapacity",
     "distinctAttribute": "DRAConsumableCapacity",
     "extendedResourceName": "DRAExtendedResource",
@@ -75,7 +76,6 @@ _DEVICE_GATED = (
     "bindingConditions",
     "bindingFailureConditions",
     "bindsToNode",
-    "taints",
 )
 
 
@@ -239,7 +239,7 @@ def decode_resource_slice(doc: Mapping[str, Any]) -> ResourceSlice:
 
 
 def _exact(value: Mapping[str, Any], path: str, name: str = "") -> ExactRequest:
-    _gated(value, ("tolerations", "capacity"), path)
+    _gated(value, ("capacity",), path)
     class_name = d.required_string(value.get("deviceClassName"), f"{path}.deviceClassName")
     mode = d.string(value.get("allocationMode"), f"{path}.allocationMode") or (
         ALLOCATION_MODE_EXACT_COUNT
