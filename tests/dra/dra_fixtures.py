@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from cluster_sched.api.manifest import parse_object
@@ -105,3 +106,120 @@ def node(name: str = "node-1", **labels: str) -> dict[str, Any]:
 
 def parse(doc: dict[str, Any]) -> Any:
     return parse_object(doc)
+
+
+# -- upstream's plugin test objects (pkg/scheduler/framework/plugins/dynamicresources/
+#    dynamicresources_test.go, v1.35): pod my-pod (uid 1234) in default, claims
+#    my-pod-my-resource[-2] of class my-resource-class (no selectors), driver some-driver,
+#    node worker[-2|-3] whose slice (pool = node name) has devices instance-N
+
+UP_DRIVER = "some-driver"
+UP_CLASS = "my-resource-class"
+UP_POD = "my-pod"
+UP_POD_UID = "1234"
+UP_CLAIM = "my-pod-my-resource"
+UP_CLAIM2 = "my-pod-my-resource-2"
+UP_FINALIZER = "resource.kubernetes.io/delete-protection"
+#: brokenSelector: the attribute only worker-2 and worker-3 have
+UP_BROKEN = f'device.attributes["{UP_DRIVER}"].healthy'
+
+
+def bare_class(name: str = UP_CLASS, *selectors: str) -> dict[str, Any]:
+    """upstream's deviceClass: no selector of its own (``device_class`` adds the driver's)."""
+    doc = device_class(name, UP_DRIVER)
+    doc["spec"]["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return doc
+
+
+def st_slice(node_name: str, *devices: dict[str, Any], driver: str = UP_DRIVER) -> dict[str, Any]:
+    """st.MakeResourceSlice(node, driver).Device(...): pool named after the node."""
+    return resource_slice(
+        f"{node_name}-{driver}", list(devices), node=node_name, pool=node_name, driver=driver
+    )
+
+
+def sub_request(name: str, count: int = 1, *selectors: str, cls: str = UP_CLASS) -> dict[str, Any]:
+    """st.SubRequest / SubRequestWithSelector: one alternative of a firstAvailable list."""
+    out: dict[str, Any] = {"name": name, "deviceClassName": cls, "count": count}
+    if selectors:
+        out["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    return out
+
+
+def up_claim(name: str = UP_CLAIM, *requests: dict[str, Any], owned: bool = True) -> dict[str, Any]:
+    """st.MakeResourceClaim().Request(class)...; ``owned``: OwnerReference(my-pod, 1234)."""
+    doc = claim(name, *(requests or (request("req-1", UP_CLASS),)))
+    if owned:
+        doc["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": UP_POD, "uid": UP_POD_UID}
+            | {"controller": True}
+        ]
+    return doc
+
+
+def node_name_selector(node_name: str) -> dict[str, Any]:
+    """st.MakeNodeSelector().In("metadata.name", [node], MatchFields)."""
+    match = [{"key": "metadata.name", "operator": "In", "values": [node_name]}]
+    return {"nodeSelectorTerms": [{"matchFields": match}]}
+
+
+def label_selector(key: str, value: str) -> dict[str, Any]:
+    """st.MakeNodeSelector().In(key, [value], MatchExpressions)."""
+    match = [{"key": key, "operator": "In", "values": [value]}]
+    return {"nodeSelectorTerms": [{"matchExpressions": match}]}
+
+
+def allocated(
+    doc: dict[str, Any],
+    results: list[tuple[str, str]] | None = None,
+    *,
+    node_selector: dict[str, Any] | None = None,
+    reserved: bool = False,
+    admin: bool = False,
+) -> dict[str, Any]:
+    """st.FromResourceClaim(doc).Allocation(...): ``results`` are (request, device) on
+    worker's pool (default: req-1 -> instance-1 with worker's selector), the finalizer
+    added; ``reserved``: ReservedForPod(my-pod, 1234); ``admin``: adminAccess(claim)."""
+    out = copy.deepcopy(doc)
+    if results is None:
+        results = [("req-1", "instance-1")]
+        node_selector = node_selector or node_name_selector("worker")
+    items = [
+        {"request": r, "driver": UP_DRIVER, "pool": "worker", "device": d}
+        | ({"adminAccess": True} if admin else {})
+        for r, d in results
+    ]
+    allocation: dict[str, Any] = {"devices": {"results": items}}
+    if node_selector is not None:
+        allocation["nodeSelector"] = node_selector
+    out["metadata"]["finalizers"] = [UP_FINALIZER]
+    out["status"] = {"allocation": allocation}
+    if reserved:
+        out["status"]["reservedFor"] = [{"resource": "pods", "name": UP_POD, "uid": UP_POD_UID}]
+    if admin:
+        for req in out["spec"]["devices"]["requests"]:
+            req["exactly"]["adminAccess"] = True
+    return out
+
+
+def up_pod(*claims: str, template: bool = False, uid: str = UP_POD_UID) -> Any:
+    """podWithClaimName / podWithTwoClaimNames (``claims``: the claims' names, entries
+    my-resource, my-resource-2), or podWithClaimTemplate[InStatus] (``template``: the
+    claim named in status, "" for none)."""
+    from cluster_sched.testing.builders import make_pod
+
+    doc = make_pod(UP_POD).req(cpu="1").obj().raw
+    entries = []
+    for i, name in enumerate(claims or ("",)):
+        entry = "my-resource" + (f"-{i + 1}" if i else "")
+        if template:
+            entries.append({"name": entry, "resourceClaimTemplateName": UP_CLAIM})
+        else:
+            entries.append({"name": entry, "resourceClaimName": name})
+    out = {**doc, "spec": {**doc["spec"], "resourceClaims": entries}}
+    out["metadata"] = {**doc["metadata"], "uid": uid}
+    if template and claims and claims[0]:
+        out["status"] = {
+            "resourceClaimStatuses": [{"name": "my-resource", "resourceClaimName": claims[0]}]
+        }
+    return parse_object(out)
