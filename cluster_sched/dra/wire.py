@@ -9,7 +9,7 @@ from typing import Any
 from cluster_sched.api.objects import Pod
 from cluster_sched.dra.objects import CLAIM_FINALIZER, AllocationResult
 
-__all__ = ["allocation_to_manifest", "bind_claim"]
+__all__ = ["allocation_to_manifest", "bind_claim", "unreserve_claim"]
 
 
 def allocation_to_manifest(allocation: AllocationResult) -> dict[str, Any]:
@@ -65,3 +65,23 @@ def bind_claim(store: Any, key: str, allocation: AllocationResult | None, pod: P
     status["reservedFor"] = refs
     store.apply(doc, source="DynamicResources")
     return ""
+
+
+def unreserve_claim(store: Any, key: str, pod: Pod) -> None:
+    """Unreserve's write for one claim (upstream: a strategic-merge patch deleting the
+    pod's ``status.reservedFor`` entry by uid) when the claim is allocated and reserved
+    for the pod, as after a PreBind whose binding then failed. The allocation stays."""
+    doc = store.get("ResourceClaim", key)
+    status = (doc or {}).get("status") or {}
+    refs = list(status.get("reservedFor") or [])
+    if doc is None or status.get("allocation") is None:
+        return
+    kept = [ref for ref in refs if ref.get("uid") != pod.uid]
+    if len(kept) == len(refs):
+        return
+    doc = copy.deepcopy(doc)
+    if kept:
+        doc["status"]["reservedFor"] = kept
+    else:
+        doc["status"].pop("reservedFor", None)
+    store.apply(doc, source="DynamicResources")

@@ -10,8 +10,8 @@ default gates: the "incubating" allocator, prioritized lists and admin access on
   only on nodes that see any device at all (the others fail as a column).
 - PostFilter: deallocates one allocated claim that was unavailable and is reserved by
   nobody else, so the next attempt can allocate it elsewhere.
-- Reserve/Unreserve: the allocation chosen for the node goes in flight in the DRA
-  listers, so no later pod (of this batch or the next) can take its devices.
+- Reserve/Unreserve: the allocation goes in flight in the DRA listers, so no later pod
+  can take its devices; Unreserve drops the pod from a claim's ``status.reservedFor``.
 - PreBind: writes ``status.allocation`` (with the finalizer) and ``status.reservedFor``.
 
 Status strings are upstream's. Per-cycle data stays in the plugin (keyed by pod): the
@@ -51,7 +51,7 @@ from cluster_sched.dra.podclaims import (
     reserved_for_pod,
 )
 from cluster_sched.dra.state import PodCycle, Reserved, Token
-from cluster_sched.dra.wire import bind_claim
+from cluster_sched.dra.wire import bind_claim, unreserve_claim
 from cluster_sched.features import (
     DRA_ADMIN_ACCESS,
     DRA_PRIORITIZED_LIST,
@@ -434,8 +434,11 @@ class DynamicResources:
         dra = self._dra()
         if cycle is None or dra is None:
             return
+        store = getattr(self._handle.binder, "store", None)
         for claim in cycle.claims:
             dra.remove_pending(claim.meta.uid)
+            if store is not None:
+                unreserve_claim(store, claim.key, pod)
 
     # -- PreBind
 
