@@ -178,12 +178,13 @@ def allocated(
     admin: bool = False,
 ) -> dict[str, Any]:
     """st.FromResourceClaim(doc).Allocation(...): ``results`` are (request, device) on
-    worker's pool (default: req-1 -> instance-1 with worker's selector), the finalizer
+    worker's pool (default: req-1 -> instance-1), on worker unless ``node_selector``; the finalizer
     added; ``reserved``: ReservedForPod(my-pod, 1234); ``admin``: adminAccess(claim)."""
     out = copy.deepcopy(doc)
     if results is None:
         results = [("req-1", "instance-1")]
-        node_selector = node_selector or node_name_selector("worker")
+    if node_selector is None:
+        node_selector = node_name_selector("worker")
     items = [
         {"request": r, "driver": UP_DRIVER, "pool": "worker", "device": d}
         | ({"adminAccess": True} if admin else {})
