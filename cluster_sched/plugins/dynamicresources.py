@@ -38,7 +38,6 @@ from cluster_sched.dra.allocator import (
 )
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import (
-    FIRST_AVAILABLE_MAX_SIZE,
     RESERVED_FOR_MAX_SIZE,
     AllocationResult,
     ResourceClaim,
@@ -50,6 +49,7 @@ from cluster_sched.dra.podclaims import (
     pod_claims,
     reserved_for_pod,
 )
+from cluster_sched.dra.scoring import node_scores
 from cluster_sched.dra.state import PodCycle, Reserved, Token
 from cluster_sched.dra.wire import bind_claim, unreserve_claim
 from cluster_sched.features import (
@@ -310,32 +310,11 @@ class DynamicResources:
         return token is None or not token.scores
 
     def score(self, state: CycleState, pod: Pod, nodes: NodeSlice) -> np.ndarray:
-        """Prioritized lists: each allocated subrequest at index i of its request's
-        firstAvailable adds FirstAvailableDeviceRequestMaxSize - i."""
+        """Prioritized lists (``dra.scoring``)."""
         cycle = self._cycle(state)
-        out = np.zeros(len(nodes), dtype=np.int64)
-        if cycle is None or not cycle.node_allocations:
-            return out
-        ranks: dict[str, int] = {}
-        for index in cycle.to_allocate:
-            for req in cycle.claims[index].spec.requests:
-                for i, sub in enumerate(req.first_available):
-                    ranks[f"{cycle.claims[index].key}:{req.name}/{sub.name}"] = (
-                        FIRST_AVAILABLE_MAX_SIZE - i
-                    )
-        if not ranks:
-            return out
-        keys = [cycle.claims[index].key for index in cycle.to_allocate]
-        for i, name in enumerate(nodes.names()):
-            allocations = cycle.node_allocations.get(name)
-            if allocations is None:
-                continue
-            score = 0
-            for key, allocation in zip(keys, allocations, strict=True):
-                subrequests = {r.request for r in allocation.devices if "/" in r.request}
-                score += sum(ranks.get(f"{key}:{sub}", 0) for sub in subrequests)
-            out[i] = score
-        return out
+        if cycle is None:
+            return np.zeros(len(nodes), dtype=np.int64)
+        return node_scores(cycle.claims, cycle.node_allocations, nodes.names())
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
         return default_normalize_score(scores, reverse=False)
