@@ -21,7 +21,8 @@ mix-of-allocated-and-unallocated-claims           ported: 0, no error (#139017 o
                                                   failed Score)
 ================================================  =======================================
 
-The table's neighbour ``TestNormalizeScore`` (7 cases, default gates) is ported at the
+Upstream issue #139016's scenario (the reason for the 8th case) also runs through the
+plugin and ``explain``. The table's neighbour ``TestNormalizeScore`` (7 cases, default gates) is ported at the
 end, against the plugin's ``normalize_score``.
 """
 
@@ -37,7 +38,23 @@ from cluster_sched.dra.objects import AllocationResult, DeviceResult
 from cluster_sched.dra.scoring import ScoreError, compute_score, node_scores
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.plugins.dynamicresources import DynamicResources
-from tests.dra.dra_fixtures import UP_CLAIM2, allocated, parse, sub_request, up_claim
+from tests.dra.dra_fixtures import (
+    UP_CLAIM2,
+    allocated,
+    device,
+    parse,
+    st_slice,
+    sub_request,
+    up_claim,
+)
+from tests.plugins.test_dynamicresources_upstream_table import (
+    CLASS,
+    PENDING,
+    Case,
+    check,
+    pod_two_claims,
+    prioritized_claim,
+)
 
 INT32_MAX = 2**31 - 1
 
@@ -137,6 +154,37 @@ def test_node_scores_fail_like_compute_score() -> None:
     claims, allocations, _ = CASES["more-claims-than-allocations"]
     with pytest.raises(ScoreError):
         node_scores(claims, {"worker": allocations}, ["worker"])
+
+
+def _shared(doc: dict[str, Any]) -> dict[str, Any]:
+    """The claim allocated on every node (no node selector): a shared multi-node claim."""
+    del doc["status"]["allocation"]["nodeSelector"]
+    return doc
+
+
+def test_pod_with_an_allocated_shared_claim_and_a_prioritized_claim_is_scored() -> None:
+    """Upstream issue #139016 through explain: a pod sharing an allocated multi-node claim
+    (its device is worker's instance-1) that also has a claim with a prioritized list (2
+    devices, else 1). Every node fits; each is scored on the pending claim's choice:
+    worker's 2 free devices take subreq-1 (8), worker-2's one subreq-2 (7). v1.35.0 paired
+    the node's single result with the allocated claim and failed Score with "number of
+    allocations 1 is smaller than number of claims"."""
+    choice = ("req-1", [sub_request("subreq-1", 2), sub_request("subreq-2", 1)])
+    check(
+        "allocated-shared-claim-and-prioritized-claim",
+        Case(
+            (
+                _shared(allocated(PENDING)),
+                prioritized_claim(UP_CLAIM2, choice),
+                CLASS,
+                st_slice("worker", *(device(f"instance-{i}") for i in range(1, 4))),
+                st_slice("worker-2", device("instance-1")),
+            ),
+            pod=pod_two_claims(),
+            nodes=("worker", "worker-2"),
+            scores={"worker": (8, 100), "worker-2": (7, 87)},
+        ),
+    )
 
 
 #: TestNormalizeScore: name -> (raw scores, normalized)
