@@ -9,6 +9,8 @@ from typing import Any
 
 from cluster_sched.api.objects import Node
 from cluster_sched.dra.objects import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    AllocationResult,
     DeviceClass,
     DeviceConfig,
     ExactRequest,
@@ -16,7 +18,7 @@ from cluster_sched.dra.objects import (
     ResourceSlice,
 )
 
-__all__ = ["allocation_configs", "node_selector"]
+__all__ = ["allocation_configs", "compute_score", "node_selector"]
 
 
 def allocation_configs(
@@ -82,3 +84,22 @@ def node_selector(slices: list[ResourceSlice], node: Node) -> Mapping[str, objec
     if fields:
         merged["matchFields"] = fields
     return {"nodeSelectorTerms": [merged]}
+
+
+def compute_score(claims: list[ResourceClaim], allocations: list[AllocationResult]) -> int:
+    """upstream computeScore (DynamicResources' Score on a node): every allocated
+    subrequest at index i of its request's firstAvailable adds
+    FirstAvailableDeviceRequestMaxSize - i, once however many devices it got;
+    ``allocations`` match ``claims`` one by one."""
+    score = 0
+    for i, claim in enumerate(claims):
+        if i >= len(allocations):
+            raise ValueError(
+                f"number of allocations {len(allocations)} is smaller than number of claims"
+            )
+        chosen = {r.request for r in allocations[i].devices if "/" in r.request}
+        for req in claim.spec.requests:
+            for rank, sub in enumerate(req.first_available):
+                if f"{req.name}/{sub.name}" in chosen:
+                    score += FIRST_AVAILABLE_MAX_SIZE - rank
+    return score

@@ -38,7 +38,6 @@ from cluster_sched.dra.allocator import (
 )
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import (
-    FIRST_AVAILABLE_MAX_SIZE,
     RESERVED_FOR_MAX_SIZE,
     AllocationResult,
     ResourceClaim,
@@ -51,6 +50,7 @@ from cluster_sched.dra.podclaims import (
     pod_claims,
     reserved_for_pod,
 )
+from cluster_sched.dra.results import compute_score
 from cluster_sched.dra.state import PodCycle, Reserved, Token
 from cluster_sched.dra.wire import bind_claim
 from cluster_sched.features import (
@@ -315,25 +315,13 @@ class DynamicResources:
         out = np.zeros(len(nodes), dtype=np.int64)
         if cycle is None or not cycle.node_allocations:
             return out
-        ranks: dict[str, int] = {}
-        for index in cycle.to_allocate:
-            for req in cycle.claims[index].spec.requests:
-                for i, sub in enumerate(req.first_available):
-                    ranks[f"{cycle.claims[index].key}:{req.name}/{sub.name}"] = (
-                        FIRST_AVAILABLE_MAX_SIZE - i
-                    )
-        if not ranks:
+        claims = [cycle.claims[index] for index in cycle.to_allocate]
+        if not any(req.first_available for c in claims for req in c.spec.requests):
             return out
-        keys = [cycle.claims[index].key for index in cycle.to_allocate]
         for i, name in enumerate(nodes.names()):
             allocations = cycle.node_allocations.get(name)
-            if allocations is None:
-                continue
-            score = 0
-            for key, allocation in zip(keys, allocations, strict=True):
-                subrequests = {r.request for r in allocation.devices if "/" in r.request}
-                score += sum(ranks.get(f"{key}:{sub}", 0) for sub in subrequests)
-            out[i] = score
+            if allocations is not None:
+                out[i] = compute_score(claims, allocations)
         return out
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: np.ndarray) -> np.ndarray:
