@@ -21,6 +21,12 @@ TestAllocatorSelection (3 cases: only-GA -> stable, default -> incubating, alpha
   gate-off behaviour is in test_dynamicresources_gates.py).
 EventsToRegister and SignPod have no table upstream; the tests here assert the values
   upstream's code returns (dynamicresources.go, SchedulerQueueingHints on).
+TestPlugin (PreEnqueue, PreFilter ... PostFilter, in-flight claims): ported elsewhere.
+Not in v1.35 or not at default gates: dra_manager_test.go (TestSignalClaimPendingAllocation,
+  TestGetPendingAllocation, TestMaybeRemoveClaimPendingAllocation) tests the sharers
+  count of in-flight claims that came after v1.35 (k8s.io/kube-scheduler v0.35.0's
+  ResourceClaimTracker has Signal/ClaimHas/RemoveClaimPendingAllocation only);
+  extendeddynamicresources_test.go and extended/ need DRAExtendedResource (off).
 
 An upstream ``wantErr`` (an object of the wrong type) is a hint that raises: the queue
 counts that as Queue, as upstream counts (Queue, err). The claims the hint reads are
