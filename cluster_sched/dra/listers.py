@@ -247,7 +247,7 @@ class DraListers:
                 pools.setdefault((s.driver, s.pool), []).append(s)
             ids = []
             for (driver, pool), members in pools.items():
-                view = node_pool_view(members, self.pool_slices(driver, pool))
+                view = node_pool_view(members, self.pool_slices)
                 if view is None or view[1]:
                     continue
                 current = view[0]

@@ -61,20 +61,24 @@ def slice_matches_node(s: ResourceSlice, node: Node) -> bool:
     )
 
 
+def _scan(slices: list[ResourceSlice]) -> PoolSlices:
+    return lambda driver, pool: [s for s in slices if (s.driver, s.pool) == (driver, pool)]
+
+
 def node_pool_view(
-    members: list[ResourceSlice], everywhere: Iterable[ResourceSlice]
+    members: list[ResourceSlice], pool_slices: PoolSlices
 ) -> tuple[list[ResourceSlice], bool] | None:
     """upstream GatherPools for one pool: ``members`` are the pool's slices the node
-    sees, ``everywhere`` all of the pool's slices. (The newest generation's slices the
-    node sees, incomplete?), or None when a newer generation elsewhere makes them
-    obsolete."""
+    sees; ``pool_slices`` is asked for all of the pool's slices only when the node sees
+    too few. (The newest generation's slices the node sees, incomplete?), or None when
+    a newer generation elsewhere makes them obsolete."""
     newest = max(s.pool_generation for s in members)
     current = [s for s in members if s.pool_generation == newest]
     want = current[0].resource_slice_count
     if len(current) == want:
         return current, False
     seen = 0
-    for s in everywhere:
+    for s in pool_slices(current[0].driver, current[0].pool):
         if s.pool_generation > newest:
             return None
         seen += s.pool_generation == newest
@@ -93,12 +97,7 @@ def gather_pools(
             grouped.setdefault((s.driver, s.pool), []).append(s)
     pools = []
     for (driver, name), members in sorted(grouped.items()):
-        everywhere = (
-            pool_slices(driver, name)
-            if pool_slices is not None
-            else [s for s in slices if (s.driver, s.pool) == (driver, name)]
-        )
-        view = node_pool_view(members, everywhere)
+        view = node_pool_view(members, pool_slices or _scan(slices))
         if view is None:
             continue
         current, incomplete = view
