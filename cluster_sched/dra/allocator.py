@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cluster_sched.api.objects import Node
-from cluster_sched.dra.cel import CelError, CelRuntimeError, compile_selector, device_matches
+from cluster_sched.dra.cel import CelRuntimeError, compile_selector, device_matches
+from cluster_sched.dra.claimcheck import AllocationError, check_claims
 from cluster_sched.dra.objects import (
-    ADMIN_ACCESS_LABEL,
     ALLOCATION_MODE_ALL,
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationResult,
@@ -38,7 +38,7 @@ from cluster_sched.dra.objects import (
     ResourceClaim,
     ResourceSlice,
 )
-from cluster_sched.dra.pools import Pool, PoolDevice, gather_pools
+from cluster_sched.dra.pools import Pool, PoolDevice, PoolSlices, gather_pools
 from cluster_sched.dra.results import allocation_configs, node_selector
 
 __all__ = [
@@ -50,10 +50,6 @@ __all__ = [
 ]
 
 DeviceID = tuple[str, str, str]
-
-
-class AllocationError(Exception):
-    """Something wrong with a claim or class: the scheduling attempt is aborted."""
 
 
 class AllocationFailedOnNode(AllocationError):
@@ -114,6 +110,7 @@ class Allocator:
         admin_access: bool = True,
         prioritized_list: bool = True,
         slices_for: Callable[[Node], Iterable[ResourceSlice]] | None = None,
+        pool_slices: PoolSlices | None = None,
     ) -> None:
         self._classes = classes
         self._slices = list(slices)
@@ -123,64 +120,20 @@ class Allocator:
         self._prioritized_list = prioritized_list
         #: the slices a node may see (an index), instead of scanning ``slices``
         self._slices_for = slices_for
+        #: a pool's slices on every node (an index; with ``slices_for``)
+        self._pool_slices = pool_slices
 
     # -- checks that do not depend on the node
 
     def validate(self, claims: Sequence[ResourceClaim]) -> None:
         """Raise AllocationError for what is wrong whatever the node."""
-        for claim in claims:
-            total = 0
-            for req in claim.spec.requests:
-                alts = (req.exactly,) if req.exactly is not None else req.first_available
-                if req.exactly is None and not self._prioritized_list:
-                    raise AllocationError(
-                        f"claim {claim.key}, request {req.name}: has subrequests, but the "
-                        "DRAPrioritizedList feature is disabled"
-                    )
-                for alt in alts:
-                    assert alt is not None
-                    name = f"{req.name}/{alt.name}" if alt.name else req.name
-                    cls = self._classes.get(alt.device_class_name)
-                    if cls is None:
-                        raise AllocationError(
-                            f"claim {claim.key}, request {name}: could not retrieve device "
-                            f"class {alt.device_class_name}"
-                        )
-                    owners = [(f"class {cls.name}", cls.selectors)]
-                    owners.append((f"claim {claim.key}", alt.selectors))
-                    for owner, selectors in owners:
-                        for i, expr in enumerate(selectors):
-                            try:
-                                compile_selector(expr)
-                            except CelError as err:
-                                raise AllocationError(
-                                    f"{owner}: selector #{i}: CEL compile error: {err}"
-                                ) from None
-                    if alt.admin_access:
-                        self._check_admin(claim, name)
-                # the fewest devices any alternative needs (All: counted per node)
-                total += min(
-                    0 if a is None or a.allocation_mode == ALLOCATION_MODE_ALL else a.count
-                    for a in alts
-                )
-            if total > ALLOCATION_RESULTS_MAX_SIZE:
-                raise AllocationError(
-                    f"claim {claim.key}: number of requested devices {total} exceeds the "
-                    f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
-                )
-
-    def _check_admin(self, claim: ResourceClaim, request: str) -> None:
-        if not self._admin_access:
-            raise AllocationError(
-                f"claim {claim.key}, request {request}: admin access is requested, but the "
-                "feature is disabled"
-            )
-        labels = self._namespace_labels(claim.meta.namespace)
-        if labels.get(ADMIN_ACCESS_LABEL) != "true":
-            raise AllocationError(
-                f"claim {claim.key}, request {request}: admin access to devices requires the "
-                f"`{ADMIN_ACCESS_LABEL}: true` label on the containing namespace"
-            )
+        check_claims(
+            claims,
+            self._classes,
+            self._namespace_labels,
+            admin_access=self._admin_access,
+            prioritized_list=self._prioritized_list,
+        )
 
     # -- per node
 
@@ -190,7 +143,7 @@ class Allocator:
         """``deadline``: a ``time.monotonic()`` value; past it the search raises
         AllocationTimeout (checked at every step of the backtracking search)."""
         source = self._slices_for(node) if self._slices_for is not None else self._slices
-        pools = gather_pools(source, node)
+        pools = gather_pools(source, node, self._pool_slices)
         needs = [
             _Need(
                 ci,

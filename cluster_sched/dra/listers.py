@@ -19,6 +19,7 @@ from cluster_sched.dra.objects import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
+from cluster_sched.dra.pools import node_pool_view
 
 __all__ = ["DRA_KINDS", "DraListers", "dra_key"]
 
@@ -50,6 +51,8 @@ class DraListers:
     slices_generation: int = 0
     _index: tuple[dict[str, list[ResourceSlice]], list[ResourceSlice]] = ({}, [])
     _index_gen: int = -1
+    _by_pool: dict[tuple[str, str], list[ResourceSlice]] = field(default_factory=dict)
+    _by_pool_gen: int = -1
     _class_devices: dict[str, dict[str, tuple[tuple[str, str, str], ...]]] = field(
         default_factory=dict
     )
@@ -194,6 +197,16 @@ class DraListers:
             self._index_gen = self.slices_generation
         return self._index
 
+    def pool_slices(self, driver: str, pool: str) -> list[ResourceSlice]:
+        """Every slice of a pool, whichever node it is for (a pool may span nodes)."""
+        if self._by_pool_gen != self.slices_generation:
+            by_pool: dict[tuple[str, str], list[ResourceSlice]] = {}
+            for s in self.slices.values():
+                by_pool.setdefault((s.driver, s.pool), []).append(s)
+            self._by_pool = by_pool
+            self._by_pool_gen = self.slices_generation
+        return self._by_pool.get((driver, pool), [])
+
     def class_selector_failed(self, class_name: str) -> bool:
         """Whether a class selector failed at run time on some node-local device (then
         only the allocator, in Filter, may decide: it reports the error upstream's way)."""
@@ -234,10 +247,10 @@ class DraListers:
                 pools.setdefault((s.driver, s.pool), []).append(s)
             ids = []
             for (driver, pool), members in pools.items():
-                newest = max(s.pool_generation for s in members)
-                current = [s for s in members if s.pool_generation == newest]
-                if len(current) < current[0].resource_slice_count:
+                view = node_pool_view(members, self.pool_slices)
+                if view is None or view[1]:
                     continue
+                current = view[0]
                 for s in current:
                     for dev in s.devices:
                         ok = True

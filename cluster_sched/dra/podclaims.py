@@ -17,6 +17,7 @@ __all__ = [
     "free_devices",
     "is_for_pod",
     "is_simple",
+    "pod_change_helps",
     "pod_claims",
     "reserved_for_pod",
 ]
@@ -103,12 +104,16 @@ def free_devices(dra: DraListers, class_name: str, node: str) -> int:
 
 
 def claim_change_helps(
-    pod: Pod, old: ResourceClaim | None, new: ResourceClaim, dra: DraListers
+    pod: Pod, old: ResourceClaim | None, new: ResourceClaim | None, dra: DraListers
 ) -> bool:
     """upstream isSchedulableAfterClaimChange: a deallocation (devices freed), the
-    creation of one of the pod's claims, or a change of its status."""
+    creation of one of the pod's claims, or a change of its status. A pod whose own
+    claims do not resolve is skipped first, whatever changed (upstream's order)."""
+    for obj in (old, new):
+        if obj is not None and not isinstance(obj, ResourceClaim):
+            raise TypeError(f"unexpected object in isSchedulableAfterClaimChange: {obj!r}")
     claims, err = pod_claims(pod, dra)
-    if err:
+    if err or new is None:
         return False
     if old is not None and old.allocation is not None and new.allocation is None:
         return True
@@ -116,9 +121,35 @@ def claim_change_helps(
         return False
     if old is None:
         return True
-    return (old.raw or {}).get("status") != (new.raw or {}).get("status") or (
+    return _semantic(_status(old)) != _semantic(_status(new)) or (
         (old.allocation, old.reserved_for) != (new.allocation, new.reserved_for)
     )
+
+
+def pod_change_helps(pod: Pod, new: Any, dra: DraListers | None) -> bool:
+    """upstream isSchedulableAfterPodChange: the pod itself changed and now every one
+    of its claims resolves (the claim controller named the generated ones)."""
+    if not isinstance(new, Pod):
+        raise TypeError(f"unexpected object in isSchedulableAfterPodChange: {new!r}")
+    if new.uid != pod.uid or dra is None:
+        return False
+    return not pod_claims(new, dra)[1]
+
+
+def _status(claim: ResourceClaim) -> Any:
+    return (claim.raw or {}).get("status") or {}
+
+
+def _semantic(value: Any) -> Any:
+    """What apimachinery's Semantic.DeepEqual compares: an empty list is the same as
+    an absent one (a nil slice); an empty object is not (a pointer to an empty struct,
+    as ``allocation: {}``)."""
+    if isinstance(value, dict):
+        out = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v is not None and v != []}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
 
 
 def reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:

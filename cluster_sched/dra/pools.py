@@ -1,23 +1,30 @@
 """Resource pools as the allocator sees them for one node (upstream structured
 ``GatherPools``).
 
-A pool is ``(driver, pool name)``. Only the slices of its newest generation count;
-the pool is *incomplete* while fewer of them are known than ``resourceSliceCount``
-says (its devices are not handed out) and *invalid* when two of them list the same
-device name. Which slices a node sees: those published for it (``nodeName``), those
-whose ``nodeSelector`` matches it, and those for ``allNodes``.
+A pool is ``(driver, pool name)``. Which slices a node sees: those published for it
+(``nodeName``), those whose ``nodeSelector`` matches it, and those for ``allNodes``.
+Of those, only the newest generation counts. A pool may span nodes (each node
+publishing its own slices of it): when the node sees fewer slices than
+``resourceSliceCount`` says, the pool's slices on every node decide: a newer
+generation elsewhere makes the node's slices obsolete (the pool is left out), all of
+this generation present makes it complete, else it is *incomplete* (its devices are
+not handed out). A complete pool is *invalid* when two of its slices the node sees
+list the same device name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from cluster_sched.api.objects import Node
 from cluster_sched.api.selectors import node_selector_matches
 from cluster_sched.dra.objects import Device, ResourceSlice
 
-__all__ = ["Pool", "PoolDevice", "gather_pools"]
+__all__ = ["Pool", "PoolDevice", "PoolSlices", "gather_pools", "node_pool_view"]
+
+#: (driver, pool name) -> every slice of that pool, whichever node it is for
+PoolSlices = Callable[[str, str], Iterable[ResourceSlice]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,16 +61,47 @@ def slice_matches_node(s: ResourceSlice, node: Node) -> bool:
     )
 
 
-def gather_pools(slices: Iterable[ResourceSlice], node: Node) -> list[Pool]:
-    """The pools ``node`` sees, sorted by (driver, pool name)."""
+def _scan(slices: list[ResourceSlice]) -> PoolSlices:
+    return lambda driver, pool: [s for s in slices if (s.driver, s.pool) == (driver, pool)]
+
+
+def node_pool_view(
+    members: list[ResourceSlice], pool_slices: PoolSlices
+) -> tuple[list[ResourceSlice], bool] | None:
+    """upstream GatherPools for one pool: ``members`` are the pool's slices the node
+    sees; ``pool_slices`` is asked for all of the pool's slices only when the node sees
+    too few. (The newest generation's slices the node sees, incomplete?), or None when
+    a newer generation elsewhere makes them obsolete."""
+    newest = max(s.pool_generation for s in members)
+    current = [s for s in members if s.pool_generation == newest]
+    want = current[0].resource_slice_count
+    if len(current) == want:
+        return current, False
+    seen = 0
+    for s in pool_slices(current[0].driver, current[0].pool):
+        if s.pool_generation > newest:
+            return None
+        seen += s.pool_generation == newest
+    return current, seen != want
+
+
+def gather_pools(
+    slices: Iterable[ResourceSlice], node: Node, pool_slices: PoolSlices | None = None
+) -> list[Pool]:
+    """The pools ``node`` sees, sorted by (driver, pool name). ``pool_slices`` finds a
+    pool's slices on every node (None: ``slices`` holds them all)."""
+    slices = list(slices)
     grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
     for s in slices:
         if slice_matches_node(s, node):
             grouped.setdefault((s.driver, s.pool), []).append(s)
     pools = []
     for (driver, name), members in sorted(grouped.items()):
-        newest = max(s.pool_generation for s in members)
-        current = sorted((s for s in members if s.pool_generation == newest), key=lambda s: s.name)
+        view = node_pool_view(members, pool_slices or _scan(slices))
+        if view is None:
+            continue
+        current, incomplete = view
+        current.sort(key=lambda s: s.name)
         devices = tuple(PoolDevice(driver, name, dev, s) for s in current for dev in s.devices)
         names = [d.device.name for d in devices]
         pools.append(
@@ -71,8 +109,8 @@ def gather_pools(slices: Iterable[ResourceSlice], node: Node) -> list[Pool]:
                 driver=driver,
                 name=name,
                 devices=devices,
-                incomplete=len(current) < current[0].resource_slice_count,
-                invalid=len(set(names)) != len(names),
+                incomplete=incomplete,
+                invalid=not incomplete and len(set(names)) != len(names),
             )
         )
     return pools

@@ -146,7 +146,7 @@ def test_network_attached_result_carries_the_slice_selector() -> None:
     [
         pytest.param([], [resource_slice("s1", [device("dev-1")])], [claim()], {},
                      "could not retrieve device class class-a", id="unknown-class"),
-        pytest.param([device_class()], [resource_slice("s1", [device("dev-1")]), resource_slice("s2", [device("dev-1")], count=2)],
+        pytest.param([device_class()], [resource_slice("s1", [device("dev-1")], count=2), resource_slice("s2", [device("dev-1")], count=2)],
                      [claim()], {}, "invalid resource pools were encountered", id="duplicate-slice"),
         pytest.param([device_class()], [resource_slice("s1", [device("dev-1")])],
                      [claim("c", request("req-0", "class-a", 1, "noSuchVar"))], {}, "undeclared reference", id="invalid-CEL-one-device"),
