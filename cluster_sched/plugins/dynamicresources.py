@@ -172,6 +172,7 @@ class DynamicResources:
                 admin_access=features.enabled(DRA_ADMIN_ACCESS),
                 prioritized_list=prioritized_list,
                 slices_for=lambda node: [*local.get(node.name, ()), *shared],
+                pool_slices=dra.pool_slices,
             )
             if not shared:
                 wanted = [claims[i] for i in to_allocate]
