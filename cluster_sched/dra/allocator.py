@@ -16,6 +16,12 @@ candidates in pool order (driver, pool name) and slice order, backtracking on fa
 matchAttribute constraints checked as devices are added. A device allocated to any
 other claim (in the store, or in flight from this scheduler) is never a candidate,
 except for requests with admin access, which may share devices.
+
+The gates v1.35 leaves off are off here for good (see ``dra.decode``): a device with
+binding conditions is no candidate (no selector runs on it), a device that consumes
+counters matches selectors but is never allocated (a mode-All request that matches
+one fails on the node), taints are not looked at, and slices with partitionable
+devices' fields are in no pool (``dra.pools``).
 """
 
 from __future__ import annotations
@@ -274,6 +280,8 @@ class Allocator:
             if usable_pools_only and (pool.incomplete or pool.invalid):
                 continue
             for dev in pool.devices:
+                if not dev.device.selectable:
+                    continue
                 for owner, i, sel in exprs:
                     try:
                         hit = device_matches(sel, dev.driver, dev.device)
@@ -325,7 +333,7 @@ class Allocator:
         for pos in range(start, len(candidates)):
             s.check_deadline()
             dev = candidates[pos]
-            if not self._free(s, dev, alt.admin_access, ci):
+            if not self._free(s, dev, alt.admin_access, ci) or dev.device.consumes_counters:
                 continue
             if not self._constraints_ok(s, index, claim, dev, name):
                 continue
@@ -348,13 +356,14 @@ class Allocator:
         alt: ExactRequest,
         name: str,
     ) -> bool:
-        """Mode All: every matching device, in order; one in use ends the attempt, one
-        that breaks a constraint is an error (upstream: such a claim makes no sense)."""
+        """Mode All: every matching device, in order; one in use or consuming counters
+        ends the attempt, one that breaks a constraint is an error (upstream: such a
+        claim makes no sense)."""
         ci = s.needs[index].claim
         taken: list[PoolDevice] = []
         ok = True
         for dev in devices:
-            if not self._free(s, dev, alt.admin_access, ci):
+            if not self._free(s, dev, alt.admin_access, ci) or dev.device.consumes_counters:
                 ok = False
                 break
             if not self._constraints_ok(s, index, claim, dev, name):
