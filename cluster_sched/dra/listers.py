@@ -184,11 +184,16 @@ class DraListers:
         return self._allocated
 
     def slice_index(self) -> tuple[dict[str, list[ResourceSlice]], list[ResourceSlice]]:
-        """(node name -> its node-local slices, slices for a selector or all nodes)."""
+        """(node name -> its node-local slices, slices for a selector or all nodes): the
+        slices the allocator may draw from. A slice with partitionable devices' fields
+        is in neither (no node's pools hold it; ``pool_slices`` still lists it), so a
+        perDeviceNodeSelection slice does not turn the device-count pre-check off."""
         if self._index_gen != self.slices_generation:
             local: dict[str, list[ResourceSlice]] = {}
             shared: list[ResourceSlice] = []
             for s in self.slices.values():
+                if s.partitionable:
+                    continue
                 if s.node_name:
                     local.setdefault(s.node_name, []).append(s)
                 else:

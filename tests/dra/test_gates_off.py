@@ -154,6 +154,11 @@ def test_pre_check_never_counts_a_device_the_allocator_skips() -> None:
         "node-1": (("driver-a", "pool-1", "device-3"),),
         "node-2": (),
     }
+    # the perDeviceNodeSelection slice is no shared slice (that would turn the
+    # pre-check off); the left-out sharedCounters slice is still one of its pool's
+    local, shared = dra.slice_index()
+    assert (shared, [s.name for s in local["node-1"]]) == ([], ["slice-1"])
+    assert sorted(s.name for s in dra.pool_slices("driver-a", "pool-1")) == ["slice-1", "slice-2"]
 
 
 def test_filter_and_allocation_agree_on_a_node_with_only_a_counters_device() -> None:
