@@ -180,3 +180,20 @@ def test_filter_and_allocation_agree_on_a_node_with_only_a_counters_device() -> 
     assert out["filter"]["node-1"]["code"] == "UnschedulableAndUnresolvable"
     devices = {n: [a["device"] for a in allocs] for n, allocs in out["resourceClaims"].items()}
     assert devices == {"node-2": ["device-2"]}
+
+
+def test_selectors_run_per_candidate_after_the_in_use_check() -> None:
+    """upstream allocateOne, per device in turn: in use is checked first, then the
+    selectors, and the search stops at a solution. A selector that would fail at run
+    time on a device in use, or on one past the devices taken, raises nothing; met
+    first on a free device it aborts the attempt."""
+    good = {**dev("device-1"), "attributes": {"model": {"string": "a"}}}
+    claims = [cl("claim-0", exact("req-0", "class-a", 1, MODEL))]
+    got = _allocate([CA], [sl("pool-1", good, dev("device-2"))], claims, {})
+    assert results(got) == [[r("req-0", "device-1")]]
+    good2 = {**good, "name": "device-2"}
+    taken = {"allocated": {("driver-a", "pool-1", "device-1")}}
+    got = _allocate([CA], [sl("pool-1", dev("device-1"), good2)], claims, taken)
+    assert results(got) == [[r("req-0", "device-2")]]
+    with pytest.raises(AllocationError, match="CEL runtime error"):
+        _allocate([CA], [sl("pool-1", dev("device-1"), good2)], claims, {})
