@@ -46,6 +46,7 @@ from cluster_sched.dra.podclaims import (
     claim_change_helps,
     class_needs,
     is_simple,
+    pod_change_helps,
     pod_claims,
     reserved_for_pod,
 )
@@ -87,6 +88,7 @@ MAX_CYCLES = 4096
 #: UnschedulableAndUnresolvable (preemption cannot free devices)
 UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 _SKIP = QueueingHint.QUEUE_SKIP
+_NODE_LABEL, _ALLOCATABLE = ActionType.UPDATE_NODE_LABEL, ActionType.UPDATE_NODE_ALLOCATABLE
 ERR_IN_USE = "resourceclaim in use"
 ERR_NOT_AVAILABLE = "resourceclaim not available on the node"
 ERR_CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -445,7 +447,7 @@ class DynamicResources:
         add_update = ActionType.ADD | ActionType.UPDATE
         return (
             ClusterEventWithHint(
-                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+                ClusterEvent(EventResource.NODE, ActionType.ADD | _NODE_LABEL | _ALLOCATABLE)
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.RESOURCE_CLAIM, add_update),
@@ -463,17 +465,14 @@ class DynamicResources:
         self, pod: Pod, old: ResourceClaim | None, new: ResourceClaim | None
     ) -> QueueingHint:
         dra = self._dra()
-        if new is None or dra is None:
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE if claim_change_helps(pod, old, new, dra) else _SKIP
+        helps = dra is None or claim_change_helps(pod, old, new, dra)
+        return QueueingHint.QUEUE if helps else _SKIP
 
     def is_schedulable_after_pod_change(
         self, pod: Pod, old: Pod | None, new: Pod | None
     ) -> QueueingHint:
         dra = self._dra()
-        if new is None or new.uid != pod.uid or dra is None:
-            return _SKIP
-        return _SKIP if pod_claims(new, dra)[1] else QueueingHint.QUEUE
+        return QueueingHint.QUEUE if pod_change_helps(pod, new, dra) else _SKIP
 
 
 def new(args: DynamicResourcesArgs | None, handle: Handle) -> DynamicResources:
