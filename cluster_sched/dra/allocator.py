@@ -16,6 +16,12 @@ candidates in pool order (driver, pool name) and slice order, backtracking on fa
 matchAttribute constraints checked as devices are added. A device allocated to any
 other claim (in the store, or in flight from this scheduler) is never a candidate,
 except for requests with admin access, which may share devices.
+
+The gates v1.35 leaves off are off here for good (see ``dra.decode``): a device with
+binding conditions is no candidate (no selector runs on it), a device that consumes
+counters matches selectors but is never allocated (a mode-All request that matches
+one fails on the node), taints are not looked at, and slices with partitionable
+devices' fields are in no pool (``dra.pools``).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cluster_sched.api.objects import Node
-from cluster_sched.dra.cel import CelRuntimeError, compile_selector, device_matches
+from cluster_sched.dra.cel import CelRuntimeError, Selector, compile_selector, device_matches
 from cluster_sched.dra.claimcheck import AllocationError, check_claims
 from cluster_sched.dra.objects import (
     ALLOCATION_MODE_ALL,
@@ -50,6 +56,8 @@ __all__ = [
 ]
 
 DeviceID = tuple[str, str, str]
+#: (who owns it: "class X" / "claim ns/name", its index there, the compiled selector)
+_Selector = tuple[str, int, Selector]
 
 
 class AllocationFailedOnNode(AllocationError):
@@ -189,7 +197,7 @@ class Allocator:
                             f"claim {claim.key}, request {name}: asks for all devices, but "
                             f"resource pool {pool.driver}/{pool.name} is currently {state}"
                         )
-                found = self._matching(s, claim, alt, name)
+                found = self._matching(s, claim, alt)
                 s.all_devices[(index, ai)] = found
                 sizes.append(len(found))
             least[need.claim] += min(sizes)
@@ -249,43 +257,38 @@ class Allocator:
             return self._take_all(s, index, claim, devices, alt, name)
         if s.counts[need.claim] + alt.count > ALLOCATION_RESULTS_MAX_SIZE:
             raise _Exceeded
-        candidates = self._matching(s, claim, alt, name, usable_pools_only=True)
-        return self._take(s, index, claim, candidates, alt, name, alt.count)
+        # upstream: per device in turn, in use first, then the selectors (so a selector
+        # that fails on a device in use, or past the devices taken, raises nothing)
+        candidates = [
+            dev
+            for pool in s.pools
+            if not (pool.incomplete or pool.invalid)
+            for dev in pool.devices
+            if dev.device.selectable
+        ]
+        exprs = self._selectors(claim, alt)
+        return self._take(s, index, claim, candidates, exprs, alt, name, alt.count)
 
-    def _matching(
-        self,
-        s: _Search,
-        claim: ResourceClaim,
-        alt: ExactRequest,
-        name: str,
-        usable_pools_only: bool = False,
-    ) -> list[PoolDevice]:
-        """The node's devices the class and request selectors accept, in pool order
-        (``usable_pools_only``: none from incomplete or invalid pools)."""
+    def _selectors(self, claim: ResourceClaim, alt: ExactRequest) -> list[_Selector]:
+        """The class's selectors, then the request's: upstream numbers them apart and
+        names the class or the claim in a runtime error."""
         cls = self._classes[alt.device_class_name]
-        # upstream numbers the class's selectors and the request's apart, and names
-        # the class or the claim in a runtime error
         exprs = [(f"class {cls.name}", i, compile_selector(e)) for i, e in enumerate(cls.selectors)]
         exprs += [
             (f"claim {claim.key}", i, compile_selector(e)) for i, e in enumerate(alt.selectors)
         ]
-        out: list[PoolDevice] = []
-        for pool in s.pools:
-            if usable_pools_only and (pool.incomplete or pool.invalid):
-                continue
-            for dev in pool.devices:
-                for owner, i, sel in exprs:
-                    try:
-                        hit = device_matches(sel, dev.driver, dev.device)
-                    except CelRuntimeError as err:
-                        raise AllocationError(
-                            f"{owner}: selector #{i}: CEL runtime error: {err}"
-                        ) from None
-                    if not hit:
-                        break
-                else:
-                    out.append(dev)
-        return out
+        return exprs
+
+    def _matching(self, s: _Search, claim: ResourceClaim, alt: ExactRequest) -> list[PoolDevice]:
+        """Mode All: the node's devices the class and request selectors accept, in pool
+        order (upstream runs the selectors on every device for "all")."""
+        exprs = self._selectors(claim, alt)
+        return [
+            dev
+            for pool in s.pools
+            for dev in pool.devices
+            if dev.device.selectable and _selects(exprs, dev)
+        ]
 
     def _free(self, s: _Search, dev: PoolDevice, admin: bool, ci: int) -> bool:
         """upstream allocateDevice's in-use checks: an admin-access request may share a
@@ -314,6 +317,7 @@ class Allocator:
         index: int,
         claim: ResourceClaim,
         candidates: list[PoolDevice],
+        exprs: list[_Selector],
         alt: ExactRequest,
         name: str,
         remaining: int,
@@ -327,11 +331,15 @@ class Allocator:
             dev = candidates[pos]
             if not self._free(s, dev, alt.admin_access, ci):
                 continue
+            if not _selects(exprs, dev) or dev.device.consumes_counters:
+                continue
             if not self._constraints_ok(s, index, claim, dev, name):
                 continue
             self._pick(s, index, dev, alt.admin_access, name)
             try:
-                if self._take(s, index, claim, candidates, alt, name, remaining - 1, pos + 1):
+                if self._take(
+                    s, index, claim, candidates, exprs, alt, name, remaining - 1, pos + 1
+                ):
                     return True
             except _Exceeded:
                 self._unpick(s, index, dev)
@@ -348,13 +356,14 @@ class Allocator:
         alt: ExactRequest,
         name: str,
     ) -> bool:
-        """Mode All: every matching device, in order; one in use ends the attempt, one
-        that breaks a constraint is an error (upstream: such a claim makes no sense)."""
+        """Mode All: every matching device, in order; one in use or consuming counters
+        ends the attempt, one that breaks a constraint is an error (upstream: such a
+        claim makes no sense)."""
         ci = s.needs[index].claim
         taken: list[PoolDevice] = []
         ok = True
         for dev in devices:
-            if not self._free(s, dev, alt.admin_access, ci):
+            if not self._free(s, dev, alt.admin_access, ci) or dev.device.consumes_counters:
                 ok = False
                 break
             if not self._constraints_ok(s, index, claim, dev, name):
@@ -425,6 +434,17 @@ class Allocator:
             allocation_configs(self._classes, claim, chosen),
             node_selector(slices, node),
         )
+
+
+def _selects(exprs: list[_Selector], dev: PoolDevice) -> bool:
+    """Whether every selector accepts ``dev``; a runtime error aborts the attempt."""
+    for owner, i, sel in exprs:
+        try:
+            if not device_matches(sel, dev.driver, dev.device):
+                return False
+        except CelRuntimeError as err:
+            raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {err}") from None
+    return True
 
 
 def _covers(requests: tuple[str, ...], name: str) -> bool:

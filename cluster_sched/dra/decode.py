@@ -1,12 +1,31 @@
 """Decoding the resource.k8s.io/v1 kinds, with the API server's defaults and the
 validation a bad manifest would meet there (one field named per error).
 
-Gated fields the scheduler does not model with v1.35's default gates (partitionable
-devices' counters, consumable capacity, binding conditions) are refused with an error
-naming the field and the gate, rather than silently ignored. Device taints and request
-tolerations (DRADeviceTaints, off) are dropped instead, as upstream's API server drops
-them on write while the gate is off: the allocator never sees them (upstream plugin case
-tainted-device-disabled: a tainted device is allocated).
+Fields of the DRA gates that are off in v1.35 (and cannot be turned on here:
+``--feature-gates X=true`` is refused) are accepted and kept as far as v1.35's
+scheduler reads them with those gates off. Its allocator (the "incubating" one of
+k8s.io/dynamic-resource-allocation v0.35 that the default gates select) does not refuse
+them; it reads them by fixed rules, which ``dra.pools``, ``dra.allocator`` and the
+device-count pre-check (``dra.listers``) follow. So a store fed objects written by a
+cluster with those gates on behaves as v1.35's scheduler with default gates:
+
+- DRAPartitionableDevices: a slice with ``perDeviceNodeSelection`` or ``sharedCounters``
+  is in no node's pools (GatherPools), yet counts toward its pool's
+  ``resourceSliceCount`` and generation; a device with ``consumesCounters`` is matched
+  by selectors but never allocated (allocateDevice), so an allocationMode All request
+  that matches one fails on that node (``ResourceSlice.partitionable``,
+  ``Device.consumes_counters``).
+- DRADeviceBindingConditions: a device with ``bindingConditions`` is not selectable
+  (isSelectable, before any selector runs: ``Device.binding_conditions``);
+  ``bindsToNode`` changes nothing.
+- DRAConsumableCapacity: ``allowMultipleAllocations``, a capacity's ``requestPolicy``
+  and a request's ``capacity`` are ignored (a device goes whole to one claim); a
+  ``distinctAttribute`` constraint is the allocator's "empty constraint (unsupported
+  constraint type?)" error, which aborts the attempt: only matchAttribute is known.
+- DRADeviceTaints: taints and tolerations are dropped; the allocator skips its taint
+  check while the gate is off (upstream cases tainted-*-disabled allocate the device).
+- DRAExtendedResource: a DeviceClass's ``extendedResourceName`` is ignored: the
+  plugin's extended-resource path is off (the API server also drops it on write).
 """
 
 from __future__ import annotations
@@ -55,38 +74,6 @@ _SEMVER = re.compile(
     r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
-#: Gated fields refused (their gate is off by default in v1.35 and not modelled here).
-_GATED = {
-    "consumesCounters": "DRAPartitionableDevices",
-    "sharedCounters": "DRAPartitionableDevices",
-    "perDeviceNodeSelection": "DRAPartitionableDevices",
-    "allowMultipleAllocations": "DRAConsumableCapacity",
-    "bindingConditions": "DRADeviceBindingConditions",
-    "bindingFailureConditions": "DRADeviceBindingConditions",
-    "bindsToNode": "DRADeviceBindingConditions",
-    "capacity": "DRAConsumableCapacity",
-    "distinctAttribute": "DRAConsumableCapacity",
-    "extendedResourceName": "DRAExtendedResource",
-}
-
-
-_DEVICE_GATED = (
-    "consumesCounters",
-    "allowMultipleAllocations",
-    "bindingConditions",
-    "bindingFailureConditions",
-    "bindsToNode",
-)
-
-
-def _gated(obj: Mapping[str, Any], names: tuple[str, ...], path: str) -> None:
-    for name in names:
-        if obj.get(name) not in (None, [], {}):
-            raise InvalidObjectError(
-                f"needs the {_GATED[name]} feature gate, which is off in v1.35 and not "
-                "modelled by cluster-sched",
-                field=f"{path}.{name}",
-            )
 
 
 def parse_semver(text: str) -> Semver | None:
@@ -130,7 +117,7 @@ def _configs(value: object, path: str, *, with_requests: bool) -> tuple[DeviceCo
 def decode_device_class(doc: Mapping[str, Any]) -> DeviceClass:
     meta = d.object_meta(doc, namespaced=False)
     spec = d.mapping(doc.get("spec"), "spec")
-    _gated(spec, ("extendedResourceName",), "spec")
+    d.string(spec.get("extendedResourceName"), "spec.extendedResourceName")  # ignored
     return DeviceClass(
         meta=meta,
         selectors=_selectors(spec.get("selectors"), "spec.selectors"),
@@ -163,13 +150,8 @@ def _attribute(value: object, path: str) -> AttributeValue:
     return version
 
 
-def _device(value: object, path: str, driver: str) -> Device:
+def _device(value: object, path: str, driver: str, per_device: bool) -> Device:
     dev = d.mapping(value, path)
-    _gated(
-        dev,
-        _DEVICE_GATED,
-        path,
-    )
     name = d.required_string(dev.get("name"), f"{path}.name")
     attributes = {
         qualified(key, driver): _attribute(item, f"{path}.attributes.{key}")
@@ -187,13 +169,75 @@ def _device(value: object, path: str, driver: str) -> Device:
         except QuantityError as err:
             raise QuantityError(err.reason, field=f"{path}.capacity.{key}.value") from None
         capacity[qualified(key, driver)] = Fraction(amount)
-    return Device(name=name, attributes=attributes, capacity=capacity)
+    d.boolean(dev.get("allowMultipleAllocations"), f"{path}.allowMultipleAllocations")
+    d.boolean(dev.get("bindsToNode"), f"{path}.bindsToNode")
+    _device_node_selection(dev, path, per_device)
+    return Device(
+        name=name,
+        attributes=attributes,
+        capacity=capacity,
+        consumes_counters=bool(_counter_sets(dev, "consumesCounters", "counterSet", path)),
+        binding_conditions=_binding_conditions(dev, path),
+    )
+
+
+def _counter_sets(obj: Mapping[str, Any], key: str, name_key: str, path: str) -> list[Any]:
+    """``sharedCounters`` of a slice or ``consumesCounters`` of a device: each entry
+    names its counter set and has counters."""
+    items = d.seq(obj.get(key), f"{path}.{key}")
+    for i, item in enumerate(items):
+        entry = d.mapping(item, f"{path}.{key}[{i}]")
+        d.required_string(entry.get(name_key), f"{path}.{key}[{i}].{name_key}")
+        if not d.mapping(entry.get("counters"), f"{path}.{key}[{i}].counters"):
+            raise InvalidObjectError(
+                "required value is missing", field=f"{path}.{key}[{i}].counters"
+            )
+    return items
+
+
+def _binding_conditions(dev: Mapping[str, Any], path: str) -> tuple[str, ...]:
+    """upstream validateDeviceBindingParameters: both lists or neither."""
+    conditions = d.string_list(dev.get("bindingConditions"), f"{path}.bindingConditions")
+    failures = d.string_list(
+        dev.get("bindingFailureConditions"), f"{path}.bindingFailureConditions"
+    )
+    if failures and not conditions:
+        raise InvalidObjectError(
+            "bindingConditions are required to use bindingFailureConditions",
+            field=f"{path}.bindingConditions",
+        )
+    if conditions and not failures:
+        raise InvalidObjectError(
+            "bindingFailureConditions are required to use bindingConditions",
+            field=f"{path}.bindingFailureConditions",
+        )
+    return conditions
+
+
+def _device_node_selection(dev: Mapping[str, Any], path: str, per_device: bool) -> None:
+    """A device's own nodeName / nodeSelector / allNodes: exactly one with the slice's
+    perDeviceNodeSelection, none without (upstream validateDevice)."""
+    node_name = d.string(dev.get("nodeName"), f"{path}.nodeName")
+    d.node_selector(dev.get("nodeSelector"), f"{path}.nodeSelector")
+    set_ = [bool(node_name), dev.get("nodeSelector") is not None]
+    set_.append(d.boolean(dev.get("allNodes"), f"{path}.allNodes"))
+    if per_device and sum(set_) != 1:
+        raise InvalidObjectError(
+            "exactly one of nodeName, nodeSelector or allNodes is required when "
+            "perDeviceNodeSelection is set to true in the ResourceSlice spec",
+            field=path,
+        )
+    if not per_device and any(set_):
+        raise InvalidObjectError(
+            "nodeName, nodeSelector and allNodes can only be set if perDeviceNodeSelection "
+            "is set to true in the ResourceSlice spec",
+            field=path,
+        )
 
 
 def decode_resource_slice(doc: Mapping[str, Any]) -> ResourceSlice:
     meta = d.object_meta(doc, namespaced=False)
     spec = d.mapping(doc.get("spec"), "spec")
-    _gated(spec, ("sharedCounters", "perDeviceNodeSelection"), "spec")
     driver = d.required_string(spec.get("driver"), "spec.driver")
     pool = d.mapping(spec.get("pool"), "spec.pool")
     pool_name = d.required_string(pool.get("name"), "spec.pool.name")
@@ -206,15 +250,24 @@ def decode_resource_slice(doc: Mapping[str, Any]) -> ResourceSlice:
     node_name = d.string(spec.get("nodeName"), "spec.nodeName")
     raw_selector = spec.get("nodeSelector")
     all_nodes = d.boolean(spec.get("allNodes"), "spec.allNodes")
-    set_ = [bool(node_name), raw_selector is not None, all_nodes]
+    per_device = d.boolean(spec.get("perDeviceNodeSelection"), "spec.perDeviceNodeSelection")
+    if spec.get("perDeviceNodeSelection") is False:
+        raise InvalidObjectError(
+            "must be either unset or set to true", field="spec.perDeviceNodeSelection"
+        )
+    set_ = [bool(node_name), raw_selector is not None, all_nodes, per_device]
     if sum(set_) != 1:
         raise InvalidObjectError(
-            "exactly one of nodeName, nodeSelector or allNodes must be set", field="spec"
+            "exactly one of nodeName, nodeSelector, allNodes or perDeviceNodeSelection must be set",
+            field="spec",
         )
     devices = tuple(
-        _device(item, f"spec.devices[{i}]", driver)
+        _device(item, f"spec.devices[{i}]", driver, per_device)
         for i, item in enumerate(d.seq(spec.get("devices"), "spec.devices"))
     )
+    shared = _counter_sets(spec, "sharedCounters", "name", "spec")
+    if shared and devices:
+        raise InvalidObjectError("only one of sharedCounters or devices is allowed", field="spec")
     names = [dev.name for dev in devices]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
@@ -234,12 +287,13 @@ def decode_resource_slice(doc: Mapping[str, Any]) -> ResourceSlice:
         node_selector_raw=raw_selector,
         all_nodes=all_nodes,
         devices=devices,
+        partitionable=per_device or bool(shared),
         raw=doc,
     )
 
 
 def _exact(value: Mapping[str, Any], path: str, name: str = "") -> ExactRequest:
-    _gated(value, ("capacity",), path)
+    d.mapping(value.get("capacity"), f"{path}.capacity")  # ignored (consumable capacity)
     class_name = d.required_string(value.get("deviceClassName"), f"{path}.deviceClassName")
     mode = d.string(value.get("allocationMode"), f"{path}.allocationMode") or (
         ALLOCATION_MODE_EXACT_COUNT
@@ -309,9 +363,15 @@ def claim_spec(value: object, path: str) -> ClaimSpec:
     constraints = []
     for i, item in enumerate(d.seq(devices.get("constraints"), cpath)):
         con = d.mapping(item, f"{cpath}[{i}]")
-        _gated(con, ("distinctAttribute",), f"{cpath}[{i}]")
-        attr = d.required_string(con.get("matchAttribute"), f"{cpath}[{i}].matchAttribute")
-        if "/" not in attr:
+        attr = d.string(con.get("matchAttribute"), f"{cpath}[{i}].matchAttribute")
+        distinct = d.string(con.get("distinctAttribute"), f"{cpath}[{i}].distinctAttribute")
+        if bool(attr) == bool(distinct):
+            raise InvalidObjectError(
+                "exactly one of matchAttribute or distinctAttribute must be set",
+                field=f"{cpath}[{i}]",
+            )
+        # distinctAttribute: kept as an empty constraint, which the allocator refuses
+        if attr and "/" not in attr:
             raise InvalidObjectError(
                 "a fully qualified attribute name (domain/id) is required",
                 field=f"{cpath}[{i}].matchAttribute",

@@ -19,7 +19,7 @@ from cluster_sched.dra.objects import (
     ResourceClaimTemplate,
     ResourceSlice,
 )
-from cluster_sched.dra.pools import node_pool_view
+from cluster_sched.dra.pools import group_by_pool, node_pool
 
 __all__ = ["DRA_KINDS", "DraListers", "dra_key"]
 
@@ -184,11 +184,16 @@ class DraListers:
         return self._allocated
 
     def slice_index(self) -> tuple[dict[str, list[ResourceSlice]], list[ResourceSlice]]:
-        """(node name -> its node-local slices, slices for a selector or all nodes)."""
+        """(node name -> its node-local slices, slices for a selector or all nodes): the
+        slices the allocator may draw from. A slice with partitionable devices' fields
+        is in neither (no node's pools hold it; ``pool_slices`` still lists it), so a
+        perDeviceNodeSelection slice does not turn the device-count pre-check off."""
         if self._index_gen != self.slices_generation:
             local: dict[str, list[ResourceSlice]] = {}
             shared: list[ResourceSlice] = []
             for s in self.slices.values():
+                if s.partitionable:
+                    continue
                 if s.node_name:
                     local.setdefault(s.node_name, []).append(s)
                 else:
@@ -214,9 +219,12 @@ class DraListers:
         return class_name in self._class_broken
 
     def class_devices(self, class_name: str) -> dict[str, tuple[tuple[str, str, str], ...]]:
-        """node -> the node-local devices (newest generation of complete pools) a class's
+        """node -> the node-local devices (newest generation of complete, valid pools) a class's
         selectors accept: the column pre-check's counts. A selector that fails on a
-        device counts it (the allocator then reports the error)."""
+        device counts it (the allocator then reports the error). Never a device the
+        allocator skips: none from a slice with partitionable devices' fields, none
+        with binding conditions (no selector runs on it), none that consumes counters
+        (its selectors run: they may fail)."""
         from cluster_sched.dra.cel import (
             CelError,
             CelRuntimeError,
@@ -242,28 +250,26 @@ class DraListers:
             sels = []
         local, _ = self.slice_index()
         for node, slices in local.items():
-            pools: dict[tuple[str, str], list[ResourceSlice]] = {}
-            for s in slices:
-                pools.setdefault((s.driver, s.pool), []).append(s)
             ids = []
-            for (driver, pool), members in pools.items():
-                view = node_pool_view(members, self.pool_slices)
-                if view is None or view[1]:
+            for (driver, name), members in group_by_pool(slices).items():
+                pool = node_pool(driver, name, members, self.pool_slices)
+                if pool is None or pool.incomplete or pool.invalid:
                     continue
-                current = view[0]
-                for s in current:
-                    for dev in s.devices:
-                        ok = True
-                        for sel in sels:
-                            try:
-                                if not device_matches(sel, driver, dev):
-                                    ok = False
-                                    break
-                            except CelRuntimeError:
-                                self._class_broken.add(class_name)
+                for pd in pool.devices:
+                    dev = pd.device
+                    if not dev.selectable:
+                        continue
+                    ok = True
+                    for sel in sels:
+                        try:
+                            if not device_matches(sel, driver, dev):
+                                ok = False
                                 break
-                        if ok:
-                            ids.append((driver, pool, dev.name))
+                        except CelRuntimeError:
+                            self._class_broken.add(class_name)
+                            break
+                    if ok and not dev.consumes_counters:
+                        ids.append(pd.id)
             out[node] = tuple(ids)
             for d in ids:
                 self._device_node[d] = node

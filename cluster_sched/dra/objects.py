@@ -103,6 +103,18 @@ class Device:
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
     #: qualified name -> exact quantity
     capacity: Mapping[str, Fraction] = field(default_factory=dict)
+    #: ``consumesCounters`` is set (DRAPartitionableDevices, off): the allocator's
+    #: selectors still look at the device, but it is never allocated
+    consumes_counters: bool = False
+    #: ``bindingConditions`` (DRADeviceBindingConditions, off): non-empty, the device
+    #: is not selectable at all (no selector is evaluated on it)
+    binding_conditions: tuple[str, ...] = ()
+
+    @property
+    def selectable(self) -> bool:
+        """upstream isSelectable's gate check, before any selector: a device with
+        binding conditions is not a candidate while DRADeviceBindingConditions is off."""
+        return not self.binding_conditions
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +130,10 @@ class ResourceSlice:
     node_selector_raw: Mapping[str, Any] | None = None
     all_nodes: bool = False
     devices: tuple[Device, ...] = ()
+    #: ``perDeviceNodeSelection`` or ``sharedCounters`` is set (DRAPartitionableDevices,
+    #: off): upstream GatherPools leaves the slice out of every node's pools, though it
+    #: still counts toward its pool's resourceSliceCount and generation
+    partitionable: bool = False
     raw: Mapping[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
 
     @property

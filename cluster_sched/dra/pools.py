@@ -10,6 +10,11 @@ generation elsewhere makes the node's slices obsolete (the pool is left out), al
 this generation present makes it complete, else it is *incomplete* (its devices are
 not handed out). A complete pool is *invalid* when two of its slices the node sees
 list the same device name.
+
+With DRAPartitionableDevices off (v1.35's default), a slice using that gate's fields
+(``ResourceSlice.partitionable``) is in no node's view, as upstream GatherPools skips
+it before node selection; it still counts when the pool's slices on every node are
+looked at (completeness, a newer generation), as upstream's checkSlicesInPool does.
 """
 
 from __future__ import annotations
@@ -21,7 +26,15 @@ from cluster_sched.api.objects import Node
 from cluster_sched.api.selectors import node_selector_matches
 from cluster_sched.dra.objects import Device, ResourceSlice
 
-__all__ = ["Pool", "PoolDevice", "PoolSlices", "gather_pools", "node_pool_view"]
+__all__ = [
+    "Pool",
+    "PoolDevice",
+    "PoolSlices",
+    "gather_pools",
+    "group_by_pool",
+    "node_pool",
+    "node_pool_view",
+]
 
 #: (driver, pool name) -> every slice of that pool, whichever node it is for
 PoolSlices = Callable[[str, str], Iterable[ResourceSlice]]
@@ -85,32 +98,48 @@ def node_pool_view(
     return current, seen != want
 
 
+def group_by_pool(slices: Iterable[ResourceSlice]) -> dict[tuple[str, str], list[ResourceSlice]]:
+    """``slices`` a node sees, by pool; a slice with partitionable devices' fields is
+    left out (upstream GatherPools with DRAPartitionableDevices off)."""
+    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in slices:
+        if not s.partitionable:
+            grouped.setdefault((s.driver, s.pool), []).append(s)
+    return grouped
+
+
+def node_pool(
+    driver: str, name: str, members: list[ResourceSlice], pool_slices: PoolSlices
+) -> Pool | None:
+    """The pool as a node sees it from ``members`` (its slices of the pool the node
+    sees), or None when they are obsolete."""
+    view = node_pool_view(members, pool_slices)
+    if view is None:
+        return None
+    current, incomplete = view
+    current.sort(key=lambda s: s.name)
+    devices = tuple(PoolDevice(driver, name, dev, s) for s in current for dev in s.devices)
+    names = [d.device.name for d in devices]
+    return Pool(
+        driver=driver,
+        name=name,
+        devices=devices,
+        incomplete=incomplete,
+        invalid=not incomplete and len(set(names)) != len(names),
+    )
+
+
 def gather_pools(
     slices: Iterable[ResourceSlice], node: Node, pool_slices: PoolSlices | None = None
 ) -> list[Pool]:
     """The pools ``node`` sees, sorted by (driver, pool name). ``pool_slices`` finds a
     pool's slices on every node (None: ``slices`` holds them all)."""
     slices = list(slices)
-    grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in slices:
-        if slice_matches_node(s, node):
-            grouped.setdefault((s.driver, s.pool), []).append(s)
+    grouped = group_by_pool(s for s in slices if slice_matches_node(s, node))
+    every = pool_slices or _scan(slices)
     pools = []
     for (driver, name), members in sorted(grouped.items()):
-        view = node_pool_view(members, pool_slices or _scan(slices))
-        if view is None:
-            continue
-        current, incomplete = view
-        current.sort(key=lambda s: s.name)
-        devices = tuple(PoolDevice(driver, name, dev, s) for s in current for dev in s.devices)
-        names = [d.device.name for d in devices]
-        pools.append(
-            Pool(
-                driver=driver,
-                name=name,
-                devices=devices,
-                incomplete=incomplete,
-                invalid=not incomplete and len(set(names)) != len(names),
-            )
-        )
+        pool = node_pool(driver, name, members, every)
+        if pool is not None:
+            pools.append(pool)
     return pools

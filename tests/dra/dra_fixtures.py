@@ -108,6 +108,27 @@ def parse(doc: dict[str, Any]) -> Any:
     return parse_object(doc)
 
 
+def explain_claim_pod(docs: list[dict[str, Any]], claim_name: str = "claim-0") -> dict[str, Any]:
+    """``explain`` (default profile) of a pod using claim ``claim_name``, in a cluster
+    of ``docs``: its JSON, with ``filter`` per node and ``resourceClaims`` (the devices
+    each feasible node would give)."""
+    from cluster_sched.cache.cache import Cache
+    from cluster_sched.config.load import parse_config
+    from cluster_sched.scheduler.explain.decision import explain
+    from cluster_sched.testing.builders import make_pod
+
+    cache = Cache()
+    cache.load([parse_object(d) for d in docs])
+    doc = make_pod("pod").req(cpu="1").obj().raw
+    claims = [{"name": "c", "resourceClaimName": claim_name}]
+    doc["spec"] = {**doc["spec"], "resourceClaims": claims}
+    config = parse_config(
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    )
+    out: dict[str, Any] = explain(cache, parse_object(doc), config).json
+    return out
+
+
 # -- upstream's plugin test objects (pkg/scheduler/framework/plugins/dynamicresources/
 #    dynamicresources_test.go, v1.35): pod my-pod (uid 1234) in default, claims
 #    my-pod-my-resource[-2] of class my-resource-class (no selectors), driver some-driver,

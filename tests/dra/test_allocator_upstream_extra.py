@@ -23,9 +23,9 @@ DeviceBindingAndStatus, which needs DRADeviceBindingConditions, off):
 
 Of the 26 here, 8 run with the feature off on objects that carry the gated fields
 (tainted-*-disabled x4, partitionable-devices-disabled-* x3,
-binding-conditions-without-feature-gate): our decoder refuses those fields, naming
-the gate (issue 25: gated fields not modelled are refused with a clear error), so
-upstream's expected allocations cannot be reached; they are ``xfail(strict=True)``.
+binding-conditions-without-feature-gate). The decoder accepts those fields and keeps
+what the allocator's gate-off rules need (dra.decode's docstring): all 8 pass with
+upstream's expected results.
 
 The four cases upstream builds by mutating a claim into a shape API validation
 refuses (empty-class, unknown-selector, unknown-allocation-mode, unknown-constraint)
@@ -43,8 +43,7 @@ import pytest
 
 from cluster_sched.dra.allocator import AllocationError, AllocationTimeout
 from cluster_sched.dra.objects import DeviceConstraint, ResourceClaim
-from cluster_sched.errors import InvalidObjectError
-from tests.dra.dra_fixtures import claim, node, parse
+from tests.dra.dra_fixtures import claim, explain_claim_pod, node, parse
 from tests.dra.test_allocator_upstream import (
     CA,
     CB,
@@ -228,17 +227,12 @@ def test_interrupt(mode: str) -> None:
         alloc.allocate(target, claims, deadline)
 
 
-# --- gated fields on objects while the gate is off: refused at decode -----------------
+# --- gated fields on objects while the gate is off: upstream's gate-off rules ---------
 
 TAINT = {"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}
 NO_EXECUTE = {"key": "taint-key", "value": "taint-value-2", "effect": "NoExecute"}
 COUNTERS = [{"counterSet": "counter-set-1", "counters": {"memory": {"value": "4Gi"}}}]
 SHARED = [{"name": "counter-set-1", "counters": {"memory": {"value": "18Gi"}}}]
-DECODER_REFUSES = pytest.mark.xfail(
-    strict=True,
-    raises=InvalidObjectError,
-    reason="the decoder refuses the gated field (issue 25: not modelled, refused)",
-)
 
 
 def _with(device: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -290,7 +284,6 @@ GATE_OFF_CASES = [
 ]  # fmt: skip
 
 
-@DECODER_REFUSES
 @pytest.mark.parametrize(("classes", "slices", "claims", "opts", "want"), GATE_OFF_CASES)
 def test_upstream_gate_off_case(
     classes: list[Any], slices: list[Any], claims: list[Any], opts: dict[str, Any], want: Any
@@ -315,28 +308,16 @@ def test_multi_host_pool_through_explain() -> None:
     the pool's two slices are on two nodes, so each node sees one slice of a pool of
     two; the pool is complete, and each node can allocate its own device (the Filter's
     device-count pre-check judges pools the same way as the allocator)."""
-    from cluster_sched.api.manifest import parse_object
-    from cluster_sched.cache.cache import Cache
-    from cluster_sched.config.load import parse_config
-    from cluster_sched.scheduler.explain.decision import explain
-    from cluster_sched.testing.builders import make_pod
-
-    cache = Cache()
-    docs = [
-        node("node-1"),
-        node("node-2"),
-        CA,
-        pool_slice("slice-1", "node-2", 1, 2, dev("device-1")),
-        pool_slice("slice-2", "node-1", 1, 2, dev("device-2")),
-        cl(),
-    ]
-    cache.load([parse_object(d) for d in docs])
-    doc = make_pod("pod").req(cpu="1").obj().raw
-    doc["spec"] = {**doc["spec"], "resourceClaims": [{"name": "c", "resourceClaimName": "claim-0"}]}
-    config = parse_config(
-        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    out = explain_claim_pod(
+        [
+            node("node-1"),
+            node("node-2"),
+            CA,
+            pool_slice("slice-1", "node-2", 1, 2, dev("device-1")),
+            pool_slice("slice-2", "node-1", 1, 2, dev("device-2")),
+            cl(),
+        ]
     )
-    out = explain(cache, parse_object(doc), config).json
     assert out["filter"] == {"node-1": {"code": "Success"}, "node-2": {"code": "Success"}}
     devices = {n: [a["device"] for a in allocs] for n, allocs in out["resourceClaims"].items()}
     assert devices == {"node-1": ["device-2"], "node-2": ["device-1"]}

@@ -65,7 +65,23 @@ def _slice(**spec: Any) -> dict[str, Any]:
         pytest.param(_slice(devices=[{"name": "d", "capacity": {"memory": {"value": "1Gx"}}}]),
                      "spec.devices[0].capacity.memory.value", "", id="bad-quantity"),
         pytest.param(_slice(devices=[{"name": "d", "consumesCounters": [{"counterSet": "x"}]}]),
-                     "spec.devices[0].consumesCounters", "DRAPartitionableDevices", id="gated-field"),
+                     "spec.devices[0].consumesCounters[0].counters", "required", id="counters-missing"),
+        pytest.param(_slice(devices=[{"name": "d", "bindingFailureConditions": ["Failed"]}]),
+                     "spec.devices[0].bindingConditions", "bindingConditions are required", id="failure-only"),
+        pytest.param(_slice(devices=[{"name": "d", "bindingConditions": ["Ready"]}]),
+                     "spec.devices[0].bindingFailureConditions", "bindingFailureConditions are required",
+                     id="conditions-only"),
+        pytest.param(_slice(perDeviceNodeSelection=False), "spec.perDeviceNodeSelection",
+                     "unset or set to true", id="per-device-false"),
+        pytest.param(_slice(nodeName=None, perDeviceNodeSelection=True), "spec.devices[0]",
+                     "exactly one of nodeName, nodeSelector or allNodes", id="per-device-no-node"),
+        pytest.param(_slice(devices=[{"name": "d", "nodeName": "node-1"}]), "spec.devices[0]",
+                     "only be set if perDeviceNodeSelection", id="device-node-without-per-device"),
+        pytest.param(_slice(sharedCounters=[{"name": "cs", "counters": {"mem": {"value": "1"}}}]),
+                     "spec", "only one of sharedCounters or devices", id="counters-and-devices"),
+        pytest.param(claim("c", constraints=[{"matchAttribute": "a.io/x", "distinctAttribute": "a.io/y"}]),
+                     "spec.devices.constraints[0]", "exactly one of matchAttribute or distinctAttribute",
+                     id="two-constraint-kinds"),
         pytest.param(claim("c", {"name": "r"}), "spec.devices.requests[0]", "exactly one of exactly", id="no-request-kind"),
         pytest.param(claim("c", request("r", "cls", 0)), "spec.devices.requests[0].exactly.count", "greater than zero", id="count-zero"),
         pytest.param(claim("c", request("r", "cls", mode="Some")), "spec.devices.requests[0].exactly.allocationMode", "supported values", id="bad-mode"),
@@ -120,3 +136,49 @@ def test_pod_resource_claims_need_one_source() -> None:
     with pytest.raises(InvalidObjectError) as err:
         parse_object(doc)
     assert err.value.field == "spec.resourceClaims[0]"
+
+
+COUNTERS = [{"counterSet": "cs", "counters": {"mem": {"value": "4Gi"}}}]
+
+
+def test_gated_fields_decode_as_the_gate_off_scheduler_reads_them() -> None:
+    """The fields of the gates v1.35 leaves off are accepted, not refused (they used to
+    be an error naming the gate): what the allocator's gate-off rules need is kept,
+    the rest is ignored (dra.decode's docstring)."""
+    s = parse_object(
+        _slice(
+            devices=[
+                {"name": "counters", "consumesCounters": COUNTERS},
+                {
+                    "name": "bound",
+                    "bindingConditions": ["Ready"],
+                    "bindingFailureConditions": ["F"],
+                },
+                {"name": "taint", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+                {"name": "shared", "allowMultipleAllocations": True, "bindsToNode": True},
+            ]
+        )
+    )
+    assert isinstance(s, ResourceSlice) and not s.partitionable
+    got = [(d.name, d.consumes_counters, d.binding_conditions, d.selectable) for d in s.devices]
+    assert got == [
+        ("counters", True, (), True),
+        ("bound", False, ("Ready",), False),
+        ("taint", False, (), True),
+        ("shared", False, (), True),
+    ]
+    shared = _slice(
+        devices=None, sharedCounters=[{"name": "cs", "counters": {"m": {"value": "1"}}}]
+    )
+    per_device = _slice(nodeName=None, perDeviceNodeSelection=True)
+    per_device["spec"]["devices"] = [{"name": "d", "nodeName": "node-1"}]
+    assert [parse_object(doc).partitionable for doc in (shared, per_device)] == [True, True]
+    cls = device_class()
+    cls["spec"]["extendedResourceName"] = "example.com/gpu"
+    assert isinstance(parse_object(cls), DeviceClass)
+    req = request("r", "cls", 1)
+    req["exactly"]["capacity"] = {"requests": {"memory": "1Gi"}}
+    c = parse_object(claim("c", req, constraints=[{"distinctAttribute": "a.io/x"}]))
+    assert isinstance(c, ResourceClaim)
+    # an empty constraint: the allocator's "unsupported constraint type" error
+    assert [k.match_attribute for k in c.spec.constraints] == [""]
