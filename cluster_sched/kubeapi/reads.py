@@ -42,6 +42,11 @@ BOOKMARK_INTERVAL = 5.0
 #: A watch without timeoutSeconds ends after this long (the API server picks 30-60 min).
 DEFAULT_WATCH_TIMEOUT = 1800.0
 _INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+#: A watch event's line up to its object: the line is ``frame + object JSON + b"}\n"``,
+#: byte for byte what ``dumps({"type": type, "object": obj})`` gives.
+_FRAMES: dict[str, bytes] = {
+    t.value: b'{"type":"%s","object":' % t.value.encode() for t in EventType
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +319,8 @@ class Reads:
         r = scope.resource
         cursor, members, initial_objs = start
         filtered = not selector.empty
+        plain = not filtered and not as_table
+        in_namespace = f"{scope.namespace}/" if scope.namespace else ""
         if initial_objs is not None:
             for begin in range(0, len(initial_objs), WATCH_CHUNK_EVENTS):
                 part = initial_objs[begin : begin + WATCH_CHUNK_EVENTS]
@@ -339,9 +346,13 @@ class Reads:
                 cursor = ev.rv
                 if ev.kind != r.kind or not r.stored:
                     continue
-                obj = ev.obj  # decoded here, once per event and watch
-                if not _in_scope(obj, scope.namespace):
+                if in_namespace and not ev.key.startswith(in_namespace):
+                    continue  # the key is "namespace/name" (``storage.object_key``)
+                if plain:  # the stored event as it is: its JSON, encoded once for all
+                    data = ev.json()
+                    out.append(_FRAMES[ev.type] + data + b"}\n")
                     continue
+                obj = ev.obj  # decoded here, once per event and filtered watch
                 etype = ev.type.value
                 if filtered:
                     match = ev.type is not EventType.DELETED and selector.matches(obj)
@@ -358,7 +369,10 @@ class Reads:
                         etype = "DELETED"
                     elif not match:
                         continue
-                out.append(self._encode(scope, etype, obj, as_table, first))
+                if as_table:
+                    out.append(self._encode(scope, etype, obj, as_table, first))
+                else:
+                    out.append(_FRAMES[etype] + ev.json(obj) + b"}\n")
             if out:
                 yield b"".join(out)
                 last_sent = time.monotonic()

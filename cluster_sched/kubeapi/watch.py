@@ -6,15 +6,22 @@ its resourceVersion and then waits for new events. resourceVersions in the strea
 consecutive integers, so the event after version ``rv`` sits at a computed index and a
 version older than the window is known to be gone: 410 Expired, and the client relists.
 Only events are held (a bounded window), never a copy of the objects.
+
+Per event, the cost is one msgpack decode and one JSON encoding, paid by the first watch
+that sends it and shared by every other (``CachedEvent.json``); the follower reads the
+stream at most every ``READ_INTERVAL`` (one XREAD per batch, not one per write, so a busy
+run costs Redis a few dozen reads a second however many watches follow it).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from cluster_sched.errors import StoreError
+from cluster_sched.kubeapi.request import dumps
 from cluster_sched.store.boundary import redis_boundary
 from cluster_sched.store.codec import gc_paused, unpack_object
 from cluster_sched.store.results import EventType
@@ -26,6 +33,18 @@ __all__ = ["DEFAULT_WINDOW", "CachedEvent", "Expired", "WatchCache"]
 DEFAULT_WINDOW = 50_000
 #: Most stream entries one read of the cache's follower takes.
 READ_COUNT = 1000
+#: A read that did not fill ``READ_COUNT`` is followed by the next one this many seconds
+#: after it began, so events gather into batches while the scheduler writes at full speed
+#: (the coordinator reads its own watch at most every 20 ms too). A watch's latency grows
+#: by at most this much; its events, order and versions do not change.
+READ_INTERVAL = 0.02
+
+
+#: A stream entry's type field (bytes from Redis, text from a decoding client) to its type.
+_TYPES: dict[bytes | str, EventType] = {
+    **{t.value: t for t in EventType},
+    **{t.value.encode(): t for t in EventType},
+}
 
 
 def _text(value: bytes | str) -> str:
@@ -37,23 +56,25 @@ class CachedEvent:
 
     The cache follows every write of the run; most are never sent (no watch, or a watch
     of another kind), so the entry keeps the stored bytes and pays the decoding only
-    for what some watch reads. An object that
-    cannot be decoded makes the event an ERROR with a message, as the store's own
-    watch reports one (one bad entry never ends a watch)."""
+    for what some watch reads. The first watch to send it encodes the object as JSON
+    once (``json``) and every later watch sends those bytes as they are.
+    An object that cannot be decoded makes the event an ERROR with a message, as the
+    store's own watch reports one (one bad entry never ends a watch)."""
 
-    __slots__ = ("_error", "_raw", "id", "key", "kind", "rv", "type")
+    __slots__ = ("_error", "_json", "_raw", "id", "key", "kind", "rv", "type")
 
     def __init__(
         self, entry_id: str, etype: EventType, kind: str, key: str, rv: int, raw: bytes
     ) -> None:
         self.id, self.type, self.kind, self.key, self.rv = entry_id, etype, kind, key, rv
         self._raw: bytes | None = raw
+        self._json: bytes | None = None
         self._error: dict[str, Any] = {}
 
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: Any) -> CachedEvent:
         try:
-            etype = EventType(_text(fields[b"type"]))
+            etype = _TYPES[fields[b"type"]]
             rv_text = _text(fields[b"rv"])
             rv = int(rv_text) if rv_text.isdigit() else 0
             kind, key, raw = _text(fields[b"kind"]), _text(fields[b"key"]), fields[b"obj"]
@@ -76,6 +97,16 @@ class CachedEvent:
             self.type = EventType.ERROR
             self._raw = None
             return self._error
+
+    def json(self, obj: dict[str, Any] | None = None) -> bytes:
+        """The object as compact JSON (``request.dumps``), encoded by the first watch
+        that sends it and kept for the others (the stored bytes stay too: ``obj`` decodes
+        those, exactly); ``obj``, when the caller has decoded it already. Read ``type``
+        after it: an unreadable object makes the event an ERROR."""
+        data = self._json
+        if data is None:
+            data = self._json = dumps(self.obj if obj is None else obj)
+        return data
 
 
 def _entries(reply: Any) -> list[tuple[Any, Any]]:
@@ -105,8 +136,15 @@ class Expired(Exception):
 class WatchCache:
     """A window of the stream's latest events; ``since(rv)`` is what follows ``rv``."""
 
-    def __init__(self, store: Store, window: int = DEFAULT_WINDOW, block_ms: int = 200) -> None:
+    def __init__(
+        self,
+        store: Store,
+        window: int = DEFAULT_WINDOW,
+        block_ms: int = 200,
+        interval: float = READ_INTERVAL,
+    ) -> None:
         self._store = store
+        self._interval = interval
         self._window = window
         self._block_ms = block_ms
         self._cond = threading.Condition()
@@ -157,11 +195,13 @@ class WatchCache:
                 self._last_id = "0-0"
 
     def _follow(self) -> None:
-        """Read the stream after the last entry seen, ``READ_COUNT`` at a time. Entries
-        trimmed before they were read show as a gap in resourceVersions: ``_append``
-        restarts the window after it (watches from before it get 410 Expired)."""
+        """Read the stream after the last entry seen, ``READ_COUNT`` at a time and at
+        most every ``READ_INTERVAL``. Entries trimmed before they were read show as a
+        gap in resourceVersions: ``_append`` restarts the window after it (watches from
+        before it get 410 Expired)."""
         client, stream = self._store.client, self._store.keys.events
         while not self._stop.is_set():
+            began = time.monotonic()
             try:
                 with redis_boundary("watch cache"):
                     reply = client.xread(
@@ -175,6 +215,8 @@ class WatchCache:
                 batch = [CachedEvent.from_entry(i, f) for i, f in _entries(reply)]
             if batch:
                 self._append(batch)
+            if len(batch) < READ_COUNT:  # caught up: let the next batch gather
+                self._stop.wait(self._interval - (time.monotonic() - began))
 
     def _append(self, batch: list[CachedEvent]) -> None:
         with self._cond:
