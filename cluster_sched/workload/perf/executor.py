@@ -347,6 +347,10 @@ class WorkloadExecutor:
                 batches += 1
                 self.store.delete_many([("Pod", k) for k in live])
                 live.clear()
+                # The resourceclaim controller, which upstream runs beside the test,
+                # sees the deletes while the next pods are being created one API call
+                # at a time; here all ten come in one write, so let it act first.
+                self.coord.poll_informer()
                 create()
             return time.monotonic() >= end
 
