@@ -412,6 +412,8 @@ def test_threshold_selector_and_topic_map(tmp_path: Path) -> None:
     path = write_config(tmp_path, [case])
     (p,) = select_workloads(load_test_cases(path), None, None, str(path))
     assert p.workload.threshold == 12.5
+    # upstream thresholds.Get: the topic's entry, else the plain number (0 for a map)
+    assert (p.workload.for_topic("other"), p.workload.for_topic("dra")) == (1.0, 0.0)
     assert p.workload.selector == ThresholdMetricSelector(
         "scheduler_scheduling_attempt_duration_seconds", {"result": "scheduled"}, "Perc99", True
     )
