@@ -1,8 +1,10 @@
 """What kube-controller-manager does with a deleted pod's ResourceClaims (the
 resourceclaim controller and the garbage collector), done when the scheduler's watch
-sees the pod go: claims the pod owns (made from its templates) are deleted; the pod is
-removed from the ``reservedFor`` of the others, and a claim reserved by nobody any more
-is deallocated (its allocation and finalizer dropped), so its devices are free again.
+sees the pod go: the pod is removed from the ``reservedFor`` of its claims, and a claim
+reserved by nobody any more is deallocated (its allocation and finalizer dropped), so
+its devices are free again; then claims the pod owns (made from its templates) are
+deleted. The deallocation is an update the scheduler's queueing hints see, as upstream's
+(a delete alone would leave pods waiting for the devices unschedulable).
 """
 
 from __future__ import annotations
@@ -29,28 +31,36 @@ class ClaimStore(Protocol):
 def release_pod_claims(store: ClaimStore, pod: Pod, dra: DraListers) -> None:
     claims, _ = pod_claims(pod, dra)
     for claim in claims:
-        if is_for_pod(pod, claim) and any(
+        owned = is_for_pod(pod, claim) and any(
             ref.controller and ref.kind == "Pod" for ref in claim.meta.owner_references
-        ):
+        )
+        if any(ref.uid == pod.uid for ref in claim.reserved_for):
+            # upstream syncClaim: the reservation goes first (an update the scheduler's
+            # queueing hints see: pods waiting for these devices are retried) ...
+            _unreserve(store, claim.key, pod.uid)
+        if owned:
+            # ... then the claim made for the pod (the garbage collector's delete)
             store.delete("ResourceClaim", claim.key)
-            continue
-        if not any(ref.uid == pod.uid for ref in claim.reserved_for):
-            continue
-        doc = store.get("ResourceClaim", claim.key)
-        if doc is None:
-            continue
-        doc = copy.deepcopy(doc)
-        status = doc.setdefault("status", {})
-        refs = [r for r in status.get("reservedFor") or [] if r.get("uid") != pod.uid]
-        if refs:
-            status["reservedFor"] = refs
+
+
+def _unreserve(store: ClaimStore, key: str, uid: str) -> None:
+    """Drop ``uid`` from the claim's ``reservedFor``; reserved by nobody, the claim is
+    deallocated (its allocation and finalizer dropped), so its devices are free again."""
+    doc = store.get("ResourceClaim", key)
+    if doc is None:
+        return
+    doc = copy.deepcopy(doc)
+    status = doc.setdefault("status", {})
+    refs = [r for r in status.get("reservedFor") or [] if r.get("uid") != uid]
+    if refs:
+        status["reservedFor"] = refs
+    else:
+        for field in ("reservedFor", "allocation", "devices"):
+            status.pop(field, None)
+        meta = doc.setdefault("metadata", {})
+        finalizers = [f for f in meta.get("finalizers") or [] if f != CLAIM_FINALIZER]
+        if finalizers:
+            meta["finalizers"] = finalizers
         else:
-            for key in ("reservedFor", "allocation", "devices"):
-                status.pop(key, None)
-            meta = doc.setdefault("metadata", {})
-            finalizers = [f for f in meta.get("finalizers") or [] if f != CLAIM_FINALIZER]
-            if finalizers:
-                meta["finalizers"] = finalizers
-            else:
-                meta.pop("finalizers", None)
-        store.apply(doc, source="resourceclaim-controller")
+            meta.pop("finalizers", None)
+    store.apply(doc, source="resourceclaim-controller")

@@ -156,6 +156,12 @@ class DraListers:
             self._free[class_name] = free
         return free.get(node, 0)
 
+    def free_counts(self, class_name: str) -> dict[str, int]:
+        """``free_count`` of every node that has node-local devices of the class, as
+        a new dict (one copy of the kept column, not a lookup per node)."""
+        self.free_count(class_name, "")
+        return dict(self._free[class_name])
+
     def is_allocated(self, device: tuple[str, str, str]) -> bool:
         """Is the device allocated in the store or in flight (admin access aside)?"""
         return self._store_counts[device] > 0 or self._flight_counts[device] > 0

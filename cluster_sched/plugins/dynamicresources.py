@@ -190,7 +190,7 @@ class DynamicResources:
         want = 0
         if cycle.simple and cycle.need and all(c.allocation_node_selector is None for c in claims):
             ((cls, want),) = cycle.need.items()
-            free = {name: dra.free_count(cls, name) for name in dra.class_devices(cls)}
+            free = dra.free_counts(cls)
         scores = any(req.first_available for i in to_allocate for req in claims[i].spec.requests)
         state.write(STATE_KEY, Token(pod.key, True, free, want, scores))
         return None, SUCCESS

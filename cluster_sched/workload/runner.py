@@ -213,7 +213,14 @@ def drive(
         feeding = feed() if feed is not None else False
         if tick is not None:
             tick()
-        worked = coord.step(pop_timeout=0.0 if feeding else 0.02)
+        pop_timeout = 0.0 if feeding else 0.02
+        if not feeding and coord.binder.pending():
+            # Bindings in flight: wait for their outcomes on the binder (an in-process
+            # wake-up), not in the pop's Redis BLPOP, which nothing wakes when a binding
+            # lands and whose timeout Redis honours only to its hz (100 ms by default).
+            coord.binder.wait_idle(pop_timeout)
+            pop_timeout = 0.0
+        worked = coord.step(pop_timeout=pop_timeout)
         bound = len(coord.stats.bound_node)
         now = time.monotonic()
         progressed = bound != last_bound

@@ -75,6 +75,15 @@ def register_perf(sub: Any) -> None:
         metavar="DIR",
         help="directory for <test>_<workload>.json (default: the current directory)",
     )
+    p.add_argument(
+        "--topic",
+        default="",
+        metavar="NAME",
+        help=(
+            "topic name for thresholds written as a topic -> value map (upstream passes "
+            "one per benchmark, e.g. dra; default: the empty topic)"
+        ),
+    )
     p.add_argument("--seed", type=seed, default=None, help="seed for tie-breaking among top nodes")
     p.add_argument(
         "--timeout",
@@ -130,6 +139,8 @@ def _output_dir(path: str) -> Path:
 
 def run_perf(args: argparse.Namespace) -> int:
     planned = select_workloads(load_test_cases(args.config), args.test, args.workload, args.config)
+    for p in planned:
+        p.workload.threshold = p.workload.for_topic(getattr(args, "topic", ""))
     configs: dict[str, SchedulerConfiguration] = {}
     for p in planned:
         path = p.case.scheduler_config_path
@@ -173,6 +184,7 @@ def run_workload(
 
     ``inspect(store, coordinator)`` sees the final state before it is torn down (tests
     check the placements with an independent checker there)."""
+    features = feature_gates_of(planned.feature_gates, cli_features(args))[0]
     shared = resolve_url(args.redis) is not None
     prefix = f"{{csperf-{uuid.uuid4().hex[:12]}}}" if shared else "{cs}"
     with redis_session(args.redis) as session:
@@ -195,13 +207,15 @@ def run_workload(
             prefix=prefix,
             batch_size=args.batch_size,
             metrics=Metrics(),
-            features=feature_gates_of(planned.feature_gates, cli_features(args))[0],
+            features=features,
         )
         try:
             attach_metrics(coord, coord.metrics)  # pending pods incl. gated, at scrape
             coord.start()
             coord.queue.run()
-            executor = WorkloadExecutor(planned, coord, store, timeout=args.timeout, seed=args.seed)
+            executor = WorkloadExecutor(
+                planned, coord, store, timeout=args.timeout, seed=args.seed, features=features
+            )
             outcome = executor.run()
             if inspect is not None:
                 inspect(store, coord)

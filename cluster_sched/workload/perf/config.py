@@ -125,10 +125,19 @@ class PerfWorkload:
     name: str
     params: dict[str, Any] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
-    #: 0 disables the check (upstream)
+    #: 0 disables the check (upstream); the value for the run's topic (``for_topic``)
     threshold: float = 0.0
+    #: upstream's ``threshold`` as a topic -> value map (the plain number is ``threshold``
+    #: then 0 unless the map names the topic "")
+    thresholds_by_topic: dict[str, float] = field(default_factory=dict)
     selector: ThresholdMetricSelector = field(default_factory=ThresholdMetricSelector)
     feature_gates: dict[str, bool] = field(default_factory=dict)
+
+    def for_topic(self, topic: str) -> float:
+        """Upstream thresholds.Get: the map's value for the topic, else the number."""
+        if topic in self.thresholds_by_topic:
+            return self.thresholds_by_topic[topic]
+        return 0.0 if self.thresholds_by_topic else self.threshold
 
 
 @dataclass(slots=True)
@@ -249,15 +258,19 @@ def _selector(raw: Any, where: str) -> ThresholdMetricSelector:
     )
 
 
-def _threshold(raw: Any, where: str) -> float:
-    """A number, or upstream's topic -> number map (the empty topic applies here)."""
+def _threshold(raw: Any, where: str) -> tuple[float, dict[str, float]]:
+    """A number, or upstream's topic name -> number map."""
+
+    def number(v: Any, at: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            raise _Bad(at, f"threshold must be a non-negative number, got {v!r}")
+        return float(v)
+
     if raw is None:
-        return 0.0
+        return 0.0, {}
     if isinstance(raw, dict):
-        raw = raw.get("", 0)
-    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < 0:
-        raise _Bad(where, f"threshold must be a non-negative number, got {raw!r}")
-    return float(raw)
+        return 0.0, {str(k): number(v, f"{where}.{k}") for k, v in raw.items()}
+    return number(raw, where), {}
 
 
 def _metrics_config(raw: Any, where: str) -> MetricsConfig:
@@ -289,11 +302,13 @@ def _workload(raw: Any, where: str, default: ThresholdMetricSelector | None) -> 
         raise _Bad(f"{where}.params", "params must be a mapping")
     raw_sel = f.get("thresholdMetricSelector")
     selector = _selector(raw_sel, f"{where}.thresholdMetricSelector") if raw_sel else default
+    value, by_topic = _threshold(f.get("threshold"), f"{where}.threshold")
     return PerfWorkload(
         name=f["name"],
         params={str(k): v for k, v in params.items()},
         labels=_labels(f.get("labels"), f"{where}.labels"),
-        threshold=_threshold(f.get("threshold"), f"{where}.threshold"),
+        threshold=by_topic.get("", value) if by_topic else value,
+        thresholds_by_topic=by_topic,
         selector=selector or ThresholdMetricSelector(),
         feature_gates=_gates(f.get("featureGates"), f"{where}.featureGates"),
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from cluster_sched.workload.perf.ops import (
     UNSUPPORTED_OPS,
+    AllocResourceClaims,
     Barrier,
     Churn,
     CreateAny,
@@ -22,6 +23,7 @@ from cluster_sched.workload.perf.ops import (
     CreateNodes,
     CreatePods,
     CreatePodSets,
+    CreateResourceClaims,
     CreateResourceDriver,
     DeletePods,
     FieldError,
@@ -228,6 +230,16 @@ OPS: Mapping[str, _Spec] = {
             "nodes": ("nodes", _str),
             "maxClaimsPerNode": ("max_claims_per_node", _int),
             "maxClaimsPerNodeParam": ("max_claims_per_node_param", _param),
+        },
+    ),
+    "allocResourceClaims": (AllocResourceClaims, {"namespace": ("namespace", _str)}),
+    "createResourceClaims": (
+        CreateResourceClaims,
+        {
+            "count": ("count", _int),
+            "countParam": ("count_param", _param),
+            "namespace": ("namespace", _str),
+            "templatePath": ("template_path", _path),
         },
     ),
     "deletePods": (

@@ -1,19 +1,35 @@
 """scheduler_perf's DRA pieces (test/integration/scheduler_perf/dra.go): the
-``createResourceDriver`` op, which publishes a ResourceSlice per matching node, and the
-resourceclaim controller's part for created pods (a claim per template entry, named in
-the pod's status, created with it)."""
+``createResourceDriver`` op, which publishes a ResourceSlice per matching node,
+``allocResourceClaims``, which allocates claims out of band with the scheduler's own
+allocator, and the resourceclaim controller's part for created pods (a claim per template
+entry, named in the pod's status, created with it)."""
 
 from __future__ import annotations
 
+import copy
 import fnmatch
+import random
 from collections.abc import Mapping
 from typing import Any
 
 from cluster_sched.api.controllers import instantiate_claims
+from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Namespace, Node
+from cluster_sched.dra.allocator import Allocator
+from cluster_sched.dra.listers import DraListers
+from cluster_sched.dra.objects import DeviceClass, ResourceClaim, ResourceSlice
+from cluster_sched.dra.wire import allocation_to_manifest
+from cluster_sched.features import DRA_ADMIN_ACCESS, DRA_PRIORITIZED_LIST, FeatureGates
 from cluster_sched.store.store import Store
-from cluster_sched.workload.perf.ops import CreateResourceDriver
+from cluster_sched.workload.perf.ops import AllocResourceClaims, CreateResourceDriver
 
-__all__ = ["ClaimTemplates", "create_resource_driver", "driver_slice"]
+__all__ = [
+    "ClaimAllocationFailed",
+    "ClaimTemplates",
+    "alloc_resource_claims",
+    "create_resource_driver",
+    "driver_slice",
+]
 
 API = "resource.k8s.io/v1"
 
@@ -26,7 +42,7 @@ def _device(i: int) -> dict[str, Any]:
             "model": {"string": "A100"},
             "family": {"string": "GPU"},
             "driverVersion": {"version": "1.2.3"},
-            "numa": {"int": i},
+            "dra.example.com/numa": {"int": i},
         },
         "capacity": {"memory": {"value": "1Gi"}},
     }
@@ -57,6 +73,67 @@ def create_resource_driver(store: Store, op: CreateResourceDriver) -> int:
     if slices:
         store.apply_many(slices)
     return len(slices)
+
+
+class ClaimAllocationFailed(Exception):
+    """allocResourceClaims found no node for a claim (upstream fails the workload)."""
+
+
+def alloc_resource_claims(
+    store: Store, op: AllocResourceClaims, rng: random.Random, features: FeatureGates
+) -> int:
+    """Upstream allocResourceClaimsOp: every unallocated claim of ``op.namespace`` (all
+    namespaces if empty), one at a time, on the first node of a fresh shuffle where the
+    allocator (the DynamicResources plugin's, with the same gates) finds devices; each
+    allocation is written at once and counts as taken for the next claim. No pod is
+    reserved and no finalizer added, as upstream's op writes only ``status.allocation``.
+    Returns how many claims were allocated."""
+    dra = DraListers()
+    for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
+        for doc in store.list(kind):
+            obj = parse_object(doc)
+            assert isinstance(obj, DeviceClass | ResourceSlice | ResourceClaim)
+            dra.set(obj)
+    nodes = [n for n in map(parse_object, store.list("Node")) if isinstance(n, Node)]
+    labels = {
+        ns.name: ns.meta.labels
+        for ns in map(parse_object, store.list("Namespace"))
+        if isinstance(ns, Namespace)
+    }
+    local, shared = dra.slice_index()
+    allocator = Allocator(
+        dra.classes,
+        (),
+        dra.is_allocated,
+        lambda name: labels.get(name, {}),
+        admin_access=features.enabled(DRA_ADMIN_ACCESS),
+        prioritized_list=features.enabled(DRA_PRIORITIZED_LIST),
+        slices_for=lambda node: [*local.get(node.name, ()), *shared],
+    )
+    todo = [
+        c
+        for c in dra.claims.values()
+        if c.allocation is None and (not op.namespace or c.meta.namespace == op.namespace)
+    ]
+    for i, claim in enumerate(todo):
+        allocator.validate([claim])
+        rng.shuffle(nodes)
+        for node in nodes:
+            result = allocator.allocate(node, [claim])
+            if result is None:
+                continue
+            stored = store.get("ResourceClaim", claim.key)
+            assert stored is not None
+            doc = copy.deepcopy(stored)
+            doc.setdefault("status", {})["allocation"] = allocation_to_manifest(result[0])
+            store.apply(doc, source="allocResourceClaims")
+            allocated = parse_object(doc)
+            assert isinstance(allocated, ResourceClaim)
+            dra.set(allocated)  # taken for the next claim, as upstream's assume cache
+            break
+        else:
+            raise ClaimAllocationFailed(f"Could not allocate claim {i} out of {len(todo)}")
+    return len(todo)
 
 
 class ClaimTemplates:

@@ -20,11 +20,18 @@ from typing import Any
 
 from cluster_sched.api.manifest import KINDS, parse_object
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.features import FeatureGates
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.kinds import NAMESPACED_KINDS
 from cluster_sched.store.store import Store
+from cluster_sched.workload.perf.background import ChurnTask, PacedDeletes, SeenScheduled
 from cluster_sched.workload.perf.config import DEFAULT_METRICS, SLI_METRIC, PlannedWorkload
-from cluster_sched.workload.perf.dra_ops import ClaimTemplates, create_resource_driver
+from cluster_sched.workload.perf.dra_ops import (
+    ClaimAllocationFailed,
+    ClaimTemplates,
+    alloc_resource_claims,
+    create_resource_driver,
+)
 from cluster_sched.workload.perf.metrics import (
     DataItem,
     ThroughputCollector,
@@ -45,12 +52,14 @@ from cluster_sched.workload.perf.objects import (
     prepare_node,
 )
 from cluster_sched.workload.perf.ops import (
+    AllocResourceClaims,
     Barrier,
     Churn,
     CreateAny,
     CreateNamespaces,
     CreateNodes,
     CreatePods,
+    CreateResourceClaims,
     CreateResourceDriver,
     DeletePods,
     Op,
@@ -61,9 +70,6 @@ from cluster_sched.workload.perf.ops import (
 from cluster_sched.workload.runner import APPLY_BATCH, drive
 
 __all__ = ["Outcome", "WorkloadExecutor"]
-
-#: Default churn interval (upstream: 500 ms).
-CHURN_INTERVAL_MS = 500
 
 
 class OpFailed(Exception):
@@ -99,68 +105,6 @@ class _Feeder:
         return self.created < self.count
 
 
-class _PacedDeletes:
-    """deletePods with deletePodsPerSecond: one pod per tick of 1/rate seconds."""
-
-    def __init__(self, store: Store, keys: list[str], rate: int) -> None:
-        self.store, self.keys, self.rate = store, keys, rate
-        self.start = time.monotonic()
-        self.deleted = 0
-
-    @property
-    def done(self) -> bool:
-        return self.deleted >= len(self.keys)
-
-    def tick(self, now: float) -> None:
-        due = min(len(self.keys), int((now - self.start) * self.rate))
-        if due > self.deleted:
-            self.store.delete_many([("Pod", k) for k in self.keys[self.deleted : due]])
-            self.deleted = due
-
-
-class _Churn:
-    """churn: every interval, create one object per template (mode create, up to
-    ``number``) or create/delete them in a ring of ``number`` slots (mode recreate)."""
-
-    def __init__(self, ex: WorkloadExecutor, op: Churn, namespace: str) -> None:
-        self.ex, self.op, self.namespace = ex, op, namespace
-        self.templates = [Template(p) for p in op.template_paths]
-        self.interval = (op.interval_milliseconds or CHURN_INTERVAL_MS) / 1000.0
-        self.start = time.monotonic()
-        self.next = self.start + self.interval
-        self.count = 0
-        self.slots: list[list[tuple[str, str] | None]] = [
-            [None] * max(op.number, 1) for _ in self.templates
-        ]
-
-    def tick(self, now: float) -> None:
-        if now < self.next:
-            return
-        self.next = self.start + (int((now - self.start) / self.interval) + 1) * self.interval
-        if self.op.mode == "create":
-            if self.op.number and self.count >= self.op.number:
-                return
-            for t in self.templates:
-                self._create(t)
-        else:
-            slot = self.count % self.op.number
-            for i, t in enumerate(self.templates):
-                held = self.slots[i][slot]
-                if held is not None:
-                    self.ex.store.delete(*held)
-                    self.slots[i][slot] = None
-                else:
-                    self.slots[i][slot] = self._create(t)
-        self.count += 1
-
-    def _create(self, template: Template) -> tuple[str, str]:
-        doc = template.render(self.count, 0)
-        kind, key = place(doc, self.namespace, self.ex.namer)
-        self.ex.note_pod(doc, key)
-        self.ex.store.apply(doc)
-        return kind, key
-
-
 class WorkloadExecutor:
     """Runs the ops of one planned workload against a started coordinator."""
 
@@ -172,8 +116,10 @@ class WorkloadExecutor:
         *,
         timeout: float,
         seed: int | None = None,
+        features: FeatureGates | None = None,
     ) -> None:
         self.planned = planned
+        self.features = features or FeatureGates()
         self.coord = coord
         self.store = store
         self.timeout = timeout
@@ -210,6 +156,18 @@ class WorkloadExecutor:
             self._create_pods(index, op)
         elif isinstance(op, CreateResourceDriver):
             create_resource_driver(self.store, op)
+        elif isinstance(op, AllocResourceClaims):
+            try:
+                alloc_resource_claims(self.store, op, self.rng, self.features)
+            except ClaimAllocationFailed as err:
+                raise OpFailed(str(err)) from None
+        elif isinstance(op, CreateResourceClaims):
+            self._ensure_namespace(op.namespace)
+            template = Template(op.template_path)
+            docs = [template.render(i, op.count) for i in range(op.count)]
+            for doc in docs:
+                place(doc, op.namespace, self.namer)
+            self.store.apply_many(docs)
         elif isinstance(op, CreateAny):
             self._create_any(op)
         elif isinstance(op, DeletePods):
@@ -217,7 +175,7 @@ class WorkloadExecutor:
         elif isinstance(op, Churn):
             namespace = op.namespace or f"namespace-{index}"
             self._ensure_namespace(namespace)
-            self.background.append(_Churn(self, op, namespace))
+            self.background.append(ChurnTask(self, op, namespace))
         elif isinstance(op, Barrier):
             self._barrier(op)
         elif isinstance(op, Sleep):
@@ -363,36 +321,45 @@ class WorkloadExecutor:
             self._stop_window()
 
     def _steady_state(self, template: Template, namespace: str, op: CreatePods) -> None:
-        """Keep ``count`` pods pending: each one seen scheduled is deleted and replaced."""
+        """Upstream createPodsSteadily: ``count`` pods; each time as many more were seen
+        scheduled, every pod of the namespace is deleted and ``count`` new ones created,
+        until ``duration`` has passed. Fails if no pod at all got scheduled."""
         live: list[str] = []
         created = 0
-        seen = 0
 
-        def create(n: int) -> None:
+        def create() -> None:
             nonlocal created
-            docs = [self.render(template, created + i, op.count, namespace) for i in range(n)]
-            created += n
+            docs = [
+                self.render(template, created + i, op.count, namespace) for i in range(op.count)
+            ]
+            created += op.count
             live.extend(f"{namespace}/{d['metadata']['name']}" for d in docs)
             self.store.apply_many([*self.claims.claims_for(docs), *docs])
 
-        create(op.count)
+        seen = SeenScheduled(self.coord.stats.placement_log, [namespace])
+        create()
         end = time.monotonic() + op.duration
-        bound = self.coord.stats.bound_node
+        batches = 0
 
-        def replace_scheduled() -> bool:
-            nonlocal seen
-            done = [k for k in live if k in bound]
-            if done:
-                seen += len(done)
-                gone = set(done)
-                live[:] = [k for k in live if k not in gone]
-                self.store.delete_many([("Pod", k) for k in done])
-                create(len(done))
+        def next_batch() -> bool:
+            nonlocal batches
+            while seen() // op.count > batches:  # upstream: countScheduledPods % Count == 0
+                batches += 1
+                self.store.delete_many([("Pod", k) for k in live])
+                live.clear()
+                # The resourceclaim controller, which upstream runs beside the test,
+                # sees the deletes while the next pods are being created one API call
+                # at a time; here all ten come in one write, so let it act first.
+                self.coord.poll_informer()
+                create()
             return time.monotonic() >= end
 
-        self._drive(replace_scheduled, what=lambda: "the steady state to end")
-        if seen == 0:
-            raise OpFailed("no pod at all got scheduled in the steady state")
+        self._drive(next_batch, what=lambda: "the steady state to end")
+        if seen() == 0:
+            raise OpFailed(
+                "no pod at all got scheduled, either because of a problem or because the "
+                "test interval was too small"
+            )
 
     def _delete_pods(self, op: DeletePods) -> None:
         keys = [
@@ -404,7 +371,7 @@ class WorkloadExecutor:
         if op.delete_pods_per_second <= 0:
             self.store.delete_many([("Pod", k) for k in keys])
             return
-        deletes = _PacedDeletes(self.store, keys, op.delete_pods_per_second)
+        deletes = PacedDeletes(self.store, keys, op.delete_pods_per_second)
         self.background.append(deletes)
         if not op.skip_wait_to_completion:
             self._drive(
@@ -464,7 +431,9 @@ class WorkloadExecutor:
 
     def _start_window(self, name: str, namespaces: list[str], selector: Mapping[str, str]) -> None:
         labels = {"Name": f"{self.planned.name}/{name}"}
-        collector = ThroughputCollector(lambda: self.scheduled(namespaces, selector), labels)
+        matches = (lambda key: self._matches(key, selector)) if selector else None
+        seen = SeenScheduled(self.coord.stats.placement_log, namespaces, matches)
+        collector = ThroughputCollector(seen, labels)
         collector.start(time.monotonic())
         self.window = Window(
             collector, read_histograms(self.coord.metrics.registry), self.coord.clock.now(), labels

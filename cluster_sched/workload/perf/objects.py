@@ -2,8 +2,9 @@
 
 Upstream renders every template file with Go's text/template (``{{.Index}}``,
 ``{{.Count}}`` and the op's ``templateParams``) before decoding it. cluster-sched renders
-the ``{{.Name}}`` placeholders, which is what the shipped configs' templates use; any
-other template action is an error naming the file. A file without placeholders is
+the ``{{.Name}}`` placeholders and upstream's ``{{DivideInt A B}}`` function (integer
+division of two placeholders or numbers), which is what the shipped configs' templates
+use; any other template action is an error naming the file. A file without placeholders is
 decoded once and copied per object.
 
 Objects upstream creates with ``generateName`` get ``<generateName><n>`` here, ``n``
@@ -32,6 +33,8 @@ __all__ = ["Namer", "Template", "base_node", "base_pod", "namespace_doc", "prepa
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _PLACEHOLDER = re.compile(r"^-?\s*\.([A-Za-z_][A-Za-z0-9_]*)\s*-?$")
+#: upstream's template functions (scheduler_perf getSpecFromTextTemplateFile): ``DivideInt``
+_DIVIDE = re.compile(r"^-?\s*DivideInt\s+(\S+)\s+(\S+)\s*-?$")
 
 
 def base_pod() -> dict[str, Any]:
@@ -102,19 +105,38 @@ class Template:
             return copy_tree(self._static)
         env = {**self.params, "Index": index, "Count": count}
 
-        def substitute(match: re.Match[str]) -> str:
-            inner = match.group(1).strip()
-            placeholder = _PLACEHOLDER.match(inner)
+        def value(arg: str) -> Any:
+            placeholder = _PLACEHOLDER.match(arg)
             if placeholder is None:
-                raise InvalidObjectError(
-                    f"unsupported template action {match.group(0)!r} "
-                    "(cluster-sched renders {{.Name}} placeholders only)",
-                    source=self.source,
-                )
+                return None
             key = placeholder.group(1)
             if key not in env:
                 raise InvalidObjectError(f"template refers to undefined .{key}", source=self.source)
-            return str(env[key])
+            return env[key]
+
+        def integer(arg: str) -> int:
+            v = value(arg) if arg.startswith(".") else (int(arg) if arg.isdigit() else None)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise InvalidObjectError(
+                    f"DivideInt needs integers, got {arg!r}", source=self.source
+                )
+            return v
+
+        def substitute(match: re.Match[str]) -> str:
+            inner = match.group(1).strip()
+            divide = _DIVIDE.match(inner)
+            if divide is not None:
+                divisor = integer(divide.group(2))
+                if divisor == 0:
+                    raise InvalidObjectError("DivideInt: division by zero", source=self.source)
+                return str(int(integer(divide.group(1)) / divisor))  # Go truncates
+            if _PLACEHOLDER.match(inner) is None:
+                raise InvalidObjectError(
+                    f"unsupported template action {match.group(0)!r} "
+                    "(cluster-sched renders {{.Name}} placeholders and DivideInt only)",
+                    source=self.source,
+                )
+            return str(value(inner))
 
         doc = self._decode(_ACTION.sub(substitute, self._text))
         self._check(doc)

@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "UNSUPPORTED_OPS",
+    "AllocResourceClaims",
     "Barrier",
     "Churn",
     "CreateAny",
@@ -27,6 +28,7 @@ __all__ = [
     "CreateNodes",
     "CreatePodSets",
     "CreatePods",
+    "CreateResourceClaims",
     "CreateResourceDriver",
     "DeletePods",
     "FieldError",
@@ -42,8 +44,6 @@ __all__ = [
 
 #: Upstream opcodes cluster-sched recognises but does not run, with the reason.
 UNSUPPORTED_OPS: Mapping[str, str] = {
-    "allocResourceClaims": "DRA is not modelled",
-    "createResourceClaims": "DRA is not modelled",
     "updateAny": "objects are not updated in place",
     "createPodGroups": "pod groups are not modelled",
     "waitForPodGroups": "pod groups are not modelled",
@@ -185,6 +185,24 @@ class CreateResourceDriver:
 
 
 @dataclass(slots=True)
+class AllocResourceClaims:
+    """Allocates the unallocated ResourceClaims of ``namespace`` (all if empty) out of
+    band, one at a time on a random node that fits, as no pod's scheduling would."""
+
+    namespace: str = ""
+
+
+@dataclass(slots=True)
+class CreateResourceClaims:
+    """``count`` copies of the ResourceClaim in ``template_path``, in ``namespace``."""
+
+    namespace: str = ""
+    template_path: Path = Path()
+    count: int = 0
+    count_param: str = ""
+
+
+@dataclass(slots=True)
 class DeletePods:
     namespace: str = ""
     label_selector: dict[str, str] = field(default_factory=dict)
@@ -233,6 +251,8 @@ Op = (
     | CreatePodSets
     | CreateAny
     | CreateResourceDriver
+    | AllocResourceClaims
+    | CreateResourceClaims
     | DeletePods
     | Churn
     | Barrier
@@ -258,7 +278,7 @@ def _count_ok(count: int | None, param: str, allow_params: bool) -> bool:
 
 def validate(op: Op, *, allow_params: bool) -> None:
     """Upstream's ``isValid``: checks that need no workload parameters."""
-    counted = CreateNodes | CreateNamespaces | CreatePodSets | CreateAny
+    counted = CreateNodes | CreateNamespaces | CreatePodSets | CreateAny | CreateResourceClaims
     if isinstance(op, counted) and not _count_ok(op.count, op.count_param, allow_params):
         raise FieldError("count", f"invalid count {op.count}")
     if isinstance(op, CreateAny) and op.template_path == Path():
@@ -276,6 +296,11 @@ def validate(op: Op, *, allow_params: bool) -> None:
             )
         if op.steady_state and not allow_params and op.duration <= 0:
             raise FieldError("duration", "a steady state needs a duration > 0")
+    if isinstance(op, CreateResourceClaims):
+        if not op.namespace:
+            raise FieldError("namespace", "Namespace must be set")
+        if op.template_path == Path():
+            raise FieldError("templatePath", "TemplatePath must be set")
     if isinstance(op, DeletePods) and op.delete_pods_per_second < 0:
         raise FieldError("deletePodsPerSecond", "must not be negative")
     if isinstance(op, Churn):
@@ -297,7 +322,9 @@ def patch_params(op: Op, params: Params) -> Op:
     """A copy of ``op`` with the workload's parameters substituted (upstream patchParams)."""
     op = dataclasses.replace(op)
     if (
-        isinstance(op, CreateNodes | CreateNamespaces | CreatePodSets | CreateAny)
+        isinstance(
+            op, CreateNodes | CreateNamespaces | CreatePodSets | CreateAny | CreateResourceClaims
+        )
         and op.count_param
     ):
         op.count = params.get_int(op.count_param)

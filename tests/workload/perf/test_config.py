@@ -193,7 +193,7 @@ def test_each_op_decodes_as_upstream(raw: dict[str, Any], want: object) -> None:
 BAD_OPS = [
     ("unknown-field", {"opcode": "createPods", "count": 1, "podTemplate": "x"}, "podTemplate"),
     ("unknown-opcode", {"opcode": "createPod"}, "unknown opcode 'createPod'"),
-    ("unsupported-opcode", {"opcode": "allocResourceClaims"}, "not supported by cluster-sched"),
+    ("unsupported-opcode", {"opcode": "updateAny"}, "not supported by cluster-sched"),
     ("param-without-dollar", {"opcode": "createPods", "countParam": "n"}, "$name"),
     (
         "collect-and-skip",
@@ -324,7 +324,7 @@ def test_a_broken_test_case_fails_only_when_selected(tmp_path: Path) -> None:
     dra = {
         "name": "SchedulingWithDRA",
         "workloadTemplate": [
-            {"opcode": "allocResourceClaims", "namespace": "x"},
+            {"opcode": "updateAny", "namespace": "x"},
             {"opcode": "createPods", "count": 1, "collectMetrics": True},
         ],
         "workloads": [{"name": "fast"}],
@@ -338,7 +338,7 @@ def test_a_broken_test_case_fails_only_when_selected(tmp_path: Path) -> None:
     assert "\n" not in text
     assert "test case SchedulingWithDRA" in text
     assert "workloadTemplate[0].opcode" in text
-    assert "'allocResourceClaims' is not supported by cluster-sched" in text
+    assert "'updateAny' is not supported by cluster-sched" in text
 
 
 @pytest.mark.parametrize(
@@ -412,6 +412,8 @@ def test_threshold_selector_and_topic_map(tmp_path: Path) -> None:
     path = write_config(tmp_path, [case])
     (p,) = select_workloads(load_test_cases(path), None, None, str(path))
     assert p.workload.threshold == 12.5
+    # upstream thresholds.Get: the topic's entry, else the plain number (0 for a map)
+    assert (p.workload.for_topic("other"), p.workload.for_topic("dra")) == (1.0, 0.0)
     assert p.workload.selector == ThresholdMetricSelector(
         "scheduler_scheduling_attempt_duration_seconds", {"result": "scheduled"}, "Perc99", True
     )

@@ -35,3 +35,17 @@ def test_a_valid_template_renders(tmp_path: Path) -> None:
     path.write_text(POD.replace("  nodeSelecter: {disk: ssd}\n", ""))
     doc = Template(path, params={"Cpu": "250m"}).render(3, 5)
     assert doc["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
+
+
+def test_divide_int_renders_as_upstreams_template_function(tmp_path: Path) -> None:
+    path = tmp_path / "pod.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p-{{.Index}}\nspec:\n"
+        "  containers: [{name: c, image: pause}]\n"
+        "  resourceClaims: [{name: r, resourceClaimName: 'c-{{DivideInt .Index 5}}'}]\n"
+    )
+    names = [
+        Template(path).render(i, 12)["spec"]["resourceClaims"][0]["resourceClaimName"]
+        for i in (0, 4, 5, 11)
+    ]
+    assert names == ["c-0", "c-0", "c-1", "c-2"]
