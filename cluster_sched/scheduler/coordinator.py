@@ -52,6 +52,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+def _never(pod_key: str) -> bool:
+    return False
+
+
 #: How often (seconds) the loop reads the event stream while pods keep coming.
 INFORMER_POLL_INTERVAL = 0.02
 #: How often (seconds) the scheduler_pending_pods gauges are refreshed.
@@ -235,6 +240,10 @@ class Coordinator:
             if len(batch) > 1:
                 self.cycle.prefetch(batch)
             writes = self.queue.active_writes
+            # a pod the shards were asked about takes its own cycle, which reads their
+            # answer (a whole-batch run would decide it on the replica: the same decision,
+            # the shards' work wasted, and its PreFilter run for every pod after it)
+            asked = getattr(self.source, "asked", _never)
             k = 0
             while k < len(batch):
                 if k:
@@ -244,7 +253,7 @@ class Coordinator:
                         batch = batch[: k + self.queue.unpop_overtaken(batch[k:])]
                         if k == len(batch):
                             break
-                if self.whole_batch and not self.tracing.enabled:
+                if self.whole_batch and not self.tracing.enabled and not asked(batch[k][0].pod_key):
                     handled = whole_batch.schedule_run(self.cycle, batch[k:])
                     if handled:
                         k += handled
