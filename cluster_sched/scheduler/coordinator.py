@@ -241,8 +241,8 @@ class Coordinator:
                 self.cycle.prefetch(batch)
             writes = self.queue.active_writes
             # a pod the shards were asked about takes its own cycle, which reads their
-            # answer (a whole-batch run would decide it on the replica: the same decision,
-            # the shards' work wasted, and its PreFilter run for every pod after it)
+            # answer: a whole-batch run stops before it (it would decide it on the replica,
+            # the same decision, the shards' work wasted)
             asked = getattr(self.source, "asked", _never)
             k = 0
             while k < len(batch):
@@ -253,8 +253,11 @@ class Coordinator:
                         batch = batch[: k + self.queue.unpop_overtaken(batch[k:])]
                         if k == len(batch):
                             break
-                if self.whole_batch and not self.tracing.enabled and not asked(batch[k][0].pod_key):
-                    handled = whole_batch.schedule_run(self.cycle, batch[k:])
+                if self.whole_batch and not self.tracing.enabled:
+                    end = len(batch)
+                    if asked is not _never:
+                        end = next((j for j in range(k, end) if asked(batch[j][0].pod_key)), end)
+                    handled = whole_batch.schedule_run(self.cycle, batch[k:end]) if end > k else 0
                     if handled:
                         k += handled
                         continue

@@ -40,6 +40,10 @@ class DispatchRule:
     per_pod_us: float = 1400.0
     #: and per shard per pod (µs)
     per_shard_us: float = 40.0
+    #: the share of a batch given to the shards whose first pods take the compiled path
+    #: on the replica instead, while the shards evaluate the others (one call per shard
+    #: per batch: the coordinator would otherwise wait for the whole batch's answers)
+    lead: float = 0.125
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:
@@ -50,6 +54,10 @@ class DispatchRule:
 
     def shard_cost_us(self, shards: int) -> float:
         return self.per_pod_us + self.per_shard_us * shards
+
+    def leading(self, pods: int) -> int:
+        """How many of a batch's ``pods`` given to the shards the replica takes first."""
+        return int(pods * self.lead)
 
     def use_shards(self, width: int, shards: int, batch: int) -> bool:
         """Whether a batch of ``batch`` pods with windows of ``width`` rows goes to the

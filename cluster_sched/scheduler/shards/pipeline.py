@@ -1,13 +1,15 @@
-"""The reduced protocol's calls: a batch's chunks sent at once, answers read in order.
+"""The reduced protocol's calls: a batch sent at once, its answers read once.
 
-A popped batch is cut into chunks (``shard_merge.CHUNK_ENDS``); each chunk is one shared
+A popped batch is one chunk (``merge.CHUNK`` pods; a bigger batch several), one shared
 payload (``ReducedBatch.encode``), put once where every shard can read it
 (``client.share``: one ``ray.put`` for Ray actors), and one call per shard carrying that
-reference and the shard's pending deltas. Every call is submitted before the first pod
-commits, and the coordinator reads a chunk's answers only when its first pod's cycle
-needs them: the shards evaluate later chunks while the coordinator commits the earlier
-ones. Changes the replica receives meanwhile are recorded by the router (``touched``)
-and corrected on the replica (``merge``).
+reference and the shard's pending deltas: each shard costs the coordinator one Ray call
+and one reply per batch. The batch's first pods (``DispatchRule.leading``) are not sent:
+they take the compiled path on the replica (a whole-batch run, ``whole_batch``) while
+the shards evaluate the others, whose answers are read (all shards in one wait) when
+the first of them is scheduled. Changes the replica receives meanwhile (those first
+pods' assumes among them) are recorded by the router (``touched``) and corrected on
+the replica (``merge``).
 """
 
 from __future__ import annotations
@@ -92,9 +94,11 @@ class ReducedCalls:
         if not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):
             self.batch.to_replica += len(items)  # the dispatch rule's choice, counted
             return False
+        lead = self.rule.leading(len(items))
         if not src._attached:
             src._attach(items[0].fwk)
-        return self._submit(items, table, snapshot)
+        self.batch.lead += lead  # the replica's, while the shards evaluate the rest
+        return self._submit(items[lead:], table, snapshot)
 
     def _submit(self, items: list[ReducedItem], table: NodeTable, snapshot: Any) -> bool:
         """Encode ``items`` once per chunk and send every chunk to every shard."""
