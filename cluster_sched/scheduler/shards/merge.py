@@ -343,8 +343,8 @@ class ReducedBatch:
             return None
         maxima = merged.maxima_of(at)
         best = int(merged.best[at])
-        tie_pos = merged.ties(at, lambda shard: self._shards[shard].window(start, width)[1])
-        if tie_pos is None:
+        ties = merged.ties(at, lambda shard: self._shards[shard].window(start, width)[1], width)
+        if ties is None:
             self._miss("rows")
             return None
         changed = self._changed(touched, start, width)
@@ -352,18 +352,20 @@ class ReducedBatch:
             fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)
             if fixed is None:
                 return None
-            tie_pos = tie_pos[~np.isin(tie_pos, changed)]
+            ties[changed] = False
             top = int(fixed.max())
             if top > best:
-                best, tie_pos = top, changed[fixed == top]
-            elif top == best:
-                tie_pos = np.concatenate((tie_pos, changed[fixed == top]))
-            if not len(tie_pos):
+                best = top
+                ties[:] = False
+            if top == best:
+                ties[changed[fixed == top]] = True
+            if not ties.any():
                 self._miss("best-changed")
                 return None
+        # the tie at a uniform rank in window order, drawn as ``select_host`` draws
+        tie_pos = np.flatnonzero(ties)
         t = len(tie_pos)
-        rank = rng.randrange(t) if t > 1 else 0
-        chosen = int(np.partition(tie_pos, rank)[rank]) if t > 1 else int(tie_pos[0])
+        chosen = int(tie_pos[rng.randrange(t)]) if t > 1 else int(tie_pos[0])
         self.hits += 1
         return rows, int(rows[chosen]), best
 
