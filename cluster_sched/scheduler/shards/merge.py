@@ -130,6 +130,10 @@ def predict_windows(
 CHUNK = 64
 
 
+#: windows whose shards' positions ``ReducedBatch`` keeps (one node order's worth)
+WINDOWS_KEPT = 1024
+
+
 def chunk_of(position: int) -> int:
     """The chunk of a batch's ``position``-th pod (CHUNK pods per chunk)."""
     return position // CHUNK
@@ -182,6 +186,9 @@ class ReducedBatch:
         self._position = np.zeros(0, dtype=np.int64)
         #: per shard, where its rows sit in that order (tie bits -> window positions)
         self._shards: list[ShardWindows] = []
+        #: (start, width) -> per shard, where its rows of that window sit in it: windows
+        #: follow each other by numFeasibleNodesToFind rows, so the same few recur
+        self._windows: dict[tuple[int, int], list[np.ndarray]] = {}
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
@@ -224,6 +231,7 @@ class ReducedBatch:
             self._position[order] = np.arange(len(order), dtype=np.int64)
             of_order = owner[order] if len(order) else np.zeros(0, dtype=owner.dtype)
             self._shards = []
+            self._windows = {}
             for shard in range(n_shards):
                 w = ShardWindows()  # where the shard's rows sit in the order
                 w.positions = np.flatnonzero(of_order == shard).astype(np.int64)
@@ -343,7 +351,13 @@ class ReducedBatch:
             return None
         maxima = merged.maxima_of(at)
         best = int(merged.best[at])
-        ties = merged.ties(at, lambda shard: self._shards[shard].window(start, width)[1], width)
+        where = self._windows.get((start, width))
+        if where is None:
+            if len(self._windows) >= WINDOWS_KEPT:
+                self._windows.clear()
+            where = [w.window(start, width)[1] for w in self._shards]
+            self._windows[(start, width)] = where
+        ties = merged.ties(at, where.__getitem__, width)
         if ties is None:
             self._miss("rows")
             return None
