@@ -197,6 +197,9 @@ class ReducedBatch:
         self.to_replica = 0
         #: pods of batches given to the shards that the replica took first (``lead``)
         self.lead = 0
+        #: Ray calls (or in-process ones) made to all shards, and the payloads they carried
+        self.calls = 0
+        self.payloads = 0
         #: batches whose remaining questions were asked again from a moved window
         self.resent = 0
         self.pods_sent = 0
@@ -468,6 +471,8 @@ class ReducedBatch:
             "reduced_resent": self.resent,
             "dispatched_to_replica": self.to_replica,
             "lead_on_replica": self.lead,
+            "reduced_payloads": self.payloads,
+            "reduced_calls_per_shard": round(self.calls / max(1, n_shards), 2),
         }
         out.update({f"reduced_miss_{k}": v for k, v in sorted(self.misses.items())})
         if self.pods_sent:

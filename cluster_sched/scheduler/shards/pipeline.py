@@ -123,11 +123,13 @@ class ReducedCalls:
                 src._rebuild(s)
             for chunk, payload in enumerate(payloads):
                 shared = clients[0].share(payload)
+                self.batch.payloads += 1
                 calls = []
                 for s, client in enumerate(clients):
                     deltas = src.router.take_deltas(s) if chunk == 0 else []
                     pending, sent = client.submit_reduce(deltas, shared, len(payload))
                     self.batch.bytes_sent += sent
+                    self.batch.calls += 1
                     calls.append((s, pending))
                 self._calls.append((chunk, calls))
         except Exception as exc:

@@ -1,0 +1,64 @@
+"""One call per shard per popped batch, the batch's first pods on the replica meanwhile
+(``DispatchRule.lead``, ``shards.pipeline``): the serial loop's outcome, through
+in-process shards and real Ray shard actors alike."""
+
+from __future__ import annotations
+
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cluster_sched.scheduler.assembly import ExecutorOptions
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
+
+_slow = settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _one_call_per_batch(counters: dict[str, float]) -> None:
+    """Every payload (a batch of at most 64 pods) went to each shard in one call, and the
+    replica took its lead."""
+    assert counters["reduced_payloads"] >= 1, counters
+    assert counters["reduced_calls_per_shard"] == counters["reduced_payloads"], counters
+    assert counters["lead_on_replica"] >= 1, counters
+
+
+def test_the_lead_is_an_eighth_of_what_the_shards_are_given() -> None:
+    rule = DispatchRule("shards")
+    assert [rule.leading(n) for n in (1, 7, 8, 15, 16, 64)] == [0, 0, 1, 1, 2, 8]
+
+
+@_slow
+@given(seed=st.integers(0, 10_000), shards=st.integers(1, 3), batch=st.integers(8, 64))
+def test_lead_and_one_call_give_the_serial_outcome(
+    redis_client: redis.Redis, seed: int, shards: int, batch: int
+) -> None:
+    docs = reducible_workload(seed, n_pods=60)
+    serial = run_outcome(redis_client, docs, ExecutorOptions("local", compiled=False), 1)
+    options = ExecutorOptions("shards", shards=shards, shard_dispatch="shards")
+    placements, counts, counters = run_outcome(redis_client, docs, options, batch)
+    assert (placements, counts) == serial[:2]
+    _one_call_per_batch(counters)
+
+
+@settings(
+    max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 10_000), batch=st.integers(8, 64))
+def test_ray_shards_answer_as_in_process_shards(
+    ray_session: None, redis_client: redis.Redis, redis_url: str, seed: int, batch: int
+) -> None:
+    """Real actors and in-process shards: the same placements, counts, answered attempts
+    and lead, one Ray call per shard per batch."""
+    docs = reducible_workload(seed, n_pods=60)
+    local = run_outcome(
+        redis_client, docs, ExecutorOptions("shards", shards=2, shard_dispatch="shards"), batch
+    )
+    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
+    placements, counts, counters = run_outcome(redis_client, docs, options, batch)
+    assert (placements, counts) == local[:2]
+    for key in ("reduced_attempts", "lead_on_replica", "reduced_payloads"):
+        assert counters[key] == local[2][key], key
+    _one_call_per_batch(counters)
