@@ -52,19 +52,17 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import OPPORTUNISTIC_BATCHING
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
+from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import sign_pod
 from cluster_sched.framework.state_codec import encode_state, encode_value
-from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, shape_refs
-from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
-from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
+from cluster_sched.scheduler.shards.reduce import ShardWindows
 from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
+from cluster_sched.scheduler.shards.rescore import ChangedRows
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -162,14 +160,6 @@ def _signed(fwk: Framework, pod: Pod) -> bool:
     return fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING) and sign_pod(fwk, pod) is not None
 
 
-def _normalized(raw: np.ndarray, maximum: int, reverse: bool) -> np.ndarray:
-    """DefaultNormalizeScore of ``raw`` under the feasible set's maximum ``maximum``."""
-    if maximum <= 0:
-        return np.full_like(raw, MAX_NODE_SCORE) if reverse else raw.copy()
-    out = div_trunc(MAX_NODE_SCORE * raw, maximum)
-    return MAX_NODE_SCORE - out if reverse else out  # type: ignore[no-any-return]
-
-
 class ReducedBatch:
     """The current batch's reduced questions and answers (module docstring)."""
 
@@ -207,8 +197,8 @@ class ReducedBatch:
         self.bytes_received = 0
         self.busy = 0.0
         self.first_sent: float | None = None
-        #: the compiled kernels over the replica, for rows changed since the payload
-        self.kernels = ShardKernels()
+        #: rows changed since the payload, evaluated on the replica
+        self.changed = ChangedRows(self._miss)
 
     # ------------------------------------------------------------------ sending
 
@@ -268,6 +258,7 @@ class ReducedBatch:
             if with_order and i == 0:
                 doc["order"] = np.ascontiguousarray(order, dtype=np.int64).tobytes()
             out.append(encode_value(doc))
+        self.changed.forget()
         self.items = {it.pod.key: it for it in items}
         self.chunks = {}
         for it in items:
@@ -281,6 +272,7 @@ class ReducedBatch:
     def clear(self) -> None:
         self.items = {}
         self.chunks = {}
+        self.changed.forget()
 
     # ------------------------------------------------------------------ one pod
 
@@ -366,7 +358,14 @@ class ReducedBatch:
             return None
         changed = self._changed(touched, start, width)
         if len(changed):
-            fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)
+            shape = (
+                *_shape_key(item),
+                frozenset(state.skip_score_plugins),
+                tuple(sorted(pod.requests.items())),
+                pod.nonzero_cpu,
+                pod.nonzero_memory,
+            )
+            fixed = self.changed.rescore(fwk, state, pod, table, rows[changed], maxima, shape)
             if fixed is None:
                 return None
             ties[changed] = False
@@ -395,71 +394,6 @@ class ReducedBatch:
         pos = self._position[marks]
         pos = (pos[pos >= 0] - start) % self.n
         return np.unique(pos[pos < width])
-
-    def _rescore(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        table: NodeTable,
-        rows: np.ndarray,
-        maxima: Mapping[str, int],
-    ) -> np.ndarray | None:
-        """Weighted totals of changed ``rows`` on the replica under the shards' maxima, or
-        None when one no longer passes Filter or the maxima would move."""
-        compiled = self._compiled(fwk, state, pod, table, rows, maxima)
-        if compiled is not None:
-            return compiled
-        nodes = NodeSlice(table, rows)
-        if not fwk.run_filter(state, pod, nodes).passed.all():
-            self._miss("changed-filter")
-            return None
-        total = np.zeros(len(rows), dtype=np.int64)
-        for name, raw in fwk.run_score(state, pod, nodes).items():
-            reverse = DEFAULT_NORMALIZED.get(name)
-            if reverse is not None:
-                m = maxima.get(name, 0)
-                if len(raw) and int(raw.max()) > m:
-                    self._miss("changed-maxima")
-                    return None
-                raw = _normalized(raw, m, reverse)
-            elif getattr(fwk.plugins[name], "normalize_score", None) is not None:
-                self._miss("changed-normalize")
-                return None
-            if len(raw) and (raw.max() > MAX_NODE_SCORE or raw.min() < MIN_NODE_SCORE):
-                self._miss("changed-range")
-                return None
-            total += raw * fwk.score_weights.get(name, 1)
-        return total
-
-    def _compiled(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        table: NodeTable,
-        rows: np.ndarray,
-        maxima: Mapping[str, int],
-    ) -> np.ndarray | None:
-        """``_rescore`` by the compiled kernel (the shards' own, ``compiled``) when it
-        models the pod: its totals without the normalised plugins, which are added under
-        the shards' maxima. None: the plugins' numpy path decides (also on a miss)."""
-        one = len(rows) == 1  # the kernel scores two rows or more: the row twice
-        got = self.kernels.evaluate(
-            fwk, state, pod, pod.raw, None, table, np.repeat(rows, 2) if one else rows, False
-        )
-        if got is None:
-            return None
-        ev, columns = got
-        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(rows) * (2 if one else 1):
-            return None
-        total = ev.totals[:1] if one else ev.totals.copy()
-        for name, col in columns.items():
-            raw, m = col[rows], maxima.get(name, 0)
-            if len(raw) and int(raw.max()) > m:
-                return None
-            total += _normalized(raw, m, DEFAULT_NORMALIZED[name]) * fwk.score_weights.get(name, 1)
-        return total
 
     def counters(self, n_shards: int) -> dict[str, float]:
         """How many attempts the shards' reductions answered, why the others were not,

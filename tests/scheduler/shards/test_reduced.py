@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from cluster_sched.plugins._helpers import default_normalize_score
 from cluster_sched.scheduler.assembly import ExecutorOptions
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
-from cluster_sched.scheduler.shards.merge import _normalized
 from cluster_sched.scheduler.shards.reduce import ShardWindows
+from cluster_sched.scheduler.shards.rescore import _normalized
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
 
 
