@@ -196,6 +196,8 @@ class ReducedBatch:
         self.bytes_sent = 0
         self.bytes_received = 0
         self.busy = 0.0
+        #: seconds the coordinator waited for the shards' replies
+        self.waited = 0.0
         self.first_sent: float | None = None
         #: rows changed since the payload, evaluated on the replica
         self.changed = ChangedRows(self._miss)
@@ -419,4 +421,6 @@ class ReducedBatch:
         if self.first_sent is not None:
             elapsed = max(time.perf_counter() - self.first_sent, 1e-9)
             out["shard_utilisation"] = round(self.busy / n_shards / elapsed, 3)
+        if self.pods_sent:
+            out["shard_wait_us_per_pod"] = round(self.waited / self.pods_sent * 1e6, 1)
         return out

@@ -14,6 +14,7 @@ the replica (``merge``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -149,9 +150,10 @@ class ReducedCalls:
             chunk, calls = self._calls.pop(0)
             items = self.batch.chunks.get(chunk, [])
             got: list[ChunkReduction] = []
-            for (s, _), reply in zip(
-                calls, _gather(self.source.clients[0], [p for _, p in calls]), strict=True
-            ):
+            began = time.perf_counter()
+            replies = _gather(self.source.clients[0], [p for _, p in calls])
+            self.batch.waited += time.perf_counter() - began
+            for (s, _), reply in zip(calls, replies, strict=True):
                 if isinstance(reply, SchedulerError):
                     if getattr(reply, "shard", None) is None:
                         raise reply
