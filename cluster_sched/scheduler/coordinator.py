@@ -154,6 +154,9 @@ class Coordinator:
         self.queue.nominator.load()
         self.informer.list_and_watch()
         self.handlers.flush()
+        preload = getattr(self.source, "preload", None)
+        if preload is not None:  # shards that batches may go to take the cluster now
+            preload(self.batch_size, self.cycle.algorithm.percentage_of_nodes_to_score)
 
     def close(self) -> None:
         self.binder.close()

@@ -25,6 +25,7 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.merge import (
@@ -35,7 +36,10 @@ from cluster_sched.scheduler.shards.merge import (
 )
 from cluster_sched.scheduler.shards.replies import ChunkReduction, MergedChunk
 
-__all__ = ["ReducedCalls"]
+__all__ = ["PRELOAD_DELTAS", "ReducedCalls"]
+
+#: deltas per call when the shards are loaded before the first pop (``preload``)
+PRELOAD_DELTAS = 20_000
 
 
 def _no_facts(snapshot: Any, pod: Pod) -> list[Any]:
@@ -71,6 +75,42 @@ class ReducedCalls:
 
     def available(self) -> bool:
         return all(hasattr(c, "submit_reduce") for c in self.source.clients)
+
+    def preload(self, batch_size: int, percentage: int | None) -> None:
+        """Before the first pop: every shard brought up to the replica (its nodes, the
+        pods on them) when batches may go to the shards (the dispatch rule for the
+        cluster's window), so that the first batch's calls do not carry the cluster and
+        the coordinator does not wait mid-run for the shards to take it in (at 1,000,000
+        nodes: most of a 10,000-pod run). Calls of PRELOAD_DELTAS deltas, one round per
+        shard in flight while the next is encoded."""
+        src = self.source
+        n = src.table.n_nodes
+        if n < 2 or not self.available() or self.rule.mode == "replica":
+            return
+        width = num_feasible_nodes_to_find(percentage or 0, n)
+        if self.rule.mode == "auto" and not self.rule.use_shards(
+            width, src.router.n_shards, batch_size
+        ):
+            return
+        router = src.router
+        inflight: list[tuple[int, Any]] = []
+        while True:
+            ready = [
+                s
+                for s in range(router.n_shards)
+                if router.deltas[s] and not router.stale[s] and s not in src.lost
+            ]
+            sent = [(s, src.clients[s].submit_apply(router.take_deltas(s, PRELOAD_DELTAS))) for s in ready]  # fmt: skip
+            for s, pending in inflight:
+                try:
+                    pending.result()
+                except SchedulerError as exc:
+                    if getattr(exc, "shard", None) is None:
+                        raise
+                    src.lost.add(s)  # rebuilt from the replica before its next call
+            inflight = sent
+            if not sent:
+                return
 
     def send(
         self,

@@ -454,6 +454,10 @@ class ShardedSource:
             if close is not None:
                 close()
 
+    def preload(self, batch_size: int, percentage: int | None) -> None:
+        """Before the first pop: the shards loaded when batches may go to them."""
+        self.reduced.preload(batch_size, percentage)
+
     def sync_when_idle(self) -> None:
         """The loop found nothing to schedule: push up to DELTA_BACKLOG waiting deltas to
         each shard that is not stale, so a later call carries less (a stale shard waits for

@@ -4,12 +4,17 @@ in-process shards and real Ray shard actors alike."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_sched.scheduler.assembly import ExecutorOptions
+from cluster_sched.clock import FakeClock
+from cluster_sched.config.load import load_config
+from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.store.store import Store
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
 
 _slow = settings(
@@ -62,3 +67,36 @@ def test_ray_shards_answer_as_in_process_shards(
     for key in ("reduced_attempts", "lead_on_replica", "reduced_payloads"):
         assert counters[key] == local[2][key], key
     _one_call_per_batch(counters)
+
+
+def _started(client: redis.Redis, dispatch: str) -> Any:
+    store = Store(client, prefix=f"{{preload-{dispatch}}}")
+    store.apply_many(reducible_workload(5, n_nodes=40, n_pods=3))
+    options = ExecutorOptions("shards", shards=2, shard_dispatch=dispatch)
+    coord = new_scheduler(
+        store, client, load_config(None), options=options, clock=FakeClock(1.7e9), seed=3,
+        prefix=f"{{preload-{dispatch}}}",
+    )  # fmt: skip
+    coord.start()
+    return coord
+
+
+def test_shards_batches_may_go_to_hold_the_cluster_before_the_first_pop(
+    redis_client: redis.Redis,
+) -> None:
+    """Forced: the first batch's calls carry no node (the shards took them at start);
+    replica dispatch: nothing is pushed to shards no batch will go to."""
+    forced = _started(redis_client, "shards")
+    try:
+        src = forced.source
+        assert not any(src.router.deltas)
+        assert sum(c.core.table.n_nodes for c in src.clients) == 40
+    finally:
+        forced.close()
+    replica = _started(redis_client, "replica")
+    try:
+        src = replica.source
+        assert sum(len(q) for q in src.router.deltas) >= 40
+        assert sum(c.core.table.n_nodes for c in src.clients) == 0
+    finally:
+        replica.close()
