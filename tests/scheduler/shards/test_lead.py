@@ -15,6 +15,7 @@ from cluster_sched.config.load import load_config
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.store.store import Store
+from cluster_sched.testing.builders import make_node, make_pod
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
 
 _slow = settings(
@@ -100,3 +101,17 @@ def test_shards_batches_may_go_to_hold_the_cluster_before_the_first_pop(
         assert sum(c.core.table.n_nodes for c in src.clients) == 0
     finally:
         replica.close()
+
+
+def test_pods_the_shards_were_asked_about_are_theirs(redis_client: redis.Redis) -> None:
+    """Pods of one shape, every node fitting, windows of 142 of 300 nodes (each holds
+    rows no earlier pod of the batch changed): the replica takes the lead of each batch
+    (its whole-batch run stops at the first pod the shards were asked about), the shards
+    answer every other pod."""
+    docs = [make_node(f"n{i:02d}").capacity(cpu="8", memory="16Gi", pods=30).zone(f"z{i % 3}").manifest() for i in range(300)]  # fmt: skip
+    docs += [make_pod(f"p{k:03d}").req(cpu="100m", memory="128Mi").manifest() for k in range(100)]
+    options = ExecutorOptions("shards", shards=2, shard_dispatch="shards")
+    placements, _, counters = run_outcome(redis_client, docs, options, 64)
+    assert all(placements.values())
+    assert counters["lead_on_replica"] == 8 + 4  # batches of 64 and 36 pods
+    assert counters["reduced_attempts"] == 100 - 12, counters
