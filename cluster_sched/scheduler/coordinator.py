@@ -52,6 +52,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
+def _never(pod_key: str) -> bool:
+    return False
+
+
 #: How often (seconds) the loop reads the event stream while pods keep coming.
 INFORMER_POLL_INTERVAL = 0.02
 #: How often (seconds) the scheduler_pending_pods gauges are refreshed.
@@ -149,6 +154,9 @@ class Coordinator:
         self.queue.nominator.load()
         self.informer.list_and_watch()
         self.handlers.flush()
+        preload = getattr(self.source, "preload", None)
+        if preload is not None:  # shards that batches may go to take the cluster now
+            preload(self.batch_size, self.cycle.algorithm.percentage_of_nodes_to_score)
 
     def close(self) -> None:
         self.binder.close()
@@ -235,6 +243,10 @@ class Coordinator:
             if len(batch) > 1:
                 self.cycle.prefetch(batch)
             writes = self.queue.active_writes
+            # a pod the shards were asked about takes its own cycle, which reads their
+            # answer: a whole-batch run stops before it (it would decide it on the replica,
+            # the same decision, the shards' work wasted)
+            asked = getattr(self.source, "asked", _never)
             k = 0
             while k < len(batch):
                 if k:
@@ -245,7 +257,10 @@ class Coordinator:
                         if k == len(batch):
                             break
                 if self.whole_batch and not self.tracing.enabled:
-                    handled = whole_batch.schedule_run(self.cycle, batch[k:])
+                    end = len(batch)
+                    if asked is not _never:
+                        end = next((j for j in range(k, end) if asked(batch[j][0].pod_key)), end)
+                    handled = whole_batch.schedule_run(self.cycle, batch[k:end]) if end > k else 0
                     if handled:
                         k += handled
                         continue

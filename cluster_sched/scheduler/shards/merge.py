@@ -52,19 +52,17 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import OPPORTUNISTIC_BATCHING
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
+from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import sign_pod
 from cluster_sched.framework.state_codec import encode_state, encode_value
-from cluster_sched.kernels import STATUS_OK
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, shape_refs
-from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.prefetch import predictable_state
-from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, ShardWindows
+from cluster_sched.scheduler.shards.reduce import ShardWindows
 from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
+from cluster_sched.scheduler.shards.rescore import ChangedRows
 
 __all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -123,18 +121,20 @@ def predict_windows(
     return items
 
 
-#: where the reduced protocol's chunks of a batch end: a small first one, answered
-#: quickly, then bigger ones (each call costs the coordinator's Ray client ~0.1-0.5 ms
-#: of CPU per shard, whatever its size), evaluated while the first pods commit
-CHUNK_ENDS = (8, 32, 64)
+#: pods per chunk of the reduced protocol: a popped batch (64 pods by default) is one
+#: chunk, so each shard gets one Ray call per batch (each call costs the coordinator's Ray
+#: client ~0.35 ms of CPU whatever its size); the batch's first pods overlap the shards'
+#: evaluation on the replica instead (``DispatchRule.lead``)
+CHUNK = 64
+
+
+#: windows whose shards' positions ``ReducedBatch`` keeps (one node order's worth)
+WINDOWS_KEPT = 1024
 
 
 def chunk_of(position: int) -> int:
-    """The chunk of a batch's ``position``-th pod (CHUNK_ENDS, then every 64 pods)."""
-    for i, end in enumerate(CHUNK_ENDS):
-        if position < end:
-            return i
-    return len(CHUNK_ENDS) + (position - CHUNK_ENDS[-1]) // 64
+    """The chunk of a batch's ``position``-th pod (CHUNK pods per chunk)."""
+    return position // CHUNK
 
 
 def _shape_key(it: ReducedItem) -> tuple[Any, ...]:
@@ -160,14 +160,6 @@ def _signed(fwk: Framework, pod: Pod) -> bool:
     return fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING) and sign_pod(fwk, pod) is not None
 
 
-def _normalized(raw: np.ndarray, maximum: int, reverse: bool) -> np.ndarray:
-    """DefaultNormalizeScore of ``raw`` under the feasible set's maximum ``maximum``."""
-    if maximum <= 0:
-        return np.full_like(raw, MAX_NODE_SCORE) if reverse else raw.copy()
-    out = div_trunc(MAX_NODE_SCORE * raw, maximum)
-    return MAX_NODE_SCORE - out if reverse else out  # type: ignore[no-any-return]
-
-
 class ReducedBatch:
     """The current batch's reduced questions and answers (module docstring)."""
 
@@ -184,21 +176,31 @@ class ReducedBatch:
         self._position = np.zeros(0, dtype=np.int64)
         #: per shard, where its rows sit in that order (tie bits -> window positions)
         self._shards: list[ShardWindows] = []
+        #: (start, width) -> per shard, where its rows of that window sit in it: windows
+        #: follow each other by numFeasibleNodesToFind rows, so the same few recur
+        self._windows: dict[tuple[int, int], list[np.ndarray]] = {}
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
         #: pods the dispatch rule left to the replica (their batch's first window was
         #: cheaper there)
         self.to_replica = 0
+        #: pods of batches given to the shards that the replica took first (``lead``)
+        self.lead = 0
+        #: Ray calls (or in-process ones) made to all shards, and the payloads they carried
+        self.calls = 0
+        self.payloads = 0
         #: batches whose remaining questions were asked again from a moved window
         self.resent = 0
         self.pods_sent = 0
         self.bytes_sent = 0
         self.bytes_received = 0
         self.busy = 0.0
+        #: seconds the coordinator waited for the shards' replies
+        self.waited = 0.0
         self.first_sent: float | None = None
-        #: the compiled kernels over the replica, for rows changed since the payload
-        self.kernels = ShardKernels()
+        #: rows changed since the payload, evaluated on the replica
+        self.changed = ChangedRows(self._miss)
 
     # ------------------------------------------------------------------ sending
 
@@ -224,6 +226,7 @@ class ReducedBatch:
             self._position[order] = np.arange(len(order), dtype=np.int64)
             of_order = owner[order] if len(order) else np.zeros(0, dtype=owner.dtype)
             self._shards = []
+            self._windows = {}
             for shard in range(n_shards):
                 w = ShardWindows()  # where the shard's rows sit in the order
                 w.positions = np.flatnonzero(of_order == shard).astype(np.int64)
@@ -257,6 +260,7 @@ class ReducedBatch:
             if with_order and i == 0:
                 doc["order"] = np.ascontiguousarray(order, dtype=np.int64).tobytes()
             out.append(encode_value(doc))
+        self.changed.forget()
         self.items = {it.pod.key: it for it in items}
         self.chunks = {}
         for it in items:
@@ -270,6 +274,7 @@ class ReducedBatch:
     def clear(self) -> None:
         self.items = {}
         self.chunks = {}
+        self.changed.forget()
 
     # ------------------------------------------------------------------ one pod
 
@@ -343,27 +348,42 @@ class ReducedBatch:
             return None
         maxima = merged.maxima_of(at)
         best = int(merged.best[at])
-        tie_pos = merged.ties(at, lambda shard: self._shards[shard].window(start, width)[1])
-        if tie_pos is None:
+        where = self._windows.get((start, width))
+        if where is None:
+            if len(self._windows) >= WINDOWS_KEPT:
+                self._windows.clear()
+            where = [w.window(start, width)[1] for w in self._shards]
+            self._windows[(start, width)] = where
+        ties = merged.ties(at, where.__getitem__, width)
+        if ties is None:
             self._miss("rows")
             return None
         changed = self._changed(touched, start, width)
         if len(changed):
-            fixed = self._rescore(fwk, state, pod, table, rows[changed], maxima)
+            shape = (
+                *_shape_key(item),
+                frozenset(state.skip_score_plugins),
+                tuple(sorted(pod.requests.items())),
+                pod.nonzero_cpu,
+                pod.nonzero_memory,
+            )
+            fixed = self.changed.rescore(fwk, state, pod, table, rows[changed], maxima, shape)
             if fixed is None:
                 return None
-            tie_pos = tie_pos[~np.isin(tie_pos, changed)]
+            ties[changed] = False
             top = int(fixed.max())
             if top > best:
-                best, tie_pos = top, changed[fixed == top]
-            elif top == best:
-                tie_pos = np.concatenate((tie_pos, changed[fixed == top]))
-            if not len(tie_pos):
+                best = top
+                ties[:] = False
+            if top == best:
+                ties[changed[fixed == top]] = True
+            if not ties.any():
                 self._miss("best-changed")
                 return None
+        # the tie at a uniform rank in window order, drawn as ``select_host`` draws
+        tie_pos = np.flatnonzero(ties)
         t = len(tie_pos)
-        rank = rng.randrange(t) if t > 1 else 0
-        chosen = int(np.partition(tie_pos, rank)[rank]) if t > 1 else int(tie_pos[0])
+        chosen = int(tie_pos[rng.randrange(t)]) if t > 1 else int(tie_pos[0])
         self.hits += 1
         return rows, int(rows[chosen]), best
 
@@ -377,71 +397,6 @@ class ReducedBatch:
         pos = (pos[pos >= 0] - start) % self.n
         return np.unique(pos[pos < width])
 
-    def _rescore(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        table: NodeTable,
-        rows: np.ndarray,
-        maxima: Mapping[str, int],
-    ) -> np.ndarray | None:
-        """Weighted totals of changed ``rows`` on the replica under the shards' maxima, or
-        None when one no longer passes Filter or the maxima would move."""
-        compiled = self._compiled(fwk, state, pod, table, rows, maxima)
-        if compiled is not None:
-            return compiled
-        nodes = NodeSlice(table, rows)
-        if not fwk.run_filter(state, pod, nodes).passed.all():
-            self._miss("changed-filter")
-            return None
-        total = np.zeros(len(rows), dtype=np.int64)
-        for name, raw in fwk.run_score(state, pod, nodes).items():
-            reverse = DEFAULT_NORMALIZED.get(name)
-            if reverse is not None:
-                m = maxima.get(name, 0)
-                if len(raw) and int(raw.max()) > m:
-                    self._miss("changed-maxima")
-                    return None
-                raw = _normalized(raw, m, reverse)
-            elif getattr(fwk.plugins[name], "normalize_score", None) is not None:
-                self._miss("changed-normalize")
-                return None
-            if len(raw) and (raw.max() > MAX_NODE_SCORE or raw.min() < MIN_NODE_SCORE):
-                self._miss("changed-range")
-                return None
-            total += raw * fwk.score_weights.get(name, 1)
-        return total
-
-    def _compiled(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        table: NodeTable,
-        rows: np.ndarray,
-        maxima: Mapping[str, int],
-    ) -> np.ndarray | None:
-        """``_rescore`` by the compiled kernel (the shards' own, ``compiled``) when it
-        models the pod: its totals without the normalised plugins, which are added under
-        the shards' maxima. None: the plugins' numpy path decides (also on a miss)."""
-        one = len(rows) == 1  # the kernel scores two rows or more: the row twice
-        got = self.kernels.evaluate(
-            fwk, state, pod, pod.raw, None, table, np.repeat(rows, 2) if one else rows, False
-        )
-        if got is None:
-            return None
-        ev, columns = got
-        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(rows) * (2 if one else 1):
-            return None
-        total = ev.totals[:1] if one else ev.totals.copy()
-        for name, col in columns.items():
-            raw, m = col[rows], maxima.get(name, 0)
-            if len(raw) and int(raw.max()) > m:
-                return None
-            total += _normalized(raw, m, DEFAULT_NORMALIZED[name]) * fwk.score_weights.get(name, 1)
-        return total
-
     def counters(self, n_shards: int) -> dict[str, float]:
         """How many attempts the shards' reductions answered, why the others were not,
         bytes per pod per shard each way, and shard utilisation."""
@@ -451,6 +406,9 @@ class ReducedBatch:
             "reduced_batches": self.batches,
             "reduced_resent": self.resent,
             "dispatched_to_replica": self.to_replica,
+            "lead_on_replica": self.lead,
+            "reduced_payloads": self.payloads,
+            "reduced_calls_per_shard": round(self.calls / max(1, n_shards), 2),
         }
         out.update({f"reduced_miss_{k}": v for k, v in sorted(self.misses.items())})
         if self.pods_sent:
@@ -463,4 +421,6 @@ class ReducedBatch:
         if self.first_sent is not None:
             elapsed = max(time.perf_counter() - self.first_sent, 1e-9)
             out["shard_utilisation"] = round(self.busy / n_shards / elapsed, 3)
+        if self.pods_sent:
+            out["shard_wait_us_per_pod"] = round(self.waited / self.pods_sent * 1e6, 1)
         return out

@@ -1,17 +1,20 @@
-"""The reduced protocol's calls: a batch's chunks sent at once, answers read in order.
+"""The reduced protocol's calls: a batch sent at once, its answers read once.
 
-A popped batch is cut into chunks (``shard_merge.CHUNK_ENDS``); each chunk is one shared
+A popped batch is one chunk (``merge.CHUNK`` pods; a bigger batch several), one shared
 payload (``ReducedBatch.encode``), put once where every shard can read it
 (``client.share``: one ``ray.put`` for Ray actors), and one call per shard carrying that
-reference and the shard's pending deltas. Every call is submitted before the first pod
-commits, and the coordinator reads a chunk's answers only when its first pod's cycle
-needs them: the shards evaluate later chunks while the coordinator commits the earlier
-ones. Changes the replica receives meanwhile are recorded by the router (``touched``)
-and corrected on the replica (``merge``).
+reference and the shard's pending deltas: each shard costs the coordinator one Ray call
+and one reply per batch. The batch's first pods (``DispatchRule.leading``) are not sent:
+they take the compiled path on the replica (a whole-batch run, ``whole_batch``) while
+the shards evaluate the others, whose answers are read (all shards in one wait) when
+the first of them is scheduled. Changes the replica receives meanwhile (those first
+pods' assumes among them) are recorded by the router (``touched``) and corrected on
+the replica (``merge``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +25,7 @@ from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.merge import (
@@ -32,7 +36,10 @@ from cluster_sched.scheduler.shards.merge import (
 )
 from cluster_sched.scheduler.shards.replies import ChunkReduction, MergedChunk
 
-__all__ = ["ReducedCalls"]
+__all__ = ["PRELOAD_DELTAS", "ReducedCalls"]
+
+#: deltas per call when the shards are loaded before the first pop (``preload``)
+PRELOAD_DELTAS = 20_000
 
 
 def _no_facts(snapshot: Any, pod: Pod) -> list[Any]:
@@ -69,6 +76,42 @@ class ReducedCalls:
     def available(self) -> bool:
         return all(hasattr(c, "submit_reduce") for c in self.source.clients)
 
+    def preload(self, batch_size: int, percentage: int | None) -> None:
+        """Before the first pop: every shard brought up to the replica (its nodes, the
+        pods on them) when batches may go to the shards (the dispatch rule for the
+        cluster's window), so that the first batch's calls do not carry the cluster and
+        the coordinator does not wait mid-run for the shards to take it in (at 1,000,000
+        nodes: most of a 10,000-pod run). Calls of PRELOAD_DELTAS deltas, one round per
+        shard in flight while the next is encoded."""
+        src = self.source
+        n = src.table.n_nodes
+        if n < 2 or not self.available() or self.rule.mode == "replica":
+            return
+        width = num_feasible_nodes_to_find(percentage or 0, n)
+        if self.rule.mode == "auto" and not self.rule.use_shards(
+            width, src.router.n_shards, batch_size
+        ):
+            return
+        router = src.router
+        inflight: list[tuple[int, Any]] = []
+        while True:
+            ready = [
+                s
+                for s in range(router.n_shards)
+                if router.deltas[s] and not router.stale[s] and s not in src.lost
+            ]
+            sent = [(s, src.clients[s].submit_apply(router.take_deltas(s, PRELOAD_DELTAS))) for s in ready]  # fmt: skip
+            for s, pending in inflight:
+                try:
+                    pending.result()
+                except SchedulerError as exc:
+                    if getattr(exc, "shard", None) is None:
+                        raise
+                    src.lost.add(s)  # rebuilt from the replica before its next call
+            inflight = sent
+            if not sent:
+                return
+
     def send(
         self,
         frameworks: Mapping[str, Framework],
@@ -92,9 +135,11 @@ class ReducedCalls:
         if not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):
             self.batch.to_replica += len(items)  # the dispatch rule's choice, counted
             return False
+        lead = self.rule.leading(len(items))
         if not src._attached:
             src._attach(items[0].fwk)
-        return self._submit(items, table, snapshot)
+        self.batch.lead += lead  # the replica's, while the shards evaluate the rest
+        return self._submit(items[lead:], table, snapshot)
 
     def _submit(self, items: list[ReducedItem], table: NodeTable, snapshot: Any) -> bool:
         """Encode ``items`` once per chunk and send every chunk to every shard."""
@@ -119,11 +164,13 @@ class ReducedCalls:
                 src._rebuild(s)
             for chunk, payload in enumerate(payloads):
                 shared = clients[0].share(payload)
+                self.batch.payloads += 1
                 calls = []
                 for s, client in enumerate(clients):
                     deltas = src.router.take_deltas(s) if chunk == 0 else []
                     pending, sent = client.submit_reduce(deltas, shared, len(payload))
                     self.batch.bytes_sent += sent
+                    self.batch.calls += 1
                     calls.append((s, pending))
                 self._calls.append((chunk, calls))
         except Exception as exc:
@@ -143,9 +190,10 @@ class ReducedCalls:
             chunk, calls = self._calls.pop(0)
             items = self.batch.chunks.get(chunk, [])
             got: list[ChunkReduction] = []
-            for (s, _), reply in zip(
-                calls, _gather(self.source.clients[0], [p for _, p in calls]), strict=True
-            ):
+            began = time.perf_counter()
+            replies = _gather(self.source.clients[0], [p for _, p in calls])
+            self.batch.waited += time.perf_counter() - began
+            for (s, _), reply in zip(calls, replies, strict=True):
                 if isinstance(reply, SchedulerError):
                     if getattr(reply, "shard", None) is None:
                         raise reply

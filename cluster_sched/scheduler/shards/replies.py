@@ -141,11 +141,12 @@ class MergedChunk:
             name: int(m) for name, m in zip(NORMALIZED_NAMES, self.maxima[i], strict=True) if m >= 0
         }
 
-    def ties(self, i: int, positions: Callable[[int], np.ndarray]) -> np.ndarray | None:
-        """Window positions holding pod ``i``'s best total, over every shard;
-        ``positions(s)``: where shard ``s``'s rows of the window sit in it, in order.
-        None when a shard's row count is not the coordinator's (never trusted then)."""
-        parts = []
+    def ties(self, i: int, positions: Callable[[int], np.ndarray], width: int) -> np.ndarray | None:
+        """Which positions of pod ``i``'s window (``width`` long) hold its best total, over
+        every shard, as a mask; ``positions(s)``: where shard ``s``'s rows of the window
+        sit in it, in order. None when a shard's row count is not the coordinator's
+        (never trusted then)."""
+        mask = np.zeros(width, dtype=np.bool_)
         for s in np.flatnonzero(self.winners[:, i]):
             r = self.replies[int(s)]
             pos = positions(int(s))
@@ -153,5 +154,5 @@ class MergedChunk:
             if len(pos) != n:
                 return None
             bits = np.unpackbits(r.bits[r.offsets[i] : r.offsets[i + 1]], count=n)
-            parts.append(pos[bits.view(np.bool_)])
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+            mask[pos] = bits.view(np.bool_)
+        return mask

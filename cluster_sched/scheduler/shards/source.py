@@ -406,6 +406,12 @@ class ShardedSource:
             frameworks, pods, snapshot, next_start, percentage, batch_size, pre_cycle
         )
 
+    def asked(self, pod_key: str) -> bool:
+        """Whether the shards hold a question of the current batch for ``pod_key`` (the
+        reduced protocol's): its attempt reads their answer, so the loop does not decide
+        it on the replica in a whole-batch run (``whole_batch``) meanwhile."""
+        return pod_key in self.reduced.batch.items
+
     def _read_batch(self, item: PrefetchItem) -> None:
         """Collect the replies of the calls up to ``item``'s chunk (each once): every
         item they answer gets its parts."""
@@ -447,6 +453,10 @@ class ShardedSource:
             close = getattr(client, "close", None)
             if close is not None:
                 close()
+
+    def preload(self, batch_size: int, percentage: int | None) -> None:
+        """Before the first pop: the shards loaded when batches may go to them."""
+        self.reduced.preload(batch_size, percentage)
 
     def sync_when_idle(self) -> None:
         """The loop found nothing to schedule: push up to DELTA_BACKLOG waiting deltas to

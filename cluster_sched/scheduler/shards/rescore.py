@@ -1,0 +1,125 @@
+"""Rows of a pod's window changed since the shards were asked (earlier pods of the batch
+assumed, bindings, deletions), evaluated again on the coordinator's replica under the
+shards' maxima (``merge``): by the compiled kernel the shards run when it models the
+pod, else by the plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from cluster_sched.api.objects import Pod
+from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
+from cluster_sched.framework.runtime import Framework
+from cluster_sched.kernels import STATUS_OK
+from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.plugins._helpers import div_trunc
+from cluster_sched.scheduler.shards.compiled import PreparedShape, ShardKernels
+from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED
+
+__all__ = ["ChangedRows"]
+
+#: prepared pod shapes kept (``ChangedRows._compiled``)
+SHAPES_KEPT = 256
+
+
+def _normalized(raw: np.ndarray, maximum: int, reverse: bool) -> np.ndarray:
+    """DefaultNormalizeScore of ``raw`` under the feasible set's maximum ``maximum``."""
+    if maximum <= 0:
+        return np.full_like(raw, MAX_NODE_SCORE) if reverse else raw.copy()
+    out = div_trunc(MAX_NODE_SCORE * raw, maximum)
+    return MAX_NODE_SCORE - out if reverse else out  # type: ignore[no-any-return]
+
+
+class ChangedRows:
+    """Weighted totals of changed rows; ``miss(why)`` records why a pod was declined."""
+
+    def __init__(self, miss: Callable[[str], None]) -> None:
+        self.miss = miss
+        #: the compiled kernels over the replica, and their inputs by pod shape
+        self.kernels = ShardKernels()
+        #: keyed by identities (``merge._shape_key``) that hold only while the batch's
+        #: items keep the objects alive: ``forget`` when the batch ends
+        self._prepared: dict[tuple[Any, ...], PreparedShape | None] = {}
+
+    def forget(self) -> None:
+        self._prepared = {}
+
+    def rescore(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: np.ndarray,
+        maxima: Mapping[str, int],
+        shape: tuple[Any, ...],
+    ) -> np.ndarray | None:
+        """Weighted totals of changed ``rows`` on the replica under the shards' maxima, or
+        None when one no longer passes Filter or the maxima would move. ``shape``: what
+        the kernel's inputs for the pod depend on (``_compiled``)."""
+        compiled = self._compiled(fwk, state, pod, table, rows, maxima, shape)
+        if compiled is not None:
+            return compiled
+        nodes = NodeSlice(table, rows)
+        if not fwk.run_filter(state, pod, nodes).passed.all():
+            self.miss("changed-filter")
+            return None
+        total = np.zeros(len(rows), dtype=np.int64)
+        for name, raw in fwk.run_score(state, pod, nodes).items():
+            reverse = DEFAULT_NORMALIZED.get(name)
+            if reverse is not None:
+                m = maxima.get(name, 0)
+                if len(raw) and int(raw.max()) > m:
+                    self.miss("changed-maxima")
+                    return None
+                raw = _normalized(raw, m, reverse)
+            elif getattr(fwk.plugins[name], "normalize_score", None) is not None:
+                self.miss("changed-normalize")
+                return None
+            if len(raw) and (raw.max() > MAX_NODE_SCORE or raw.min() < MIN_NODE_SCORE):
+                self.miss("changed-range")
+                return None
+            total += raw * fwk.score_weights.get(name, 1)
+        return total
+
+    def _compiled(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: np.ndarray,
+        maxima: Mapping[str, int],
+        shape: tuple[Any, ...],
+    ) -> np.ndarray | None:
+        """``_rescore`` by the compiled kernel (the shards' own, ``compiled``) when it
+        models the pod: its totals without the normalised plugins, which are added under
+        the shards' maxima. None: the plugins' numpy path decides (also on a miss). The
+        kernel's inputs are prepared once per ``shape`` (the pod's shape key, PreScore
+        skips and requests: what ``ShardKernels.prepare`` reads) and node-table state."""
+        one = len(rows) == 1  # the kernel scores two rows or more: the row twice
+        version = (id(table), table.node_version)
+        prepared = self._prepared.get(shape)
+        if shape not in self._prepared or (prepared is not None and prepared.version != version):
+            if len(self._prepared) >= SHAPES_KEPT:
+                self._prepared.clear()
+            prepared = self.kernels.prepare(fwk, state, pod, pod.raw, None, table)
+            self._prepared[shape] = prepared
+        if prepared is None:
+            return None
+        ev, columns = self.kernels.run(
+            prepared, table, np.repeat(rows, 2) if one else rows, normalize=False
+        )
+        if ev.status != STATUS_OK or len(ev.feasible_rows) != len(rows) * (2 if one else 1):
+            return None
+        total = ev.totals[:1] if one else ev.totals.copy()
+        for name, col in columns.items():
+            raw, m = col[rows], maxima.get(name, 0)
+            if len(raw) and int(raw.max()) > m:
+                return None
+            total += _normalized(raw, m, DEFAULT_NORMALIZED[name]) * fwk.score_weights.get(name, 1)
+        return total
