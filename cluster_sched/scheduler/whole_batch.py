@@ -56,6 +56,8 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import profile_signers, sign_pod, signature_follows_shape
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
+from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.batching import batch_of
@@ -140,6 +142,8 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
             break
         if skip_score is not None and settled != skip_score:
             break
+        if states and _spread_constraints(state) is not _spread_constraints(states[0]):
+            break  # PodTopologySpread's constraints not the first pod's (another owner's)
         skip_score = settled
         pods.append(pod)
         states.append(state)
@@ -192,6 +196,14 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     finally:
         if finish is not None:
             finish(handled)
+
+
+def _spread_constraints(state: CycleState) -> object:
+    """The pod's PodTopologySpread DoNotSchedule constraints (the plugin hands pods of
+    one spec, labels and owner the same tuple; the kernel carries the first pod's), or
+    None."""
+    s = state.get(SPREAD_KEY)
+    return s.constraints if isinstance(s, PreFilterState) else None
 
 
 def _commit_all(

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config
+from cluster_sched.config.load import load_config, parse_config
 from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
 from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler import whole_batch
@@ -107,7 +107,13 @@ def _docs(seed: int) -> list[dict[str, Any]]:
 
 
 def _outcome(
-    client: redis.Redis, docs: list[dict[str, Any]], seed: int, on: bool, gate: bool, batch: int
+    client: redis.Redis,
+    docs: list[dict[str, Any]],
+    seed: int,
+    on: bool,
+    gate: bool,
+    batch: int,
+    config: Any = None,
 ) -> tuple[dict[str, Any], int]:
     prefix = f"{{wbs{next(_runs)}}}"
     store = Store(client, prefix=prefix)
@@ -116,7 +122,7 @@ def _outcome(
     coord = new_scheduler(
         store,
         client,
-        load_config(None),
+        config if config is not None else load_config(None),
         options=ExecutorOptions("local"),
         clock=clock,
         seed=seed,
@@ -188,3 +194,69 @@ def test_spread_runs_happen_and_match(redis_client: redis.Redis, settled: None) 
     assert on == off
     placed = [v for k, v in on.items() if k.startswith("p") and v]
     assert len(placed) == 1480  # 150 nodes x 10 pods, minus the 20 bound ones' room
+
+
+#: List defaulting with a DoNotSchedule zone constraint: pods without constraints of
+#: their own spread by their controller's selector
+LIST_DO_NOT_SCHEDULE = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [
+                {
+                    "name": "PodTopologySpread",
+                    "args": {
+                        "defaultingType": "List",
+                        "defaultConstraints": [
+                            {
+                                "maxSkew": 1,
+                                "topologyKey": ZONE_LABEL,
+                                "whenUnsatisfiable": "DoNotSchedule",
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+    ],
+}
+
+
+def _replica_set(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": labels}},
+    }
+
+
+def test_pods_of_one_spec_with_other_owners_spread_by_their_own_selector(
+    redis_client: redis.Redis, settled: None
+) -> None:
+    """Same spec and labels, two ReplicaSets (rs-a counts every app=a pod, rs-b only the
+    tier=x ones): the default constraints differ by owner, so a run holds one owner's
+    pods (the kernel carries one set of counts)."""
+    docs = [_replica_set("rs-a", {"app": "a"}), _replica_set("rs-b", {"app": "a", "tier": "x"})]
+    docs += [
+        make_node(f"n{i:02d}")
+        .capacity(cpu="4", memory="8Gi", pods=110)
+        .zone(f"z{i % 3}")
+        .manifest()
+        for i in range(12)
+    ]
+    # app=a pods without tier=x in z0: rs-a's pods avoid z0, rs-b's do not see them
+    docs += [make_pod(f"b{i}").label("app", "a").node("n00").manifest() for i in range(4)]
+    k = 0
+    for owner in ("rs-a", "rs-b", "rs-a", "rs-b"):
+        for _ in range(9):
+            b = make_pod(f"p{k:03d}").req(cpu="100m").label("app", "a").label("tier", "x")
+            docs.append(b.owner("ReplicaSet", owner).manifest())
+            k += 1
+    config = parse_config(LIST_DO_NOT_SCHEDULE, "<test>")
+    off, none = _outcome(redis_client, docs, 5, False, False, 64, config)
+    on, runs = _outcome(redis_client, docs, 5, True, False, 64, config)
+    assert on == off
+    assert none == 0 and runs >= 4
