@@ -30,6 +30,13 @@ from cluster_sched.kernels import fused, mt19937
 from cluster_sched.kernels.evaluate import pack_pod_call, warm_up_inputs
 from cluster_sched.kernels.inputs import KernelProfile, PodQuery
 from cluster_sched.kernels.scalar import wrap_sub
+from cluster_sched.kernels.spread import (
+    NO_SPREAD,
+    SpreadRun,
+    spread_assume,
+    spread_limits,
+    spread_verdicts,
+)
 from cluster_sched.nodetable.table import NodeTable
 
 __all__ = [
@@ -146,16 +153,23 @@ def evaluate_run_kernel(
     order, start, to_find, fit_req, masks, mask_ids,
     mode, fit_weight, s_req, s_srcs, s_weights, shape_u, shape_s, bal_weight, b_req,
     norm, norm_ids, norm_reverse, norm_weight, extra, extra_id,
-    count, add_cols, add_vals, nz_cpu, nz_mem, mt, pos, rows, totals, ties, out,
+    count, add_cols, add_vals, nz_cpu, nz_mem, mt, pos, rows, totals, ties,
+    sp_codes, sp_counts, sp_domains, sp_counted, sp_params, sp_mask, out,
 ):  # fmt: skip
     """``count`` pods one after another (arguments of ``evaluate_pod_kernel`` but
     ``out``; ``requested``, ``free``, ``nonzero``, ``pod_count`` are written: copies).
+    ``sp_*``: the run's PodTopologySpread constraints (``kernels.spread.SpreadRun``,
+    ``sp_counts`` written), their verdicts kept in ``masks[sp_mask]`` (-1: none).
     ``out`` int64[count, 5]: host row, evaluated, found, tie-set size, start. Returns
     how many pods were decided."""
     n = order.shape[0]
     if n == 0:
         return 0
     s = start % n
+    limits = np.empty(sp_params.shape[0], dtype=np.int64)
+    if sp_mask >= 0:
+        spread_limits(sp_counts, sp_domains, sp_params, limits)
+        spread_verdicts(sp_codes, sp_counts, limits, order, masks[sp_mask])
     for i in range(count):
         host, found, evaluated, n_ties = _decide(
             allocatable, requested, free, nonzero, pod_count, allowed_pods,
@@ -173,6 +187,11 @@ def evaluate_run_kernel(
         out[i, 4] = s
         s = (s + evaluated) % n
         _assume(requested, free, nonzero, pod_count, host, add_cols, add_vals, nz_cpu, nz_mem)
+        if sp_mask >= 0:
+            spread_assume(
+                sp_codes, sp_counts, sp_domains, sp_counted, sp_params, limits,
+                host, order, masks[sp_mask],
+            )  # fmt: skip
     return count
 
 
@@ -265,14 +284,25 @@ def evaluate_run(
     count: int,
     vector: PodVector,
     rng: random.Random,
+    spread: SpreadRun | None = None,
 ) -> RunResult:
     """Decide up to ``count`` pods of one shape (``query``: the first pod's start, the
     shape's columns) in one call; ``rng`` is advanced by the draws of the decided pods.
-    The table is not written."""
+    ``spread``: the pods' PodTopologySpread Filter, its counts as of the first pod (not
+    written). The table is not written."""
     args: list[object] = list(pack_pod_call(table, profile, query, to_find))
     args.pop()  # evaluate_pod_kernel's out
     for i in (1, 2, 3, 4):  # requested, free, nonzero, pod_count: the run's own copies
         args[i] = np.array(args[i])
+    sp, sp_mask = NO_SPREAD, -1
+    if spread is not None:  # the verdict column is the run's own: a stack of its own
+        sp = spread.copy()
+        stack, ids = args[10], args[11]
+        assert isinstance(stack, np.ndarray) and isinstance(ids, np.ndarray)
+        sp_mask = stack.shape[0]
+        own = np.zeros((sp_mask + 1, table.allocatable.shape[1]), dtype=np.uint8)
+        own[:sp_mask] = stack
+        args[10], args[11] = own, np.append(ids, sp_mask).astype(np.int64)
     k = max(1, min(to_find, len(table.order())))
     rows = np.empty(k, dtype=np.int64)
     totals = np.empty(k, dtype=np.int64)
@@ -283,7 +313,8 @@ def evaluate_run(
     vals = np.ascontiguousarray(vector.vals, dtype=np.int64)
     m = evaluate_run_kernel(  # type: ignore[call-arg]
         *args, count, cols, vals, vector.nonzero_cpu, vector.nonzero_memory,
-        mt, pos, rows, totals, ties, out,
+        mt, pos, rows, totals, ties,
+        sp.codes, sp.counts, sp.domains, sp.counted, sp.params, sp_mask, out,
     )  # fmt: skip
     mt19937.restore(rng, mt, pos)
     d = out[:m]

@@ -3,6 +3,10 @@
 ``run_reference``: ``evaluate_pod_reference`` per pod on a copy of the table whose
 accounting columns take each assume, ``Evaluation.select_row``'s draw.
 
+With a ``SpreadRun``, each pod's PodTopologySpread verdict is computed afresh from the
+counts (numpy over every row) and joins the query's masks, and its host's domains count
+it afterwards.
+
 ``hinted_run_reference``: pod after pod, as ``scheduler.batching`` decides a signed pod
 with OpportunisticBatching on: while a kept list is usable and the previous pod's host no longer fits the pod
 (NodeResourcesFit's verdict and the shape's masks on that one row), the list's head is
@@ -25,8 +29,10 @@ from cluster_sched.kernels import fused
 from cluster_sched.kernels.inputs import KernelProfile, PodQuery
 from cluster_sched.kernels.reference import evaluate_pod_reference
 from cluster_sched.kernels.run import HintedRun, PodVector, RunResult
+from cluster_sched.kernels.spread import MAX_SKEW, MIN_DOMAINS, N_DOMAINS, SELF_MATCH, SpreadRun
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.noderesources.fit import fit_verdicts
+from cluster_sched.plugins.podtopologyspread.filtering import NO_DOMAIN_MIN
 
 __all__ = ["hinted_run_reference", "run_reference"]
 
@@ -56,6 +62,21 @@ def _copy(table: NodeTable) -> NodeTable:
     return t
 
 
+def spread_mask(spread: SpreadRun, counts: np.ndarray) -> np.ndarray:
+    """bool[cap]: the rows passing every constraint of ``spread`` at ``counts``."""
+    ok = np.ones(spread.codes.shape[1], dtype=np.bool_)
+    for c in range(len(spread.params)):
+        p = spread.params[c]
+        least = 0
+        if p[N_DOMAINS] >= p[MIN_DOMAINS]:
+            eligible = counts[c][spread.domains[c] != 0]
+            least = int(eligible.min()) if len(eligible) else NO_DOMAIN_MIN
+        limit = p[MAX_SKEW] - p[SELF_MATCH] + least
+        codes = spread.codes[c]
+        ok &= (codes >= 0) & (counts[c][np.maximum(codes, 0)] <= limit)
+    return ok
+
+
 def run_reference(
     table: NodeTable,
     profile: KernelProfile,
@@ -64,20 +85,29 @@ def run_reference(
     count: int,
     vector: PodVector,
     rng: random.Random,
+    spread: SpreadRun | None = None,
 ) -> RunResult:
     """Same arguments and answer as ``evaluate_run`` (the table is not written)."""
     t = _copy(table)
     n = len(table.order())
     out: list[tuple[int, int, int, int, int]] = []
     s = query.start % n if n else 0
+    counts = None if spread is None else spread.counts.copy()
     for _ in range(count if n else 0):
-        ev = evaluate_pod_reference(t, profile, dataclasses.replace(query, start=s), to_find)
+        q = dataclasses.replace(query, start=s)
+        if spread is not None and counts is not None:
+            q = dataclasses.replace(q, masks=(*q.masks, spread_mask(spread, counts)), stable=False)
+        ev = evaluate_pod_reference(t, profile, q, to_find)
         if len(ev.feasible_rows) == 0 or ev.status != fused.STATUS_OK:
             break
         host = ev.select_row(rng)
         out.append((host, ev.evaluated, len(ev.feasible_rows), len(ev.ties), s))
         s = (s + ev.evaluated) % n
         _assume(t, host, vector)
+        if spread is not None and counts is not None:
+            for c in range(len(spread.params)):
+                if spread.counted[c, host]:
+                    counts[c, spread.codes[c, host]] += 1
     d = np.asarray(out, dtype=np.int64).reshape(-1, 5)
     return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
 

@@ -44,6 +44,7 @@ from cluster_sched.kernels import (
     evaluate_pod,
     fits_row,
 )
+from cluster_sched.kernels.spread import SpreadRun, spread_run
 from cluster_sched.nodetable.overflow import BOUND_LIMIT, pod_amount
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
@@ -254,24 +255,35 @@ class FastPath:
         table: NodeTable,
         skip_score: frozenset[str],
         count: int,
-    ) -> tuple[KernelProfile, PodQuery] | None:
-        """The kernel profile and query (start 0) of ``count`` pods of ``pod``'s shape,
-        when ``kernels.run`` may decide them in one call: the shape path holds with its
-        scored columns, no plugin filters or scores per pod (PodTopologySpread), and the
-        values stay in the kernel's domain after ``count`` assumes. None otherwise."""
+    ) -> tuple[KernelProfile, PodQuery, SpreadRun | None] | None:
+        """The kernel profile, query (start 0) and PodTopologySpread Filter (None: not
+        active) of ``count`` pods of ``pod``'s shape, when ``kernels.run`` may decide
+        them in one call: the shape path holds with its scored columns, no plugin scores
+        per pod (PodTopologySpread's Score: ScheduleAnyway constraints), PodTopologySpread's
+        Filter, if active, is one the kernel carries (``kernels.spread``, from ``state``:
+        the first pod's counts), and the values stay in the kernel's domain after
+        ``count`` assumes. None otherwise."""
         profile, others = self._admits(fwk, state, pod, table)
-        if profile is None or PER_POD_FILTER in others:
+        if profile is None:
             return None
         amount = pod_amount(pod)
         ceiling = table.amount_bound_ceiling + count * amount + amount
         if ceiling >= VALUE_LIMIT or ceiling >= BOUND_LIMIT:
             return None
         shape = self._shape(fwk, state, pod, table, others)
-        if shape is None or shape.spread or shape.score_plugins is None:
+        if shape is None or shape.score_plugins is None:
             return None
         active = frozenset(pl.name for pl in fwk.score if pl.name not in skip_score)
         if active & PER_POD_SCORES or active != shape.score_plugins:
             return None
+        spread = None
+        if shape.spread:
+            s = state.get(SPREAD_KEY)
+            if not isinstance(s, spread_filtering.PreFilterState):
+                return None
+            spread = spread_run(s, pod, table)
+            if spread is None:
+                return None
         query = PodQuery(
             self._requests(pod, profile),
             masks=() if shape.mask is None else (shape.mask,),
@@ -279,7 +291,7 @@ class FastPath:
             extra=shape.extra,
             stable=True,
         )
-        return profile, query
+        return profile, query, spread
 
     def row_passes(
         self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int

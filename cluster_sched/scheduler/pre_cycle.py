@@ -162,8 +162,10 @@ class PreCycleReuse:
 
     def settled_for(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> bool:
         """Whether ``pre_filter`` would share, for ``pod``, a state whose PreScore is
-        shared too with no plugin run again per pod (no plugin runs to find out: a
-        whole-batch run declines before costing the pod anything)."""
+        shared too with no plugin run again per pod in PreScore (no plugin runs to find
+        out: a whole-batch run declines before costing the pod anything). PreFilter's
+        PER_POD plugins may run per pod: a run carries their counts itself
+        (``kernels.spread``)."""
         validity = self._validity(fwk, pod, snapshot)
         if validity is None:
             return False
@@ -172,17 +174,17 @@ class PreCycleReuse:
             e is not None
             and e.validity == validity
             and e.score_data is not None
-            and not e.rerun
             and not e.rerun_score
         )
 
     def settled_skip_score(self) -> frozenset[str] | None:
         """The PreScore Skip set of the shape the last ``pre_filter`` shared, when its
-        PreFilter and PreScore states are both shared with no plugin run again per pod:
+        PreFilter and PreScore states are both shared with no plugin run again per pod
+        but PreFilter's PER_POD ones (PodTopologySpread: whose counts a run carries):
         then every pod of the shape gets the same answers while the validity key holds
         (a whole run of them may be decided at once); None otherwise."""
         e = self._current
-        if e is None or e.score_data is None or e.rerun or e.rerun_score:
+        if e is None or e.score_data is None or e.rerun_score:
             return None
         return e.skip_score
 

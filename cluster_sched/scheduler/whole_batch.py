@@ -23,9 +23,17 @@ serial cycles); a pod whose clock reading makes the list unusable where the kern
 it (``MAX_BATCH_AGE``) ends the run before it. Such a run covers only consecutive
 scheduling cycles (a gap is a flush the next cycle records).
 
+PodTopologySpread's Filter (DoNotSchedule constraints) is carried by the kernel
+(``kernels.spread``): the first pod's PreFilter counts, each assumed pod added to its
+host's domains, the verdicts redone when a limit moves (issue 23, item 5). Each pod's
+PreFilter still runs (as in its own cycle); the later pods' states hold the counts as
+of the run's start, which nothing after Filter reads.
+
 What no run covers (each pod then takes the ordinary cycle): tracing or timed plugins,
 nominated pods anywhere, a pod with a nominated node, extenders, cross-node plugins that
-filter or score per pod, a pod without a feasible node (the FitError needs every plugin),
+filter or score per pod other than PodTopologySpread's Filter (its Score, for
+ScheduleAnyway constraints: the domain weights follow the feasible set; InterPodAffinity;
+NodePorts), a pod without a feasible node (the FitError needs every plugin),
 a hint that fails Filter (its status joins the plugins' diagnosis), profiles with
 out-of-tree signers (a shape need not sign alike).
 """
@@ -48,6 +56,8 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import profile_signers, sign_pod, signature_follows_shape
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
+from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.batching import batch_of
@@ -132,6 +142,8 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
             break
         if skip_score is not None and settled != skip_score:
             break
+        if states and _spread_constraints(state) is not _spread_constraints(states[0]):
+            break  # PodTopologySpread's constraints not the first pod's (another owner's)
         skip_score = settled
         pods.append(pod)
         states.append(state)
@@ -140,7 +152,9 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     planned = fast.run_query(fwk, states[0], first, table, skip_score, len(pods))
     if planned is None:
         return 0
-    profile, query = planned
+    profile, query, spread = planned
+    if spread is not None and signature is not None:
+        return 0  # spread pods are unsignable: a hinted run never carries counts
     n = len(table.index)
     pct = fwk.percentage_of_nodes_to_score
     to_find = num_feasible_nodes_to_find(
@@ -164,7 +178,7 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
         replay = hint_replay = HintReplay(sc, fwk, bt, signature, hinted, pods, states)
         finish = hint_replay.finish
     else:
-        result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng)
+        result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng, spread)
         if gate:
             replay = unsigned = UnsignedReplay(batch_of(algorithm, fwk), table, result)
             finish = unsigned.finish
@@ -182,6 +196,14 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     finally:
         if finish is not None:
             finish(handled)
+
+
+def _spread_constraints(state: CycleState) -> object:
+    """The pod's PodTopologySpread DoNotSchedule constraints (the plugin hands pods of
+    one spec, labels and owner the same tuple; the kernel carries the first pod's), or
+    None."""
+    s = state.get(SPREAD_KEY)
+    return s.constraints if isinstance(s, PreFilterState) else None
 
 
 def _commit_all(

@@ -1,0 +1,83 @@
+"""One ``cluster-sched run`` (or ``perf``) in-process, with the process's CPU time: pods/s
+(``perf``: upstream's SchedulingThroughput of the measured pods) and CPU seconds per pod
+(user + system of this process, which holds the coordinator, its binding threads and the
+in-process executor; the Redis server is another process). For alternating old and new
+checkouts run by run:
+
+    PYTHONPATH=/tmp/old .venv/bin/python benchmarks/cpu_run.py run examples/topology-spreading.yaml
+    .venv/bin/python benchmarks/cpu_run.py perf examples/scheduler_perf/performance-config.yaml \
+        --test TopologySpreading --workload 5000Nodes
+
+A benchmark, not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cluster_sched.cli import main as cli_main
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _perf(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory() as out:
+        cpu0, wall0 = _cpu(), time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = cli_main(["perf", *argv, "--output", out])
+        cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
+        if rc != 0:
+            raise SystemExit(f"cluster-sched perf exited {rc}")
+        for path in sorted(Path(out).glob("*.json")):
+            doc = json.loads(path.read_text())
+            items = doc.get("dataItems", doc) if isinstance(doc, dict) else doc
+            throughput = [
+                d.get("data", {})
+                for d in items
+                if isinstance(d, dict)
+                and d.get("labels", {}).get("Metric") == "SchedulingThroughput"
+            ]
+            print(
+                f"{path.stem}: throughput {json.dumps(throughput)}, wall {wall:.1f} s, CPU {cpu:.1f} s"
+            )
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[0] == "perf":
+        return _perf(argv[1:])
+    workload, extra = argv[1], argv[2:]
+    with tempfile.TemporaryDirectory() as out:
+        cpu0, wall0 = _cpu(), time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = cli_main(["run", workload, "--output", out, "--quiet", *extra])
+        cpu, wall = _cpu() - cpu0, time.perf_counter() - wall0
+        if rc != 0:
+            raise SystemExit(f"cluster-sched run exited {rc}")
+        summary = json.loads((Path(out) / "summary.json").read_text())
+    pods = int(summary["pods"])
+    groups = summary.get("groups") or {}
+    per_group = " ".join(
+        f"{name}={g.get('throughput', float('nan'))}" for name, g in groups.items()
+    )
+    print(
+        f"{Path(workload).name}: {summary['scheduled']}/{pods} pods, "
+        f"{float(summary['throughput']):.1f} pods/s [{per_group}], wall {wall:.1f} s, "
+        f"CPU {cpu:.1f} s = {1e6 * cpu / max(pods, 1):.0f} us/pod, "
+        f"compiled {json.dumps(summary.get('compiled_path'))}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
