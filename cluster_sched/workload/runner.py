@@ -196,15 +196,14 @@ def drive(
 ) -> bool:
     """Run the coordinator loop in this thread until the work at hand is done.
 
-    ``feed()`` writes the next objects to the store and returns True while it has more
-    to write; ``tick()`` runs on every turn for work that goes on beside scheduling
-    (paced deletes, churn, samplers). Done means ``until()`` holds once feeding is over,
-    or, without ``until``, the queue settled (nothing active, backing off or in flight
-    and no binding pending). ``on_bound(n)`` sees the bound-pod count when it changes.
+    ``feed()`` writes the next objects and returns True while it has more; ``tick()``
+    runs every turn for work beside scheduling (paced deletes, churn, samplers). Done:
+    ``until()`` holds once feeding is over, or, without ``until``, the queue settled
+    (nothing active, backing off or in flight, no binding pending). ``on_bound(n)``: the
+    bound-pod count, when it changes.
 
-    Returns True when done, False after ``timeout`` seconds or, if ``stall_seconds``
-    is set, after that long without a new binding while none is pending: the caller
-    decides what an unfinished wait means.
+    True when done; False after ``timeout`` seconds or (``stall_seconds`` set) that long
+    with no new binding and none pending: the caller decides what that means.
     """
     deadline = time.monotonic() + timeout
     last_progress = last_check = time.monotonic()
@@ -213,14 +212,9 @@ def drive(
         feeding = feed() if feed is not None else False
         if tick is not None:
             tick()
-        pop_timeout = 0.0 if feeding else 0.02
-        if not feeding and coord.binder.pending():
-            # Bindings in flight: wait for their outcomes on the binder (an in-process
-            # wake-up), not in the pop's Redis BLPOP, which nothing wakes when a binding
-            # lands and whose timeout Redis honours only to its hz (100 ms by default).
-            coord.binder.wait_idle(pop_timeout)
-            pop_timeout = 0.0
-        worked = coord.step(pop_timeout=pop_timeout)
+        if not feeding and coord.binder.pending():  # bindings in flight: wait on the binder,
+            coord.binder.wait_idle(0.02)  # a BLPOP no landed binding wakes times out at hz
+        worked = coord.step(pop_timeout=0.0 if feeding or coord.binder.pending() else 0.02)
         bound = len(coord.stats.bound_node)
         now = time.monotonic()
         progressed = bound != last_bound
