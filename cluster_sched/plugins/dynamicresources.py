@@ -178,10 +178,11 @@ class DynamicResources:
             )
             if not shared:
                 wanted = [claims[i] for i in to_allocate]
-                cycle.need = class_needs(wanted)
-                cycle.simple = is_simple(wanted) and not any(
-                    dra.class_selector_failed(c) for c in cycle.need
-                )
+                need = class_needs(wanted)
+                # a class selector failing on some device: only the allocator's search
+                # may decide (it aborts with the error before finding a node short)
+                if not any(dra.class_selector_failed(c) for c in need):
+                    cycle.need, cycle.simple = need, is_simple(wanted)
         self._cycles[pod.key] = cycle
         self._cycles.move_to_end(pod.key)
         while len(self._cycles) > MAX_CYCLES:

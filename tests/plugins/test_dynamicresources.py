@@ -15,9 +15,19 @@ from cluster_sched.api.manifest import parse_object
 from cluster_sched.cache.cache import Cache
 from cluster_sched.cli import main
 from cluster_sched.config.load import parse_config
+from cluster_sched.errors import SchedulerError
 from cluster_sched.scheduler.explain.decision import explain
 from cluster_sched.testing.builders import make_pod
-from tests.dra.dra_fixtures import claim, device, device_class, node, request, resource_slice
+from tests.dra.dra_fixtures import (
+    DRIVER,
+    claim,
+    device,
+    device_class,
+    explain_claim_pod,
+    node,
+    request,
+    resource_slice,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONFIG = parse_config(
@@ -406,3 +416,27 @@ def test_postfilter_deallocates_an_unused_claim() -> None:
         "deallocation of ResourceClaim completed, preemption: 0/2 nodes are available: "
         "2 Preemption is not helpful for scheduling."
     )
+
+
+def test_a_class_selector_failing_at_run_time_is_an_error_even_where_devices_are_short() -> None:
+    """The device-count pre-check stands for the allocator's search, which upstream runs
+    device by device: a class selector failing on a free device aborts the attempt
+    (Error) before the search could find the node short. Node-1's one device cannot
+    fit a two-device request, but its selector fails first."""
+    broken = device_class("class-a", DRIVER, f'device.attributes["{DRIVER}"].model == "a"')
+    docs = [
+        node("node-1"),
+        broken,
+        resource_slice("slice-1", [device("device-1")]),
+        claim("claim-0", request("req-0", "class-a", 2)),
+    ]
+    with pytest.raises(SchedulerError, match="CEL runtime error: no such key: model"):
+        explain_claim_pod(docs)
+    # with the attribute there, the same node is short: the pre-check's verdict
+    docs[2] = resource_slice("slice-1", [device("device-1", model="a")])
+    verdict = explain_claim_pod(docs)["filter"]["node-1"]
+    assert verdict == {
+        "code": "UnschedulableAndUnresolvable",
+        "plugin": "DynamicResources",
+        "reasons": ["cannot allocate all claims"],
+    }, verdict
