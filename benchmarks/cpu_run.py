@@ -21,8 +21,25 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from cluster_sched.cli import main as cli_main
+from cluster_sched.report import summary as summary_module
+
+_group_figures = summary_module.group_figures
+
+
+def _with_last_bind(record: Any) -> dict[str, dict[str, object]]:
+    """``group_figures`` plus each group's last bind (``stats.bound_at``), so a group's
+    rate is its pods over the time since the previous group's last bind."""
+    out = _group_figures(record)
+    for name, keys in record.groups.items():
+        ends = [record.stats.bound_at[k] for k in keys if k in record.stats.bound_at]
+        out[name]["last_bind"] = max(ends, default=float("nan"))
+    return out
+
+
+summary_module.group_figures = _with_last_bind  # type: ignore[assignment]
 
 
 def _cpu() -> float:
@@ -67,9 +84,14 @@ def main(argv: list[str]) -> int:
         summary = json.loads((Path(out) / "summary.json").read_text())
     pods = int(summary["pods"])
     groups = summary.get("groups") or {}
-    per_group = " ".join(
-        f"{name}={g.get('throughput', float('nan'))}" for name, g in groups.items()
-    )
+    rates = []
+    prev = None
+    for name, g in groups.items():
+        end = float(g.get("last_bind", float("nan")))
+        if prev is not None:
+            rates.append(f"{name} {int(g['scheduled']) / (end - prev):.0f} pods/s")
+        prev = end
+    per_group = ", ".join(rates) or "-"
     print(
         f"{Path(workload).name}: {summary['scheduled']}/{pods} pods, "
         f"{float(summary['throughput']):.1f} pods/s [{per_group}], wall {wall:.1f} s, "
