@@ -359,15 +359,6 @@ class RayShardClient:
         return [p.decode(r) for p, r in zip(pendings, replies, strict=True)]
 
     @staticmethod
-    def ready(pendings: list[_RayPending]) -> bool:
-        """Whether every call has its reply (no wait)."""
-        import ray
-
-        refs = [p.ref for p in pendings]
-        done, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
-        return len(done) == len(refs)
-
-    @staticmethod
     def share(payload: bytes) -> Any:
         """One object in Ray's object store that every shard's call refers to."""
         import ray

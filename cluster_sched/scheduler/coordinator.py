@@ -247,7 +247,6 @@ class Coordinator:
             # answer: a whole-batch run stops before it (it would decide it on the replica,
             # the same decision, the shards' work wasted)
             asked = getattr(self.source, "asked", _never)
-            steal = getattr(self.source, "keep_or_steal", _never)
             k = 0
             while k < len(batch):
                 if k:
@@ -260,7 +259,6 @@ class Coordinator:
                 if self.whole_batch and not self.tracing.enabled:
                     end = len(batch)
                     if asked is not _never:
-                        steal(batch[k][0].pod_key)  # the shards' answer not in: the replica's
                         end = next((j for j in range(k, end) if asked(batch[j][0].pod_key)), end)
                     handled = whole_batch.schedule_run(self.cycle, batch[k:end]) if end > k else 0
                     if handled:

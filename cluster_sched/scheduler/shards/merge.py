@@ -185,10 +185,8 @@ class ReducedBatch:
         #: pods the dispatch rule left to the replica (their batch's first window was
         #: cheaper there)
         self.to_replica = 0
-        #: pods of batches given to the shards that the replica took first (``lead``),
-        #: and those it took back while the shards' answers were not in (``steal``)
+        #: pods of batches given to the shards that the replica took first (``lead``)
         self.lead = 0
-        self.stolen = 0
         #: Ray calls (or in-process ones) made to all shards, and the payloads they carried
         self.calls = 0
         self.payloads = 0
@@ -409,7 +407,6 @@ class ReducedBatch:
             "reduced_resent": self.resent,
             "dispatched_to_replica": self.to_replica,
             "lead_on_replica": self.lead,
-            "stolen_by_replica": self.stolen,
             "reduced_payloads": self.payloads,
             "reduced_calls_per_shard": round(self.calls / max(1, n_shards), 2),
         }

@@ -70,8 +70,6 @@ class ReducedCalls:
         self.batch = ReducedBatch()
         #: submitted calls in order: (chunk, [(shard, pending)])
         self._calls: list[tuple[int, list[tuple[int, Any]]]] = []
-        #: chunks whose every shard answered (``steal`` asks no more)
-        self._ready: set[int] = set()
         self._order_sent = -1
         self._rebuilds_seen = 0
 
@@ -185,23 +183,6 @@ class ReducedCalls:
         src.router.touched = set()
         return True
 
-    def steal(self, pod_key: str) -> None:
-        """Take ``pod_key``'s question back from the shards when their answers to its
-        chunk are not in yet (``client.ready``; in-process clients always are): the
-        coordinator evaluates the pod on the replica rather than wait. Exact either way;
-        its window is the predicted one, so the later pods' questions still hold (a
-        replica search that ran past it moves their windows: ``take`` asks again)."""
-        item = self.batch.items.get(pod_key)
-        if item is None or item.answer is not None or item.chunk in self._ready:
-            return
-        ready = getattr(self.source.clients[0], "ready", None)
-        calls = next((c for chunk, c in self._calls if chunk == item.chunk), None)
-        if ready is None or calls is None or ready([p for _, p in calls]):
-            self._ready.add(item.chunk)
-            return
-        del self.batch.items[pod_key]
-        self.batch.stolen += 1
-
     def read(self, item: ReducedItem) -> None:
         """Collect the answers of the calls up to ``item``'s chunk (each once): every
         shard's reply to a chunk in one wait, merged across shards as columns."""
@@ -259,7 +240,6 @@ class ReducedCalls:
         """The batch's remaining questions again, their windows from ``start``."""
         rest = list(self.batch.items.values())
         self._calls = []
-        self._ready = set()
         n = table.n_nodes
         for i, it in enumerate(rest):
             it.start, it.chunk, it.answer = start, chunk_of(i), None
@@ -272,4 +252,3 @@ class ReducedCalls:
         """Forget the batch's answers (calls still running are left to finish)."""
         self.batch.clear()
         self._calls = []
-        self._ready = set()

@@ -412,11 +412,6 @@ class ShardedSource:
         it on the replica in a whole-batch run (``whole_batch``) meanwhile."""
         return pod_key in self.reduced.batch.items
 
-    def keep_or_steal(self, pod_key: str) -> None:
-        """The loop reached ``pod_key``: if the shards have not answered its batch yet,
-        the replica takes it (``ReducedCalls.steal``)."""
-        self.reduced.steal(pod_key)
-
     def _read_batch(self, item: PrefetchItem) -> None:
         """Collect the replies of the calls up to ``item``'s chunk (each once): every
         item they answer gets its parts."""

@@ -56,8 +56,8 @@ def test_lead_and_one_call_give_the_serial_outcome(
 def test_ray_shards_answer_as_in_process_shards(
     ray_session: None, redis_client: redis.Redis, redis_url: str, seed: int, batch: int
 ) -> None:
-    """Real actors and in-process shards: the same placements and counts, one Ray call
-    per shard per batch."""
+    """Real actors and in-process shards: the same placements, counts, answered attempts
+    and lead, one Ray call per shard per batch."""
     docs = reducible_workload(seed, n_pods=60)
     local = run_outcome(
         redis_client, docs, ExecutorOptions("shards", shards=2, shard_dispatch="shards"), batch
@@ -65,9 +65,8 @@ def test_ray_shards_answer_as_in_process_shards(
     options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
     placements, counts, counters = run_outcome(redis_client, docs, options, batch)
     assert (placements, counts) == local[:2]
-    # which pods the replica takes back (their answers not in when the loop reached them)
-    # depends on timing, and so do the questions asked again after them
-    assert counters["reduced_attempts"] + counters["stolen_by_replica"] > 0, counters
+    for key in ("reduced_attempts", "lead_on_replica", "reduced_payloads"):
+        assert counters[key] == local[2][key], key
     _one_call_per_batch(counters)
 
 
