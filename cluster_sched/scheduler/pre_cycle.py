@@ -18,6 +18,11 @@ PodTopologySpread may also be active (not Skip) for a shared state: its PreFilte
 PreScore read the pod counts, which move with every assumed pod, so they run again for
 each pod on top of the others' copied state (``PER_POD``); its Skip or not depends on the
 pod's spec and the controllers alone, so it is the same for every pod of the shape.
+Within a whole-batch run (``whole_batch``) the pods after the first take the first pod's
+PodTopologySpread state instead (``carry``): same constraints, namespace, labels and
+inclusion inputs on the same counts, so the same state; the kernel carries the counts
+from there, and nothing after Filter reads that state (Filter, AddPod/RemovePod for
+preemption and nominated pods are its only readers: a run has neither).
 
 Not used when plugins are timed (metrics or tracing on): each pod's extension points
 are then observed as upstream does.
@@ -37,6 +42,9 @@ from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import SUCCESS, Status, as_status
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.plugins import names
+from cluster_sched.plugins.podtopologyspread.constraints import DO_NOT_SCHEDULE
+from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 
 __all__ = ["PreCycleReuse"]
 
@@ -117,8 +125,17 @@ class PreCycleReuse:
         return {"pre_cycle_hits": self.hits, "pre_cycle_misses": self.misses}
 
     def pre_filter(
-        self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        carry: CycleState | None = None,
     ) -> PreFilterAnswer:
+        """``carry``: the state of a pod of the same shape, namespace and labels whose
+        PreFilter ran on this snapshot with nothing assumed since (a whole-batch run's
+        first pod): the PER_POD plugins' states are taken from it, not run again, when
+        it holds them for this pod's constraints."""
         self._current = None
         validity = self._validity(fwk, pod, snapshot)
         if validity is None:
@@ -135,7 +152,9 @@ class PreCycleReuse:
             and all(a is b for a, b in zip(entry.refs, refs, strict=True))
         ):
             state.restore(entry.data, entry.skip_filter, frozenset())
-            if _rerun_pre_filter(entry.rerun, state, pod, snapshot):
+            if (
+                carry is not None and _carry_pre_filter(entry.rerun, state, pod, snapshot, carry)
+            ) or _rerun_pre_filter(entry.rerun, state, pod, snapshot):
                 self.hits += 1
                 self._current = entry
                 return entry.pre[0], entry.pre[1], set(entry.pre[2])
@@ -251,6 +270,26 @@ def _rerun_pre_filter(
         r, s = pl.pre_filter(state, pod, snapshot) or (None, None)
         if r is not None or not as_status(s).is_success:
             return False
+    return True
+
+
+def _carry_pre_filter(
+    plugins: tuple[Any, ...], state: CycleState, pod: Pod, snapshot: Snapshot, carry: CycleState
+) -> bool:
+    """The PER_POD plugins' PreFilter states from ``carry`` (see ``pre_filter``), where
+    PreFilter would write the same: PodTopologySpread's state depends on the pod through
+    its constraints (own, or defaulted by its owner: the same tuple object for the same
+    inputs), namespace, labels and inclusion inputs (the shape), and on the counts. False
+    (run them instead) when ``carry`` holds another pod's constraints."""
+    for pl in plugins:
+        s = carry.get(SPREAD_KEY)
+        if (
+            pl.name != names.POD_TOPOLOGY_SPREAD
+            or not isinstance(s, PreFilterState)
+            or pl.constraints(pod, DO_NOT_SCHEDULE, snapshot) is not s.constraints
+        ):
+            return False
+        state.write(SPREAD_KEY, s)
     return True
 
 

@@ -25,9 +25,9 @@ scheduling cycles (a gap is a flush the next cycle records).
 
 PodTopologySpread's Filter (DoNotSchedule constraints) is carried by the kernel
 (``kernels.spread``): the first pod's PreFilter counts, each assumed pod added to its
-host's domains, the verdicts redone when a limit moves (issue 23, item 5). Each pod's
-PreFilter still runs (as in its own cycle); the later pods' states hold the counts as
-of the run's start, which nothing after Filter reads.
+host's domains, the verdicts redone when a limit moves (issue 23, item 5). The later
+pods' PreFilter does not run it again: their states take the first pod's (the counts as
+of the run's start, ``pre_cycle``'s ``carry``), which nothing after Filter reads.
 
 What no run covers (each pod then takes the ordinary cycle): tracing or timed plugins,
 nominated pods anywhere, a pod with a nominated node, extenders, cross-node plugins that
@@ -136,7 +136,8 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
         if signature is not None and pods and cycle != batch[len(pods) - 1][1] + 1:
             break
         state = CycleState()
-        pre = algorithm.pre_filter(fwk, state, pod, table, snapshot, sc.source)
+        carry = states[0] if states else None  # its PodTopologySpread state: no rerun
+        pre = fast.pre_cycle.pre_filter(fwk, state, pod, snapshot, carry)
         settled = fast.pre_cycle.settled_skip_score()
         if pre[0] is not None or not pre[1].is_success or settled is None:
             break

@@ -22,12 +22,13 @@ from hypothesis import strategies as st
 from cluster_sched.clock import FakeClock
 from cluster_sched.config.load import load_config, parse_config
 from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
+from cluster_sched.plugins.names import POD_TOPOLOGY_SPREAD as SPREAD
 from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler import whole_batch
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import HOSTNAME_LABEL, ZONE_LABEL, make_node, make_pod
-from tests.scheduler.round_driver import decisions, drive_rounds
+from tests.scheduler.round_driver import PROFILE, decisions, drive_rounds
 
 _runs = itertools.count()
 ZONES = ("z0", "z1", "z2", "z3", None)
@@ -114,7 +115,10 @@ def _outcome(
     gate: bool,
     batch: int,
     config: Any = None,
+    probe: dict[str, int] | None = None,
 ) -> tuple[dict[str, Any], int]:
+    """Decisions and runs; ``probe`` (if given) gets the pods the runs handled and the
+    runs of PodTopologySpread's PreFilter."""
     prefix = f"{{wbs{next(_runs)}}}"
     store = Store(client, prefix=prefix)
     store.apply_many(docs)
@@ -131,18 +135,31 @@ def _outcome(
         features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
     )
     coord.whole_batch = on
-    runs = 0
+    runs = handled_pods = spread_pre_filters = 0
     real = whole_batch.schedule_run
 
     def counting(sc: Any, b: Any) -> int:
-        nonlocal runs
+        nonlocal runs, handled_pods
         handled = real(sc, b)
         runs += handled > 0
+        handled_pods += handled
         return handled
+
+    spread = next(pl for pl in coord.frameworks[PROFILE].pre_filter if pl.name == SPREAD)
+    spread_pre_filter = spread.pre_filter
+
+    def counting_pre_filter(*args: Any) -> Any:
+        nonlocal spread_pre_filters
+        spread_pre_filters += 1
+        return spread_pre_filter(*args)
+
+    spread.pre_filter = counting_pre_filter
 
     whole_batch.schedule_run = counting  # type: ignore[assignment]
     try:
         drive_rounds(coord, clock)
+        if probe is not None:
+            probe.update(handled=handled_pods, spread_pre_filters=spread_pre_filters)
         return decisions(coord, store), runs
     finally:
         whole_batch.schedule_run = real  # type: ignore[assignment]
@@ -194,6 +211,33 @@ def test_spread_runs_happen_and_match(redis_client: redis.Redis, settled: None) 
     assert on == off
     placed = [v for k, v in on.items() if k.startswith("p") and v]
     assert len(placed) == 1480  # 150 nodes x 10 pods, minus the 20 bound ones' room
+
+
+def test_pods_after_a_runs_first_take_its_spread_state_without_pre_filter(
+    redis_client: redis.Redis, settled: None
+) -> None:
+    """One Deployment's spread pods, all placed on their first attempt: with runs off,
+    PodTopologySpread's PreFilter runs once per pod; with runs on, once per pod outside a
+    run and once per run (its first pod's state is the later pods')."""
+    docs = [
+        make_node(f"n{i:02d}")
+        .capacity(cpu="4", memory="8Gi", pods=110)
+        .zone(f"z{i % 3}")
+        .manifest()
+        for i in range(30)
+    ]
+    for i in range(40):
+        b = make_pod(f"p{i:03d}").req(cpu="100m").label("app", "a")
+        docs.append(b.spread(1, ZONE_LABEL, "DoNotSchedule", {"app": "a"}).manifest())
+    off_probe: dict[str, int] = {}
+    on_probe: dict[str, int] = {}
+    off, _ = _outcome(redis_client, docs, 7, False, False, 64, probe=off_probe)
+    on, runs = _outcome(redis_client, docs, 7, True, False, 64, probe=on_probe)
+    assert on == off
+    assert all(on[f"attempts:default/p{i:03d}"] == 1 for i in range(40))
+    assert off_probe["spread_pre_filters"] == 40
+    assert runs >= 1 and on_probe["handled"] >= 30
+    assert on_probe["spread_pre_filters"] == 40 - on_probe["handled"] + runs
 
 
 #: List defaulting with a DoNotSchedule zone constraint: pods without constraints of
