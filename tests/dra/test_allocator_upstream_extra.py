@@ -43,8 +43,7 @@ import pytest
 
 from cluster_sched.dra.allocator import AllocationError, AllocationTimeout
 from cluster_sched.dra.objects import DeviceConstraint, ResourceClaim
-from tests.dra.dra_fixtures import claim, explain_claim_pod, node, parse
-from tests.dra.test_allocator_upstream import (
+from tests.dra.allocator_upstream_cases import (
     CA,
     CB,
     _allocate,
@@ -58,6 +57,7 @@ from tests.dra.test_allocator_upstream import (
     sl,
     sub,
 )
+from tests.dra.dra_fixtures import claim, explain_claim_pod, node, parse
 
 A = "driver-a"
 

@@ -14,6 +14,7 @@ import pytest
 
 from cluster_sched.dra.allocator import AllocationError
 from cluster_sched.dra.listers import DraListers
+from tests.dra.allocator_upstream_cases import CA, _allocate, cl, dev, exact, r, sl
 from tests.dra.dra_fixtures import (
     DRIVER,
     claim,
@@ -23,7 +24,6 @@ from tests.dra.dra_fixtures import (
     parse,
     resource_slice,
 )
-from tests.dra.test_allocator_upstream import CA, _allocate, cl, dev, exact, r, sl
 
 COUNTERS = [{"counterSet": "counter-set-1", "counters": {"memory": {"value": "4Gi"}}}]
 SHARED = [{"name": "counter-set-1", "counters": {"memory": {"value": "18Gi"}}}]

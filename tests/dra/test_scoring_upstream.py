@@ -47,7 +47,7 @@ from tests.dra.dra_fixtures import (
     sub_request,
     up_claim,
 )
-from tests.plugins.test_dynamicresources_upstream_table import (
+from tests.plugins.dra_table_cases import (
     CLASS,
     PENDING,
     Case,

@@ -37,7 +37,7 @@ from tests.kernels.strategies import (
     tables,
     wide_tables,
 )
-from tests.scheduler.test_spread_fast_path import (
+from tests.scheduler.spread_specs import (
     NodeSpec,
     PodSpec,
     _node,

@@ -19,7 +19,7 @@ import redis
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.store.store import Store
 from tests.dra.dra_fixtures import UP_CLAIM, UP_CLAIM2, UP_FINALIZER, allocated, node
-from tests.plugins.test_dynamicresources_upstream_table import (
+from tests.plugins.dra_table_cases import (
     ADMIN_PENDING,
     ALLOCATED,
     CASES,
@@ -31,7 +31,7 @@ from tests.plugins.test_dynamicresources_upstream_table import (
     Case,
     pod_with_claim,
 )
-from tests.plugins.test_dynamicresources_upstream_table_scores import SCORING
+from tests.plugins.dra_table_score_cases import SCORING
 from tests.scheduler.coordinator_harness import PERMIT, PREBIND, PROFILE, Harness, config
 
 Edit = Callable[[dict[str, Any]], None]
