@@ -10,6 +10,8 @@ deleted. The deallocation is an update the scheduler's queueing hints see, as up
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from cluster_sched.api.objects import Pod
@@ -21,9 +23,9 @@ __all__ = ["release_pod_claims"]
 
 
 class ClaimStore(Protocol):
-    def get(self, kind: str, key: str) -> dict[str, Any] | None: ...
-
-    def apply(self, doc: Any, *, source: str = "") -> Any: ...
+    def update(
+        self, kind: str, key: str, mutate: Callable[[dict[str, Any]], Any], uid: str | None = None
+    ) -> Any: ...
 
     def delete(self, kind: str, key: str) -> bool: ...
 
@@ -37,21 +39,25 @@ def release_pod_claims(store: ClaimStore, pod: Pod, dra: DraListers) -> None:
         if any(ref.uid == pod.uid for ref in claim.reserved_for):
             # upstream syncClaim: the reservation goes first (an update the scheduler's
             # queueing hints see: pods waiting for these devices are retried) ...
-            _unreserve(store, claim.key, pod.uid)
+            store.update(
+                "ResourceClaim", claim.key, partial(_unreserve, pod.uid), claim.meta.uid or None
+            )
         if owned:
             # ... then the claim made for the pod (the garbage collector's delete)
             store.delete("ResourceClaim", claim.key)
 
 
-def _unreserve(store: ClaimStore, key: str, uid: str) -> None:
-    """Drop ``uid`` from the claim's ``reservedFor``; reserved by nobody, the claim is
-    deallocated (its allocation and finalizer dropped), so its devices are free again."""
-    doc = store.get("ResourceClaim", key)
-    if doc is None:
-        return
-    doc = copy.deepcopy(doc)
+def _unreserve(uid: str, stored: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored claim with ``uid`` dropped from its ``reservedFor`` (None: not there);
+    reserved by nobody, the claim is deallocated (its allocation and finalizer dropped),
+    so its devices are free again. One read and one compare-and-set: the claim's uid
+    guards against a claim re-created under the same name, as upstream's UID precondition."""
+    doc = copy.deepcopy(stored)
     status = doc.setdefault("status", {})
-    refs = [r for r in status.get("reservedFor") or [] if r.get("uid") != uid]
+    before = status.get("reservedFor") or []
+    refs = [r for r in before if r.get("uid") != uid]
+    if len(refs) == len(before):
+        return None
     if refs:
         status["reservedFor"] = refs
     else:
@@ -63,4 +69,4 @@ def _unreserve(store: ClaimStore, key: str, uid: str) -> None:
             meta["finalizers"] = finalizers
         else:
             meta.pop("finalizers", None)
-    store.apply(doc, source="resourceclaim-controller")
+    return doc

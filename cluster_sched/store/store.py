@@ -7,22 +7,20 @@ Layout (``{cs}`` is the prefix, a hash tag so every key lives in one Redis Clust
     {cs}:events       stream type, kind, key, rv, obj (msgpack)  -- the watch
     {cs}:kevents      stream kind, key, type, reason, action, message, time
 
-Writes follow the API server. ``apply`` reads, decides in Python (defaults, server-owned
-fields carried over, Priority admission, "unchanged") and writes with a compare-and-set
-on the resourceVersion it read, retried on conflict (etcd's GuaranteedUpdate); ``bind``
-is decided entirely inside Redis so a binding is one round trip; and every successful
-write, in the same Lua script, bumps the counter and appends its event, so the stream
-is gapless and in resourceVersion order.
+Writes follow the API server: ``apply`` reads, decides in Python (defaults, server-owned fields
+carried over, Priority admission, "unchanged") and writes with a compare-and-set on the
+resourceVersion it read, retried on conflict (etcd's GuaranteedUpdate); ``bind`` is decided
+entirely inside Redis so a binding is one round trip. Every write, in the same Lua script, bumps
+the counter and appends its event, so the stream is gapless and in resourceVersion order.
 
 Stored objects put ``metadata`` first and ``uid``, ``resourceVersion`` first within it
-(``codec.Encoder.pack_object``): the scripts stamp and find them without walking the
-whole object. Dict equality is unaffected; only the key order of a dump differs.
+(``codec.Encoder.pack_object``): scripts stamp and find them without walking the object.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import redis
@@ -394,8 +392,14 @@ class Store:
             new["status"] = status
             return new
 
-        with redis_boundary("update_pod_status"):
-            return self._writer.guaranteed_update("Pod", pod_key, mutate, pod_uid)
+        return self.update("Pod", pod_key, mutate, pod_uid)
+
+    def update(
+        self, kind: str, key: str, mutate: Callable[[dict[str, Any]], Any], uid: str | None = None
+    ) -> ApplyResult | None:
+        """Read, ``mutate`` (None: no change), compare-and-set till it wins; None: gone/not uid."""
+        with redis_boundary(f"update {kind}"):
+            return self._writer.guaranteed_update(kind, key, mutate, uid)
 
     def set_nominated_node_name(
         self, pod_key: str, node_name: str, pod_uid: str | None = None

@@ -67,3 +67,26 @@ def test_pod_delete_releases_its_claims(redis_client: redis.Redis) -> None:
     assert last is not None
     assert "allocation" not in last["status"] and "reservedFor" not in last["status"]
     assert "finalizers" not in last["metadata"]
+
+
+def test_release_leaves_a_claim_recreated_under_the_same_name(redis_client: redis.Redis) -> None:
+    """The reservation is dropped from the claim the pod used (its uid), not from a claim
+    made again under that name since (upstream's UID precondition on the update)."""
+    store = Store(redis_client, prefix="{dra-ctl-uid}")
+    shared = claim("shared")
+    shared["status"] = {
+        "allocation": ALLOCATION,
+        "reservedFor": [{"resource": "pods", "name": "p1", "uid": "u1"}],
+    }
+    store.apply(shared)
+    dra = DraListers()
+    dra.set(parse_object(store.get("ResourceClaim", "default/shared")))
+    store.delete("ResourceClaim", "default/shared")
+    shared["metadata"]["uid"] = "uid-shared-2"
+    store.apply(shared)  # re-created: another uid, the same name
+    p1 = _pod("p1", "u1", [{"name": "s", "resourceClaimName": "shared"}], [])
+    release_pod_claims(store, p1, dra)
+    after = store.get("ResourceClaim", "default/shared")
+    assert after is not None
+    assert [r["uid"] for r in after["status"]["reservedFor"]] == ["u1"]
+    assert after["status"]["allocation"] == ALLOCATION
