@@ -186,9 +186,7 @@ class SchedulingCycle:
                 self.source.table,
                 self.cache.snapshot,
                 nominator.nominated_pods(),
-                # devices are allocated on the replica: DynamicResources' Filter needs its
-                # PreFilter's cycle (the allocator), which a shard does not have
-                None if pod.resource_claims else self.source,
+                self.source,
                 cycle=cycle,
                 now=self.clock.now(),
             )

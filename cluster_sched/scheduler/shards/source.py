@@ -32,7 +32,7 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.runtime import FilterOutcome, Framework
-from cluster_sched.scheduler.nodesource import merge_filter_outcomes, merge_scores
+from cluster_sched.scheduler.nodesource import LocalSource, merge_filter_outcomes, merge_scores
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.pipeline import ReducedCalls
@@ -306,7 +306,12 @@ class ShardedSource:
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> FilterOutcome:
         """``prefix`` (rows are 0..k-1 of the replica) changes nothing here: each shard
-        gets its own rows, which are not a prefix of its table in general."""
+        gets its own rows, which are not a prefix of its table in general. A pod with
+        resource claims is filtered on the replica: DynamicResources' Filter needs its
+        PreFilter's cycle (the allocator), which only the coordinator has (``prefetch``
+        and ``speculation`` leave such pods out for the same reason)."""
+        if pod.resource_claims:
+            return LocalSource(self.table).filter(fwk, state, pod, rows, prefix)
         if self.prefetch.items:
             try:
                 out = self.prefetch.take(
@@ -439,6 +444,9 @@ class ShardedSource:
     def score(
         self, fwk: Framework, state: CycleState, pod: Pod, rows: np.ndarray, prefix: bool = False
     ) -> dict[str, np.ndarray]:
+        if pod.resource_claims:  # on the replica, as ``filter``
+            return LocalSource(self.table).score(fwk, state, pod, rows, prefix)
+
         def run() -> dict[str, np.ndarray]:
             kept = self.speculative.take(fwk, state, pod, rows, self.table)
             if kept is not None:
