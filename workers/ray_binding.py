@@ -122,6 +122,7 @@ class _WorkerJob:
     scheduling_cycle: int
     trace_carrier: dict[str, str] = field(default_factory=dict)
     waiting: bool = False
+    nominate: bool = False
 
 
 _worker_lock = threading.Lock()
@@ -199,7 +200,7 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
     frameworks = _worker_frameworks(req["config"], store, redis_url, prefix, tracing)
     jobs: list[_WorkerJob | None] = []
     decode_errors: dict[int, Status] = {}
-    for i, (pod_doc, node, profile, state, cycle, carrier) in enumerate(req["jobs"]):
+    for i, (pod_doc, node, profile, state, cycle, carrier, *nominate) in enumerate(req["jobs"]):
         try:
             jobs.append(
                 _WorkerJob(
@@ -209,6 +210,7 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
                     decode_state(state),
                     cycle,
                     dict(carrier),
+                    nominate=bool(nominate and nominate[0]),
                 )
             )
         except Exception as exc:  # a job that cannot be read fails alone
@@ -422,6 +424,7 @@ class RayBindingExecutor:
                     state,
                     job.scheduling_cycle,
                     job.trace_carrier,
+                    job.nominate,
                 ]
             )
             sendable.append(job)

@@ -51,6 +51,9 @@ class BindingJob:
     waiting: bool = False
     #: W3C trace context of the scheduling cycle, for the linked binding span
     trace_carrier: dict[str, str] = field(default_factory=dict)
+    #: the binding cycle first sets status.nominatedNodeName = node_name
+    #: (NominatedNodeNameForExpectation; a waiting pod's is written by its cycle)
+    nominate: bool = False
 
 
 @dataclass(slots=True)

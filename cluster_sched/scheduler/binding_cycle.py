@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cluster_sched.api.objects import Pod
+from cluster_sched.errors import ClusterSchedError
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.extender import extenders_binding
 from cluster_sched.framework.instrumentation import record_batched_bind
@@ -65,6 +66,7 @@ __all__ = [
     "bind_jobs",
     "bind_status",
     "fit_skips",
+    "nominate",
     "scheduled_event",
     "statuses_from_store",
     "store_binder",
@@ -105,6 +107,11 @@ class CycleJob(Protocol):
         """Permit parked the pod in the waiting-pods map: WaitOnPermit first."""
         ...
 
+    @property
+    def nominate(self) -> bool:
+        """Set status.nominatedNodeName = node_name before PreBind (``nominate``)."""
+        ...
+
 
 def wait_on_permit(fwk: Framework, job: CycleJob) -> Status:
     """WaitOnPermit: blocks while Permit plugins keep the pod waiting; must run where the
@@ -125,6 +132,7 @@ def bind_jobs(
     (see the module docstring). Never raises for a plugin's sake. ``confirm`` is handed
     the store's replies to the shared ``bind_many`` as soon as they arrive (the
     coordinator's informer then knows those bindings without decoding their events)."""
+    nominate(store, jobs)
     cycles = [_Cycle(job, frameworks.get(job.profile), _start_span(tracing, job)) for job in jobs]
     together: list[_Cycle] = []
     for c in cycles:
@@ -145,6 +153,22 @@ def bind_jobs(
     for c, status in zip(cycles, out, strict=True):
         _end_span(tracing, c.span, status)
     return out
+
+
+def nominate(store: Store, jobs: Sequence[CycleJob]) -> None:
+    """NominatedNodeNameForExpectation: upstream bindingCycle's first step, for the jobs
+    whose scheduling cycle asked for it (PreBind will do work): status.nominatedNodeName
+    = the job's node, in one round trip for the lot, before any of their PreBinds. A
+    failed write is logged, never fatal (the binding goes on)."""
+    todo = [(j.pod.key, j.node_name, j.pod.uid or None) for j in jobs if j.nominate]
+    if not todo:
+        return
+    try:
+        store.set_nominated_node_names(todo)
+    except ClusterSchedError as exc:
+        log.error(
+            "could not set the nominated node of %d pods in their binding: %s", len(todo), exc
+        )
 
 
 @dataclass(slots=True)

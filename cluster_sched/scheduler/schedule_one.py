@@ -7,8 +7,9 @@ binding cycle to the binding executor without waiting. Binding outcomes come bac
 ``finish_binding`` on the same thread, so the cache stays single-threaded.
 
 NominatedNodeNameForExpectation: a pod whose binding will wait on Permit or do PreBind
-work (PreBindPreFlight) gets status.nominatedNodeName = its host in the store before its
-binding cycle starts, telling other components where it is going; the bind clears it (the
+work (PreBindPreFlight) gets status.nominatedNodeName = its host in the store before it
+waits or PreBind runs, telling other components where it is going (a waiting pod here,
+the others by their binding cycle: ``BindingJob.nominate``); the bind clears it (the
 store's bind, as the API server's), a failed binding cycle clears it here.
 """
 
@@ -249,8 +250,9 @@ class SchedulingCycle:
         if state.pods_to_activate:
             self.queue.activate(state.pods_to_activate)
         self._attempt_done(fwk, start, RESULT_SCHEDULED, host)
-        if fwk.handle.features.enabled(NOMINATED_NODE_NAME_FOR_EXPECTATION):
-            self._nominate_for_expectation(fwk, state, assumed, host, waiting)
+        nominate = fwk.handle.features.enabled(
+            NOMINATED_NODE_NAME_FOR_EXPECTATION
+        ) and self._nominate_for_expectation(fwk, state, assumed, host, waiting)
         carrier = self.tracing.carrier_of(self._cycle_span) if self._cycle_span is not None else {}
         self.binder.submit(
             BindingJob(
@@ -262,6 +264,7 @@ class SchedulingCycle:
                 cycle,
                 waiting=waiting,
                 trace_carrier=carrier,
+                nominate=nominate,
             )
         )
         return True
@@ -278,22 +281,26 @@ class SchedulingCycle:
 
     def _nominate_for_expectation(
         self, fwk: Framework, state: CycleState, pod: Pod, host: str, waiting: bool
-    ) -> None:
+    ) -> bool:
         """upstream bindingCycle's first step: set nominatedNodeName = host when
         WaitOnPermit or some PreBind plugin will do work (otherwise the pod is bound at
-        once anyway). A failing preflight or write is logged, never fatal."""
+        once anyway). A pod that will wait on Permit gets it here, before it waits; for
+        the others, True: their binding cycle writes it, before PreBind (``bind_jobs``,
+        one round trip per batch of cycles). A failing preflight or write is logged,
+        never fatal."""
         preflight = pre_bind_pre_flights(fwk, state, pod, host)
         if preflight.code == Code.ERROR or preflight.is_rejected:
             log.error("PreBindPreFlight failed for %s: %s", pod.key, preflight.message())
-            return
-        if not (preflight.is_success or waiting):
-            return
+            return False
+        if not waiting:
+            return preflight.is_success
         try:
             self.failures.store.set_nominated_node_name(pod.key, host, pod.uid or None)
         except ClusterSchedError as exc:
             log.error("could not set the nominated node of %s in its binding: %s", pod.key, exc)
-            return
+            return False
         self._expecting.add(pod.key)
+        return False
 
     def _attempt_done(self, fwk: Framework, start: float, result: str, node: str = "") -> None:
         """Record one attempt: run stats, scheduler_schedule_attempts_total and friends,
@@ -345,7 +352,7 @@ class SchedulingCycle:
         job = outcome.job
         fwk = self.frameworks[job.profile]
         status = outcome.status
-        expected = job.pod.key in self._expecting
+        expected = job.nominate or job.pod.key in self._expecting
         self._expecting.discard(job.pod.key)
         if status.is_success:
             self.cache.finish_binding(job.pod)

@@ -43,6 +43,7 @@ from cluster_sched.store.scripts import Scripts
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "ObjectWriter",
+    "Update",
     "Write",
     "merge_server_fields",
     "pack_args",
@@ -100,6 +101,17 @@ class Write:
     kind: str
     key: str
     doc: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """One read-modify-write: ``mutate`` maps the stored object to the new one (None: no
+    change); ``uid`` (None: any) is the object's uid precondition."""
+
+    kind: str
+    key: str
+    mutate: Callable[[dict[str, Any]], dict[str, Any] | None]
+    uid: str | None = None
 
 
 @dataclass(slots=True)
@@ -402,26 +414,55 @@ class ObjectWriter:
     ) -> ApplyResult | None:
         """Apply ``mutate`` (stored object → new object, or None for "no change") until
         it wins the compare-and-set; None if the object is gone or its uid is not ``uid``."""
+        return self.guaranteed_update_many([Update(kind, key, mutate, uid)])[0]
+
+    def guaranteed_update_many(self, updates: Sequence[Update]) -> list[ApplyResult | None]:
+        """``guaranteed_update`` for several objects at once: per attempt one read (a
+        pipelined HMGET per kind) and one compare-and-set script for all of them; those
+        that lost a race are read and mutated again. Results in order, each None if its
+        object is gone or has another uid. Two updates of one object in a batch are
+        fine (the second loses the first round and is re-read), but cost a round."""
+        results: list[ApplyResult | None] = [None] * len(updates)
+        todo = list(range(len(updates)))
+        encoder = Encoder()
         for _ in range(self._max_attempts):
-            raw = self._client.hget(self._keys.obj(kind), key)
-            if raw is None:
-                return None
-            old = unpack_object(raw, kind, key)  # type: ignore[arg-type]
-            meta = old.get("metadata")
-            if uid is not None and (not isinstance(meta, Mapping) or meta.get("uid") != uid):
-                return None
-            new = mutate(old)
-            if new is None:
-                return ApplyResult(kind, key, ApplyAction.UNCHANGED, _rv_int(old), old)
-            new = dict(new)
-            new["metadata"] = {
-                k: v for k, v in (new.get("metadata") or {}).items() if k != "resourceVersion"
-            }
-            head, tail = Encoder().pack_object(new, set_uid=False)
-            write = Write(0, kind, key, new)
-            (outcome,) = self._compare_and_set([_Planned(write, old, new, head, tail, False)])
-            if outcome is not None:
-                return outcome
+            if not todo:
+                return results
+            reads = [Write(i, updates[i].kind, updates[i].key, {}) for i in todo]
+            planned: list[_Planned] = []
+            for w, raw in zip(reads, self._read(reads), strict=True):
+                u = updates[w.index]
+                if raw is None:
+                    continue
+                old = unpack_object(raw, u.kind, u.key)
+                meta = old.get("metadata")
+                if u.uid is not None and (
+                    not isinstance(meta, Mapping) or meta.get("uid") != u.uid
+                ):
+                    continue
+                new = u.mutate(old)
+                if new is None:
+                    results[w.index] = ApplyResult(
+                        u.kind, u.key, ApplyAction.UNCHANGED, _rv_int(old), old
+                    )
+                    continue
+                new = dict(new)
+                new["metadata"] = {
+                    k: v for k, v in (new.get("metadata") or {}).items() if k != "resourceVersion"
+                }
+                head, tail = encoder.pack_object(new, set_uid=False)
+                planned.append(
+                    _Planned(Write(w.index, u.kind, u.key, new), old, new, head, tail, False)
+                )
+            todo = []
+            for p, outcome in zip(planned, self._compare_and_set(planned), strict=True):
+                if outcome is None:
+                    todo.append(p.write.index)
+                else:
+                    results[p.write.index] = outcome
+        if not todo:
+            return results
+        u = updates[todo[0]]
         raise StoreError(
-            f"update {describe(kind, key)}: still conflicting after {self._max_attempts} attempts"
+            f"update {describe(u.kind, u.key)}: still conflicting after {self._max_attempts} attempts"
         )

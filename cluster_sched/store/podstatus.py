@@ -7,11 +7,12 @@ anything changed so an unchanged status is not written (no event, no new resourc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __all__ = [
     "POD_SCHEDULED",
+    "pod_status_edit",
     "scheduled_condition",
     "unschedulable_condition",
     "update_pod_condition",
@@ -66,3 +67,32 @@ def update_pod_condition(status: dict[str, Any], condition: Mapping[str, Any], n
             return not unchanged
     status["conditions"] = [*conditions, new]
     return True
+
+
+def pod_status_edit(
+    condition: Mapping[str, Any] | None, nominated_node_name: str | None, now: str
+) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The mutation of a stored pod that sets ``condition`` and/or status.nominatedNodeName
+    ("" clears it; None leaves either alone), as the scheduler's ``updatePod`` patches
+    status: None (no write) when neither differs."""
+
+    def mutate(old: dict[str, Any]) -> dict[str, Any] | None:
+        status = old.get("status")
+        status = dict(status) if isinstance(status, Mapping) else {}
+        changed = False
+        if condition is not None:
+            changed = update_pod_condition(status, condition, now)
+        if nominated_node_name is not None:
+            if status.get("nominatedNodeName", "") != nominated_node_name:
+                changed = True
+            if nominated_node_name:
+                status["nominatedNodeName"] = nominated_node_name
+            else:
+                status.pop("nominatedNodeName", None)
+        if not changed:
+            return None
+        new = dict(old)
+        new["status"] = status
+        return new
+
+    return mutate

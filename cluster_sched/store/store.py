@@ -33,8 +33,8 @@ from cluster_sched.store.boundary import redis_boundary
 from cluster_sched.store.codec import pack, rfc3339, rfc3339_micro, unpack_each, unpack_object
 from cluster_sched.store.fence import Fence
 from cluster_sched.store.kinds import KINDS, StoreKeys, check_kind
-from cluster_sched.store.objects import ObjectWriter, pack_args, text, unpack_reply
-from cluster_sched.store.podstatus import scheduled_condition, update_pod_condition
+from cluster_sched.store.objects import ObjectWriter, Update, pack_args, text, unpack_reply
+from cluster_sched.store.podstatus import pod_status_edit, scheduled_condition
 from cluster_sched.store.results import (
     ApplyResult,
     Binding,
@@ -371,28 +371,8 @@ class Store:
         """Set a status condition and/or status.nominatedNodeName ("" clears it) in one
         write, as the scheduler's ``updatePod`` patches status; UNCHANGED (no event) when
         neither differs. None if the pod is gone or has another uid than ``pod_uid``."""
-        now = rfc3339(self._clock.now())
-
-        def mutate(old: dict[str, Any]) -> dict[str, Any] | None:
-            status = old.get("status")
-            status = dict(status) if isinstance(status, Mapping) else {}
-            changed = False
-            if condition is not None:
-                changed = update_pod_condition(status, condition, now)
-            if nominated_node_name is not None:
-                if status.get("nominatedNodeName", "") != nominated_node_name:
-                    changed = True
-                if nominated_node_name:
-                    status["nominatedNodeName"] = nominated_node_name
-                else:
-                    status.pop("nominatedNodeName", None)
-            if not changed:
-                return None
-            new = dict(old)
-            new["status"] = status
-            return new
-
-        return self.update("Pod", pod_key, mutate, pod_uid)
+        edit = pod_status_edit(condition, nominated_node_name, rfc3339(self._clock.now()))
+        return self.update("Pod", pod_key, edit, pod_uid)
 
     def update(
         self, kind: str, key: str, mutate: Callable[[dict[str, Any]], Any], uid: str | None = None
@@ -400,6 +380,20 @@ class Store:
         """Read, ``mutate`` (None: no change), compare-and-set till it wins; None: gone/not uid."""
         with redis_boundary(f"update {kind}"):
             return self._writer.guaranteed_update(kind, key, mutate, uid)
+
+    def update_many(self, updates: Sequence[Update]) -> builtins.list[ApplyResult | None]:
+        """``update`` for several objects, two round trips per attempt for all of them."""
+        with redis_boundary("update"):
+            return self._writer.guaranteed_update_many(updates)
+
+    def set_nominated_node_names(
+        self, nominations: Iterable[tuple[str, str, str | None]]
+    ) -> builtins.list[ApplyResult | None]:
+        """``set_nominated_node_name`` for ``(pod_key, node_name, pod_uid)`` triples at once."""
+        now = rfc3339(self._clock.now())
+        return self.update_many(
+            [Update("Pod", k, pod_status_edit(None, n, now), u) for k, n, u in nominations]
+        )
 
     def set_nominated_node_name(
         self, pod_key: str, node_name: str, pod_uid: str | None = None

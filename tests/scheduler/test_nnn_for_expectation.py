@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from cluster_sched.features import NOMINATED_NODE_NAME_FOR_EXPECTATION, FeatureGates
-from tests.scheduler.coordinator_harness import PERMIT, PROFILE, config, node, pod
+from cluster_sched.workload.virtual_binding import InlineBindingExecutor
+from tests.scheduler.coordinator_harness import PERMIT, PREBIND, PROFILE, config, node, pod
 
 
 def _nnn(h: Any, key: str) -> str:
@@ -66,3 +67,31 @@ def test_pod_bound_at_once_gets_no_nomination(make_harness: Any) -> None:
     assert _nnn(h, "default/p") == ""
     h.settle()
     assert h.node_of("default/p") == "n1"
+
+
+def test_prebind_pods_are_nominated_by_their_binding_cycle(make_harness: Any) -> None:
+    """A pod whose PreBind will work gets its nomination from its binding cycle, before
+    PreBind (upstream bindingCycle's first step), not from the scheduling cycle: nothing
+    is written for it until the binder runs. The bind clears it, a failed PreBind too."""
+    h = make_harness(
+        config(PREBIND),
+        binding_executor=InlineBindingExecutor,  # binding cycles run at the next poll
+        features=FeatureGates({NOMINATED_NODE_NAME_FOR_EXPECTATION: True}),
+    )
+    h.apply(node("n1"), pod("a"), pod("b").label("prebind", "fail"))
+    h.start()
+    h.cycle()
+    h.cycle()
+    assert (_nnn(h, "default/a"), _nnn(h, "default/b")) == ("", "")
+    since = h.store.last_event_id()
+    h.settle()
+    seen = [
+        (ev.key, (ev.obj.get("status") or {}).get("nominatedNodeName", ""),
+         (ev.obj.get("spec") or {}).get("nodeName", ""))
+        for ev in h.store.read_events(since)
+        if ev.kind == "Pod"
+    ]  # fmt: skip
+    assert seen[:2] == [("default/a", "n1", ""), ("default/b", "n1", "")]
+    assert ("default/a", "", "n1") in seen[2:]
+    assert (h.node_of("default/a"), h.node_of("default/b")) == ("n1", None)
+    assert (_nnn(h, "default/a"), _nnn(h, "default/b")) == ("", "")
