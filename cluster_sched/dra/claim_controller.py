@@ -10,7 +10,8 @@ deleted. The deallocation is an update the scheduler's queueing hints see, as up
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
@@ -18,44 +19,83 @@ from cluster_sched.api.objects import Pod
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.dra.objects import CLAIM_FINALIZER
 from cluster_sched.dra.podclaims import is_for_pod, pod_claims
+from cluster_sched.store.objects import Update
 
-__all__ = ["release_pod_claims"]
+__all__ = ["Release", "pod_releases", "release_claims", "release_pod_claims"]
 
 
 class ClaimStore(Protocol):
-    def update(
-        self, kind: str, key: str, mutate: Callable[[dict[str, Any]], Any], uid: str | None = None
-    ) -> Any: ...
+    def update_many(self, updates: Sequence[Update]) -> Any: ...
 
-    def delete(self, kind: str, key: str) -> bool: ...
+    def delete_many(self, items: Sequence[tuple[str, str]]) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """What a deleted pod leaves to do on one of its claims: drop ``pod_uid`` from its
+    reservedFor (``reserved``), then delete it (``owned``: made for the pod)."""
+
+    claim_key: str
+    claim_uid: str | None
+    pod_uid: str
+    reserved: bool
+    owned: bool
+
+
+def pod_releases(pod: Pod, dra: DraListers) -> list[Release]:
+    """The releases of ``pod``'s claims, as the listers know them when its delete is seen."""
+    claims, _ = pod_claims(pod, dra)
+    return [
+        Release(
+            claim.key,
+            claim.meta.uid or None,
+            pod.uid,
+            any(ref.uid == pod.uid for ref in claim.reserved_for),
+            is_for_pod(pod, claim)
+            and any(ref.controller and ref.kind == "Pod" for ref in claim.meta.owner_references),
+        )
+        for claim in claims
+    ]
 
 
 def release_pod_claims(store: ClaimStore, pod: Pod, dra: DraListers) -> None:
-    claims, _ = pod_claims(pod, dra)
-    for claim in claims:
-        owned = is_for_pod(pod, claim) and any(
-            ref.controller and ref.kind == "Pod" for ref in claim.meta.owner_references
+    release_claims(store, pod_releases(pod, dra))
+
+
+def release_claims(store: ClaimStore, releases: Sequence[Release]) -> None:
+    """Carry out ``releases`` (of any number of deleted pods) in two writes: every
+    reservation first (one read and one compare-and-set per claim, all claims in the
+    same round trips; a claim's reservations of several pods go in one edit), then the
+    deletes of the claims made for the pods (upstream syncClaim drops the reservation
+    before the garbage collector deletes the claim: a watcher sees the update first)."""
+    unreserve: dict[tuple[str, str | None], list[str]] = {}
+    for r in releases:
+        if r.reserved:
+            unreserve.setdefault((r.claim_key, r.claim_uid), []).append(r.pod_uid)
+    if unreserve:
+        # upstream syncClaim: the reservation goes first (an update the scheduler's
+        # queueing hints see: pods waiting for these devices are retried) ...
+        store.update_many(
+            [
+                Update("ResourceClaim", key, partial(_unreserve, frozenset(uids)), uid)
+                for (key, uid), uids in unreserve.items()
+            ]
         )
-        if any(ref.uid == pod.uid for ref in claim.reserved_for):
-            # upstream syncClaim: the reservation goes first (an update the scheduler's
-            # queueing hints see: pods waiting for these devices are retried) ...
-            store.update(
-                "ResourceClaim", claim.key, partial(_unreserve, pod.uid), claim.meta.uid or None
-            )
-        if owned:
-            # ... then the claim made for the pod (the garbage collector's delete)
-            store.delete("ResourceClaim", claim.key)
+    owned = list(dict.fromkeys(r.claim_key for r in releases if r.owned))
+    if owned:
+        # ... then the claim made for the pod (the garbage collector's delete)
+        store.delete_many([("ResourceClaim", key) for key in owned])
 
 
-def _unreserve(uid: str, stored: dict[str, Any]) -> dict[str, Any] | None:
-    """The stored claim with ``uid`` dropped from its ``reservedFor`` (None: not there);
+def _unreserve(uids: frozenset[str], stored: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored claim with ``uids`` dropped from its ``reservedFor`` (None: not there);
     reserved by nobody, the claim is deallocated (its allocation and finalizer dropped),
     so its devices are free again. One read and one compare-and-set: the claim's uid
     guards against a claim re-created under the same name, as upstream's UID precondition."""
     doc = copy.deepcopy(stored)
     status = doc.setdefault("status", {})
     before = status.get("reservedFor") or []
-    refs = [r for r in before if r.get("uid") != uid]
+    refs = [r for r in before if r.get("uid") not in uids]
     if len(refs) == len(before):
         return None
     if refs:

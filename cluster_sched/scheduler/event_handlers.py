@@ -21,7 +21,7 @@ from cluster_sched.api.selectors import label_selector_matches
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.cache.cache import Cache
 from cluster_sched.clock import Clock
-from cluster_sched.dra.claim_controller import release_pod_claims
+from cluster_sched.dra.claim_controller import Release, pod_releases, release_claims
 from cluster_sched.dra.listers import dra_key
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError
 from cluster_sched.framework.events import (
@@ -171,9 +171,15 @@ class EventHandlers:
         #: cluster events from node / storage changes and assigned pods' deletes with
         #: their (old, new) objects, applied once per event kind per batch (order kept)
         self._pending_moves: dict[ClusterEvent, list[tuple[Any, Any]]] = {}
+        #: deleted pods' claims to release (kube-controller-manager's part), written
+        #: together at the end of the batch: a few round trips, not a few per claim
+        self._pending_releases: list[Release] = []
 
     def flush(self) -> None:
-        """Apply the queue writes deferred during the last informer batch."""
+        """Apply the queue and claim writes deferred during the last informer batch."""
+        if self._pending_releases:
+            releases, self._pending_releases = self._pending_releases, []
+            release_claims(self.store, releases)
         if self._pending_moves:
             moves = list(self._pending_moves.items())
             self._pending_moves.clear()
@@ -219,7 +225,7 @@ class EventHandlers:
 
     def on_pod(self, old: Pod | None, new: Pod | None) -> None:
         if new is None and old is not None and old.resource_claims:
-            release_pod_claims(self.store, old, self.cache.dra)
+            self._pending_releases.extend(pod_releases(old, self.cache.dra))
         old_assigned = old is not None and bool(old.node_name)
         new_assigned = new is not None and bool(new.node_name)
         if old is not None and not old_assigned and (new is None or new_assigned):

@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from cluster_sched.api.manifest import parse_object
-from cluster_sched.dra.claim_controller import release_pod_claims
+from cluster_sched.dra.claim_controller import pod_releases, release_claims, release_pod_claims
 from cluster_sched.dra.listers import DraListers
 from cluster_sched.store.store import Store
 from tests.dra.dra_fixtures import claim
@@ -90,3 +90,59 @@ def test_release_leaves_a_claim_recreated_under_the_same_name(redis_client: redi
     assert after is not None
     assert [r["uid"] for r in after["status"]["reservedFor"]] == ["u1"]
     assert after["status"]["allocation"] == ALLOCATION
+
+
+def test_pods_deleted_together_release_their_claims_in_one_pass(redis_client: redis.Redis) -> None:
+    """Two pods of one informer batch: a claim both reserved loses both reservations in
+    one update (so it is deallocated once), and every reservation is dropped before the
+    claims made for the pods are deleted (syncClaim before the garbage collector)."""
+    store = Store(redis_client, prefix="{dra-ctl-batch}")
+    pods = [("p1", "u1"), ("p2", "u2")]
+    shared = claim("shared")
+    shared["status"] = {
+        "allocation": ALLOCATION,
+        "reservedFor": [{"resource": "pods", "name": n, "uid": u} for n, u in pods],
+    }
+    docs = [shared]
+    for name, uid in pods:
+        own = claim(f"{name}-gpu")
+        own["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid, "controller": True}
+        ]
+        own["status"] = {
+            "allocation": ALLOCATION,
+            "reservedFor": [{"resource": "pods", "name": name, "uid": uid}],
+        }
+        docs.append(own)
+    dra = DraListers()
+    for doc in docs:
+        store.apply(doc)
+        dra.set(parse_object(store.get("ResourceClaim", f"default/{doc['metadata']['name']}")))
+    since = store.last_event_id()
+    releases = [
+        r
+        for name, uid in pods
+        for r in pod_releases(
+            _pod(
+                name,
+                uid,
+                [
+                    {"name": "gpu", "resourceClaimTemplateName": "t"},
+                    {"name": "s", "resourceClaimName": "shared"},
+                ],
+                [{"name": "gpu", "resourceClaimName": f"{name}-gpu"}],
+            ),
+            dra,
+        )
+    ]
+    release_claims(store, releases)
+    seen = [(ev.type.value, ev.key) for ev in store.read_events(since)]
+    assert sorted(seen[:3]) == [
+        ("MODIFIED", "default/p1-gpu"),
+        ("MODIFIED", "default/p2-gpu"),
+        ("MODIFIED", "default/shared"),
+    ]
+    assert seen[3:] == [("DELETED", "default/p1-gpu"), ("DELETED", "default/p2-gpu")]
+    after = store.get("ResourceClaim", "default/shared")
+    assert after is not None
+    assert "allocation" not in after["status"] and "reservedFor" not in after["status"]
