@@ -10,8 +10,8 @@ deleted. The deallocation is an update the scheduler's queueing hints see, as up
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
@@ -40,6 +40,8 @@ class Release:
     pod_uid: str
     reserved: bool
     owned: bool
+    #: the claim as the informer held it: the reservation's first write goes against it
+    cached: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 def pod_releases(pod: Pod, dra: DraListers) -> list[Release]:
@@ -53,6 +55,7 @@ def pod_releases(pod: Pod, dra: DraListers) -> list[Release]:
             any(ref.uid == pod.uid for ref in claim.reserved_for),
             is_for_pod(pod, claim)
             and any(ref.controller and ref.kind == "Pod" for ref in claim.meta.owner_references),
+            claim.raw,
         )
         for claim in claims
     ]
@@ -64,20 +67,29 @@ def release_pod_claims(store: ClaimStore, pod: Pod, dra: DraListers) -> None:
 
 def release_claims(store: ClaimStore, releases: Sequence[Release]) -> None:
     """Carry out ``releases`` (of any number of deleted pods) in two writes: every
-    reservation first (one read and one compare-and-set per claim, all claims in the
-    same round trips; a claim's reservations of several pods go in one edit), then the
+    reservation first (one compare-and-set per claim against the informer's copy, all
+    claims in one round trip, read only where the copy was stale; a claim's
+    reservations of several pods go in one edit), then the
     deletes of the claims made for the pods (upstream syncClaim drops the reservation
     before the garbage collector deletes the claim: a watcher sees the update first)."""
     unreserve: dict[tuple[str, str | None], list[str]] = {}
+    cached: dict[tuple[str, str | None], Mapping[str, Any] | None] = {}
     for r in releases:
         if r.reserved:
             unreserve.setdefault((r.claim_key, r.claim_uid), []).append(r.pod_uid)
+            cached[(r.claim_key, r.claim_uid)] = r.cached
     if unreserve:
         # upstream syncClaim: the reservation goes first (an update the scheduler's
         # queueing hints see: pods waiting for these devices are retried) ...
         store.update_many(
             [
-                Update("ResourceClaim", key, partial(_unreserve, frozenset(uids)), uid)
+                Update(
+                    "ResourceClaim",
+                    key,
+                    partial(_unreserve, frozenset(uids)),
+                    uid,
+                    cached[(key, uid)],
+                )
                 for (key, uid), uids in unreserve.items()
             ]
         )

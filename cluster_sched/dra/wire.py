@@ -4,6 +4,7 @@ claim's status and ``run --output`` lists)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from cluster_sched.api.objects import Pod
@@ -41,30 +42,46 @@ def allocation_to_manifest(allocation: AllocationResult) -> dict[str, Any]:
     return out
 
 
-def bind_claim(store: Any, key: str, allocation: AllocationResult | None, pod: Pod) -> str:
+def bind_claim(
+    store: Any,
+    key: str,
+    allocation: AllocationResult | None,
+    pod: Pod,
+    cached: Mapping[str, Any] | None = None,
+) -> str:
     """PreBind's write for one claim (upstream bindClaim): the finalizer and
     ``status.allocation`` when the scheduler allocated it, then the pod appended to
-    ``status.reservedFor``. Returns upstream's error text, or "" when written."""
-    doc = store.get("ResourceClaim", key)
-    if doc is None:
+    ``status.reservedFor``. One compare-and-set, first against ``cached`` (the claim as
+    the scheduler's informer holds it, as upstream's first attempt writes its cached
+    claim), re-read and decided again on a conflict. Returns upstream's error text, or
+    "" when written."""
+    problem = ""
+
+    def mutate(stored: dict[str, Any]) -> dict[str, Any] | None:
+        nonlocal problem
+        problem = ""
+        doc = copy.deepcopy(stored)
+        meta = doc.setdefault("metadata", {})
+        if meta.get("deletionTimestamp"):
+            problem = f"claim {key} got deleted in the meantime"
+            return None
+        status = doc.setdefault("status", {})
+        if allocation is not None:
+            if status.get("allocation") is not None:
+                problem = f"claim {key} got allocated elsewhere in the meantime"
+                return None
+            finalizers = list(meta.get("finalizers") or [])
+            if CLAIM_FINALIZER not in finalizers:
+                meta["finalizers"] = [*finalizers, CLAIM_FINALIZER]
+            status["allocation"] = allocation_to_manifest(allocation)
+        refs = list(status.get("reservedFor") or [])
+        refs.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
+        status["reservedFor"] = refs
+        return doc
+
+    if store.update("ResourceClaim", key, mutate, cached=cached) is None:
         return f"claim {key} got deleted in the meantime"
-    doc = copy.deepcopy(doc)
-    meta = doc.setdefault("metadata", {})
-    if meta.get("deletionTimestamp"):
-        return f"claim {key} got deleted in the meantime"
-    status = doc.setdefault("status", {})
-    if allocation is not None:
-        if status.get("allocation") is not None:
-            return f"claim {key} got allocated elsewhere in the meantime"
-        finalizers = list(meta.get("finalizers") or [])
-        if CLAIM_FINALIZER not in finalizers:
-            meta["finalizers"] = [*finalizers, CLAIM_FINALIZER]
-        status["allocation"] = allocation_to_manifest(allocation)
-    refs = list(status.get("reservedFor") or [])
-    refs.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
-    status["reservedFor"] = refs
-    store.apply(doc, source="DynamicResources")
-    return ""
+    return problem
 
 
 def unreserve_claim(store: Any, key: str, pod: Pod) -> None:

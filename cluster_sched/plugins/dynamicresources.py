@@ -436,8 +436,11 @@ class DynamicResources:
         store = getattr(self._handle.binder, "store", None)
         if store is None:
             return error("no store to write the pod's resource claims to")
+        dra = self._dra()  # the informer's claims, for a first write without a read
         for key, allocation in reserved.claims:
-            problem = bind_claim(store, key, allocation, pod)
+            seen = dra.claims.get(key) if dra is not None else None
+            cached = seen.raw if seen is not None else None
+            problem = bind_claim(store, key, allocation, pod, cached)
             if problem:
                 return error(problem)
         return SUCCESS

@@ -158,9 +158,10 @@ def bind_jobs(
 def nominate(store: Store, jobs: Sequence[CycleJob]) -> None:
     """NominatedNodeNameForExpectation: upstream bindingCycle's first step, for the jobs
     whose scheduling cycle asked for it (PreBind will do work): status.nominatedNodeName
-    = the job's node, in one round trip for the lot, before any of their PreBinds. A
+    = the job's node, in one round trip for the lot (a compare-and-set against the pod
+    as its cycle saw it; read only if it changed since), before any of their PreBinds. A
     failed write is logged, never fatal (the binding goes on)."""
-    todo = [(j.pod.key, j.node_name, j.pod.uid or None) for j in jobs if j.nominate]
+    todo = [(j.pod.key, j.node_name, j.pod.uid or None, j.pod.raw) for j in jobs if j.nominate]
     if not todo:
         return
     try:

@@ -106,12 +106,16 @@ class Write:
 @dataclass(frozen=True, slots=True)
 class Update:
     """One read-modify-write: ``mutate`` maps the stored object to the new one (None: no
-    change); ``uid`` (None: any) is the object's uid precondition."""
+    change; it must not edit its argument); ``uid`` (None: any) is the object's uid
+    precondition; ``cached`` the object as the caller last saw it (its watch cache's copy,
+    with its resourceVersion), tried first without a read (etcd's GuaranteedUpdate with
+    a cached existing object): the write lands only if nothing changed it since."""
 
     kind: str
     key: str
     mutate: Callable[[dict[str, Any]], dict[str, Any] | None]
     uid: str | None = None
+    cached: Mapping[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -411,50 +415,63 @@ class ObjectWriter:
         key: str,
         mutate: Callable[[dict[str, Any]], dict[str, Any] | None],
         uid: str | None = None,
+        cached: Mapping[str, Any] | None = None,
     ) -> ApplyResult | None:
         """Apply ``mutate`` (stored object → new object, or None for "no change") until
         it wins the compare-and-set; None if the object is gone or its uid is not ``uid``."""
-        return self.guaranteed_update_many([Update(kind, key, mutate, uid)])[0]
+        return self.guaranteed_update_many([Update(kind, key, mutate, uid, cached)])[0]
 
     def guaranteed_update_many(self, updates: Sequence[Update]) -> list[ApplyResult | None]:
         """``guaranteed_update`` for several objects at once: per attempt one read (a
-        pipelined HMGET per kind) and one compare-and-set script for all of them; those
-        that lost a race are read and mutated again. Results in order, each None if its
-        object is gone or has another uid. Two updates of one object in a batch are
-        fine (the second loses the first round and is re-read), but cost a round."""
+        pipelined HMGET per kind; none for the first attempt of an update with a cached
+        object) and one compare-and-set script for all of them; those that lost a race are
+        read and mutated again. A cached object that fails the uid precondition or makes
+        no change is read too, never trusted for the answer (etcd's origStateIsCurrent).
+        Results in order, each None if its object is gone or has another uid. Two updates
+        of one object in a batch are fine (the second loses the first round and is read
+        again), but cost a round."""
         results: list[ApplyResult | None] = [None] * len(updates)
         todo = list(range(len(updates)))
         encoder = Encoder()
-        for _ in range(self._max_attempts):
+        for attempt in range(self._max_attempts):
             if not todo:
                 return results
-            reads = [Write(i, updates[i].kind, updates[i].key, {}) for i in todo]
+            first = attempt == 0
+            reads = [
+                Write(i, updates[i].kind, updates[i].key, {})
+                for i in todo
+                if not (first and updates[i].cached is not None)
+            ]
+            stored = {w.index: raw for w, raw in zip(reads, self._read(reads), strict=True)}
             planned: list[_Planned] = []
-            for w, raw in zip(reads, self._read(reads), strict=True):
-                u = updates[w.index]
-                if raw is None:
-                    continue
-                old = unpack_object(raw, u.kind, u.key)
+            again: list[int] = []
+            for i in todo:
+                u = updates[i]
+                if i in stored:
+                    raw = stored[i]
+                    if raw is None:
+                        continue
+                    old = unpack_object(raw, u.kind, u.key)
+                else:
+                    old = dict(u.cached or {})
                 meta = old.get("metadata")
-                if u.uid is not None and (
-                    not isinstance(meta, Mapping) or meta.get("uid") != u.uid
-                ):
-                    continue
-                new = u.mutate(old)
+                ours = u.uid is None or (isinstance(meta, Mapping) and meta.get("uid") == u.uid)
+                new = u.mutate(old) if ours else None
                 if new is None:
-                    results[w.index] = ApplyResult(
-                        u.kind, u.key, ApplyAction.UNCHANGED, _rv_int(old), old
-                    )
+                    if i not in stored:
+                        again.append(i)  # the cached copy may be stale: ask the store
+                    elif ours:
+                        results[i] = ApplyResult(
+                            u.kind, u.key, ApplyAction.UNCHANGED, _rv_int(old), old
+                        )
                     continue
                 new = dict(new)
                 new["metadata"] = {
                     k: v for k, v in (new.get("metadata") or {}).items() if k != "resourceVersion"
                 }
                 head, tail = encoder.pack_object(new, set_uid=False)
-                planned.append(
-                    _Planned(Write(w.index, u.kind, u.key, new), old, new, head, tail, False)
-                )
-            todo = []
+                planned.append(_Planned(Write(i, u.kind, u.key, new), old, new, head, tail, False))
+            todo = again
             for p, outcome in zip(planned, self._compare_and_set(planned), strict=True):
                 if outcome is None:
                     todo.append(p.write.index)

@@ -375,11 +375,17 @@ class Store:
         return self.update("Pod", pod_key, edit, pod_uid)
 
     def update(
-        self, kind: str, key: str, mutate: Callable[[dict[str, Any]], Any], uid: str | None = None
+        self,
+        kind: str,
+        key: str,
+        mutate: Callable[[dict[str, Any]], Any],
+        uid: str | None = None,
+        cached: Mapping[str, Any] | None = None,
     ) -> ApplyResult | None:
-        """Read, ``mutate`` (None: no change), compare-and-set till it wins; None: gone/not uid."""
+        """Read (``cached``: first try this copy unread, see ``Update``), ``mutate`` (None:
+        no change), compare-and-set till it wins; None: gone/not uid."""
         with redis_boundary(f"update {kind}"):
-            return self._writer.guaranteed_update(kind, key, mutate, uid)
+            return self._writer.guaranteed_update(kind, key, mutate, uid, cached)
 
     def update_many(self, updates: Sequence[Update]) -> builtins.list[ApplyResult | None]:
         """``update`` for several objects, two round trips per attempt for all of them."""
@@ -387,13 +393,13 @@ class Store:
             return self._writer.guaranteed_update_many(updates)
 
     def set_nominated_node_names(
-        self, nominations: Iterable[tuple[str, str, str | None]]
+        self, nominations: Iterable[tuple[str, str, str | None, Mapping[str, Any] | None]]
     ) -> builtins.list[ApplyResult | None]:
-        """``set_nominated_node_name`` for ``(pod_key, node_name, pod_uid)`` triples at once."""
+        """``set_nominated_node_name`` for ``(pod_key, node_name, pod_uid, cached)`` at once
+        (``cached``: the pod as last seen, tried first unread; see ``Update``)."""
         now = rfc3339(self._clock.now())
-        return self.update_many(
-            [Update("Pod", k, pod_status_edit(None, n, now), u) for k, n, u in nominations]
-        )
+        edits = [(k, pod_status_edit(None, n, now), u, c) for k, n, u, c in nominations]
+        return self.update_many([Update("Pod", k, e, u, c) for k, e, u, c in edits])
 
     def set_nominated_node_name(
         self, pod_key: str, node_name: str, pod_uid: str | None = None
