@@ -27,6 +27,12 @@ from numba import njit
 
 from cluster_sched.api.objects import CPU, MEMORY
 from cluster_sched.kernels import fused, mt19937
+from cluster_sched.kernels.affinity import (
+    NO_AFFINITY,
+    AffinityRun,
+    affinity_assume,
+    affinity_verdicts,
+)
 from cluster_sched.kernels.evaluate import pack_pod_call, warm_up_inputs
 from cluster_sched.kernels.inputs import KernelProfile, PodQuery
 from cluster_sched.kernels.scalar import wrap_sub
@@ -154,12 +160,14 @@ def evaluate_run_kernel(
     mode, fit_weight, s_req, s_srcs, s_weights, shape_u, shape_s, bal_weight, b_req,
     norm, norm_ids, norm_reverse, norm_weight, extra, extra_id,
     count, add_cols, add_vals, nz_cpu, nz_mem, mt, pos, rows, totals, ties,
-    sp_codes, sp_counts, sp_domains, sp_counted, sp_params, sp_mask, out,
+    sp_codes, sp_counts, sp_domains, sp_counted, sp_params, sp_mask,
+    af_codes, af_counts, af_kinds, af_delta, af_self, af_mask, out,
 ):  # fmt: skip
     """``count`` pods one after another (arguments of ``evaluate_pod_kernel`` but
     ``out``; ``requested``, ``free``, ``nonzero``, ``pod_count`` are written: copies).
     ``sp_*``: the run's PodTopologySpread constraints (``kernels.spread.SpreadRun``,
-    ``sp_counts`` written), their verdicts kept in ``masks[sp_mask]`` (-1: none).
+    ``sp_counts`` written), their verdicts kept in ``masks[sp_mask]`` (-1: none);
+    ``af_*`` likewise InterPodAffinity's required terms (``kernels.affinity``).
     ``out`` int64[count, 5]: host row, evaluated, found, tie-set size, start. Returns
     how many pods were decided."""
     n = order.shape[0]
@@ -170,6 +178,8 @@ def evaluate_run_kernel(
     if sp_mask >= 0:
         spread_limits(sp_counts, sp_domains, sp_params, limits)
         spread_verdicts(sp_codes, sp_counts, limits, order, masks[sp_mask])
+    if af_mask >= 0:
+        affinity_verdicts(af_codes, af_counts, af_kinds, af_self, order, masks[af_mask])
     for i in range(count):
         host, found, evaluated, n_ties = _decide(
             allocatable, requested, free, nonzero, pod_count, allowed_pods,
@@ -192,6 +202,10 @@ def evaluate_run_kernel(
                 sp_codes, sp_counts, sp_domains, sp_counted, sp_params, limits,
                 host, order, masks[sp_mask],
             )  # fmt: skip
+        if af_mask >= 0:
+            affinity_assume(
+                af_codes, af_counts, af_kinds, af_delta, af_self, host, order, masks[af_mask]
+            )
     return count
 
 
@@ -285,24 +299,20 @@ def evaluate_run(
     vector: PodVector,
     rng: random.Random,
     spread: SpreadRun | None = None,
+    affinity: AffinityRun | None = None,
 ) -> RunResult:
     """Decide up to ``count`` pods of one shape (``query``: the first pod's start, the
     shape's columns) in one call; ``rng`` is advanced by the draws of the decided pods.
-    ``spread``: the pods' PodTopologySpread Filter, its counts as of the first pod (not
-    written). The table is not written."""
+    ``spread``, ``affinity``: the pods' PodTopologySpread and InterPodAffinity Filter,
+    their counts as of the first pod (not written). The table is not written."""
     args: list[object] = list(pack_pod_call(table, profile, query, to_find))
     args.pop()  # evaluate_pod_kernel's out
     for i in (1, 2, 3, 4):  # requested, free, nonzero, pod_count: the run's own copies
         args[i] = np.array(args[i])
-    sp, sp_mask = NO_SPREAD, -1
-    if spread is not None:  # the verdict column is the run's own: a stack of its own
-        sp = spread.copy()
-        stack, ids = args[10], args[11]
-        assert isinstance(stack, np.ndarray) and isinstance(ids, np.ndarray)
-        sp_mask = stack.shape[0]
-        own = np.zeros((sp_mask + 1, table.allocatable.shape[1]), dtype=np.uint8)
-        own[:sp_mask] = stack
-        args[10], args[11] = own, np.append(ids, sp_mask).astype(np.int64)
+    sp = NO_SPREAD if spread is None else spread.copy()
+    af = NO_AFFINITY if affinity is None else affinity.copy()
+    sp_mask = _own_mask(args, table) if spread is not None else -1
+    af_mask = _own_mask(args, table) if affinity is not None else -1
     k = max(1, min(to_find, len(table.order())))
     rows = np.empty(k, dtype=np.int64)
     totals = np.empty(k, dtype=np.int64)
@@ -314,11 +324,24 @@ def evaluate_run(
     m = evaluate_run_kernel(  # type: ignore[call-arg]
         *args, count, cols, vals, vector.nonzero_cpu, vector.nonzero_memory,
         mt, pos, rows, totals, ties,
-        sp.codes, sp.counts, sp.domains, sp.counted, sp.params, sp_mask, out,
+        sp.codes, sp.counts, sp.domains, sp.counted, sp.params, sp_mask,
+        af.codes, af.counts, af.kinds, af.delta, af.self_match, af_mask, out,
     )  # fmt: skip
     mt19937.restore(rng, mt, pos)
     d = out[:m]
     return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
+
+
+def _own_mask(args: list[object], table: NodeTable) -> int:
+    """A verdict column of the run's own appended to the call's mask stack (``args``:
+    ``pack_pod_call``'s, the stack and its ids replaced) and applied; its index."""
+    stack, ids = args[10], args[11]
+    assert isinstance(stack, np.ndarray) and isinstance(ids, np.ndarray)
+    at = stack.shape[0]
+    own = np.zeros((at + 1, table.allocatable.shape[1]), dtype=np.uint8)
+    own[:at] = stack
+    args[10], args[11] = own, np.append(ids, at).astype(np.int64)
+    return at
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ accounting columns take each assume, ``Evaluation.select_row``'s draw.
 
 With a ``SpreadRun``, each pod's PodTopologySpread verdict is computed afresh from the
 counts (numpy over every row) and joins the query's masks, and its host's domains count
-it afterwards.
+it afterwards. With an ``AffinityRun`` likewise InterPodAffinity's verdict (numpy over
+every row, the filter's rules read from the counts) and each host's domains taking the
+run pod's ``delta``.
 
 ``hinted_run_reference``: pod after pod, as ``scheduler.batching`` decides a signed pod
 with OpportunisticBatching on: while a kept list is usable and the previous pod's host no longer fits the pod
@@ -26,6 +28,7 @@ import numpy as np
 
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.kernels import fused
+from cluster_sched.kernels.affinity import AFF, AffinityRun
 from cluster_sched.kernels.inputs import KernelProfile, PodQuery
 from cluster_sched.kernels.reference import evaluate_pod_reference
 from cluster_sched.kernels.run import HintedRun, PodVector, RunResult
@@ -77,6 +80,24 @@ def spread_mask(spread: SpreadRun, counts: np.ndarray) -> np.ndarray:
     return ok
 
 
+def affinity_mask(aff: AffinityRun, counts: np.ndarray) -> np.ndarray:
+    """bool[cap]: the rows passing every table of ``aff`` at ``counts``."""
+    cap = aff.codes.shape[1]
+    missing = np.zeros(cap, dtype=np.bool_)
+    exist = np.ones(cap, dtype=np.bool_)
+    blocked = np.zeros(cap, dtype=np.bool_)
+    for j in range(len(aff.kinds)):
+        codes = aff.codes[j]
+        at = np.where(codes >= 0, counts[j][np.maximum(codes, 0)], 0)
+        if aff.kinds[j] == AFF:
+            missing |= codes < 0
+            exist &= at > 0
+        else:
+            blocked |= at > 0
+    first = bool(aff.self_match[0]) and not counts[aff.kinds == AFF].any()
+    return ~missing & (exist | first) & ~blocked
+
+
 def run_reference(
     table: NodeTable,
     profile: KernelProfile,
@@ -86,6 +107,7 @@ def run_reference(
     vector: PodVector,
     rng: random.Random,
     spread: SpreadRun | None = None,
+    affinity: AffinityRun | None = None,
 ) -> RunResult:
     """Same arguments and answer as ``evaluate_run`` (the table is not written)."""
     t = _copy(table)
@@ -93,10 +115,14 @@ def run_reference(
     out: list[tuple[int, int, int, int, int]] = []
     s = query.start % n if n else 0
     counts = None if spread is None else spread.counts.copy()
+    aff_counts = None if affinity is None else affinity.counts.copy()
     for _ in range(count if n else 0):
         q = dataclasses.replace(query, start=s)
         if spread is not None and counts is not None:
             q = dataclasses.replace(q, masks=(*q.masks, spread_mask(spread, counts)), stable=False)
+        if affinity is not None and aff_counts is not None:
+            own = affinity_mask(affinity, aff_counts)
+            q = dataclasses.replace(q, masks=(*q.masks, own), stable=False)
         ev = evaluate_pod_reference(t, profile, q, to_find)
         if len(ev.feasible_rows) == 0 or ev.status != fused.STATUS_OK:
             break
@@ -108,6 +134,10 @@ def run_reference(
             for c in range(len(spread.params)):
                 if spread.counted[c, host]:
                     counts[c, spread.codes[c, host]] += 1
+        if affinity is not None and aff_counts is not None:
+            for j in range(len(affinity.kinds)):
+                if affinity.codes[j, host] >= 0:
+                    aff_counts[j, affinity.codes[j, host]] += affinity.delta[j]
     d = np.asarray(out, dtype=np.int64).reshape(-1, 5)
     return RunResult(d[:, 0], d[:, 1], d[:, 2], d[:, 3], d[:, 4])
 

@@ -44,12 +44,16 @@ from cluster_sched.kernels import (
     evaluate_pod,
     fits_row,
 )
+from cluster_sched.kernels.affinity import AffinityRun, affinity_run
 from cluster_sched.kernels.spread import SpreadRun, spread_run
 from cluster_sched.nodetable.overflow import BOUND_LIMIT, pod_amount
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins import names
+from cluster_sched.plugins.interpodaffinity import filtering as ipa_filtering
+from cluster_sched.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY as IPA_KEY
 from cluster_sched.plugins.podtopologyspread import filtering as spread_filtering
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
+from cluster_sched.scheduler.carried_masks import CARRIED_FILTERS, affinity_mask, spread_mask
 from cluster_sched.scheduler.compiled_scores import (
     AS_IS_SCORES,
     FUSED_SCORES,
@@ -86,14 +90,9 @@ CROSS_NODE_FILTERS = frozenset(
 )
 #: Pod shapes remembered (cleared when full).
 SHAPES_CACHE_SIZE = 1024
-#: The cross-node Filter a shape may still carry: its verdict is applied per pod from the
-#: pod's own PreFilter state (counts per domain), over the shape's columns.
-PER_POD_FILTER = names.POD_TOPOLOGY_SPREAD
 #: Score plugins scored per pod over the feasible rows (their NormalizeScore has its own
 #: min/max rules, their raw scores move with the counts), added to the kernel's totals.
 PER_POD_SCORES = frozenset({names.POD_TOPOLOGY_SPREAD})
-#: Spread verdict patterns remembered per shape (cleared when full).
-SPREAD_MASKS_CACHE_SIZE = 64
 
 
 @dataclass(slots=True)
@@ -121,6 +120,8 @@ class _Shape:
     #: ``mask`` AND its verdict by pattern of passing domains
     spread: bool = False
     spread_masks: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
+    #: InterPodAffinity is active: ``mask`` leaves it out (``carried_masks``)
+    affinity: bool = False
 
 
 @dataclass(slots=True)
@@ -188,8 +189,8 @@ class FastPath:
         requests = self._requests(pod, profile)
         shape = self._shape(fwk, state, pod, table, others)
         mask = None if shape is None else shape.mask
-        if shape is not None and shape.spread:
-            mask = self._spread_mask(state, table, shape)
+        if shape is not None and (shape.spread or shape.affinity):
+            mask = self._carried_mask(fwk, state, pod, table, shape)
             if mask is None:
                 return None
         if shape is not None and shape.score_plugins is not None:
@@ -255,14 +256,15 @@ class FastPath:
         table: NodeTable,
         skip_score: frozenset[str],
         count: int,
-    ) -> tuple[KernelProfile, PodQuery, SpreadRun | None] | None:
-        """The kernel profile, query (start 0) and PodTopologySpread Filter (None: not
-        active) of ``count`` pods of ``pod``'s shape, when ``kernels.run`` may decide
-        them in one call: the shape path holds with its scored columns, no plugin scores
-        per pod (PodTopologySpread's Score: ScheduleAnyway constraints), PodTopologySpread's
-        Filter, if active, is one the kernel carries (``kernels.spread``, from ``state``:
-        the first pod's counts), and the values stay in the kernel's domain after
-        ``count`` assumes. None otherwise."""
+    ) -> tuple[KernelProfile, PodQuery, SpreadRun | None, AffinityRun | None] | None:
+        """The kernel profile, query (start 0), PodTopologySpread and InterPodAffinity
+        Filter (None: not active) of ``count`` pods of ``pod``'s shape, when
+        ``kernels.run`` may decide them in one call: the shape path holds with its
+        scored columns, no plugin scores per pod (PodTopologySpread's Score:
+        ScheduleAnyway constraints; InterPodAffinity's: ``skip_score`` must hold it),
+        the carried Filters are the kernel's (``kernels.spread``, ``kernels.affinity``,
+        from ``state``: the first pod's counts), and the values stay in the kernel's
+        domain after ``count`` assumes. None otherwise."""
         profile, others = self._admits(fwk, state, pod, table)
         if profile is None:
             return None
@@ -284,6 +286,12 @@ class FastPath:
             spread = spread_run(s, pod, table)
             if spread is None:
                 return None
+        affinity = None
+        if shape.affinity:
+            a = state.get(IPA_KEY)
+            if not isinstance(a, ipa_filtering.PreFilterState):
+                return None
+            affinity = affinity_run(a, pod, table)
         query = PodQuery(
             self._requests(pod, profile),
             masks=() if shape.mask is None else (shape.mask,),
@@ -291,7 +299,7 @@ class FastPath:
             extra=shape.extra,
             stable=True,
         )
-        return profile, query, spread
+        return profile, query, spread, affinity
 
     def row_passes(
         self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, row: int
@@ -307,8 +315,8 @@ class FastPath:
         shape = self._shape(fwk, state, pod, table, others)
         if shape is None:
             return None
-        mask = self._spread_mask(state, table, shape) if shape.spread else shape.mask
-        if shape.spread and mask is None:
+        mask = self._carried_mask(fwk, state, pod, table, shape)
+        if mask is None and (shape.spread or shape.affinity):
             return None
         if mask is not None and not mask[row]:
             return False
@@ -319,11 +327,11 @@ class FastPath:
     ) -> _Shape | None:
         """The shape entry of ``pod`` on this table state, made on first sight (its
         verdict column over every row); None when the other filters include a cross-node
-        plugin (its verdicts move with every assumed pod) other than PodTopologySpread,
-        whose verdict ``_spread_mask`` applies per pod."""
-        spread = PER_POD_FILTER in others
-        if spread:
-            others = [name for name in others if name != PER_POD_FILTER]
+        plugin (its verdicts move with every assumed pod) other than PodTopologySpread
+        and InterPodAffinity, whose verdicts ``_carried_mask`` applies per pod."""
+        spread = names.POD_TOPOLOGY_SPREAD in others
+        affinity = names.INTER_POD_AFFINITY in others
+        others = [name for name in others if name not in CARRIED_FILTERS]
         if any(name in CROSS_NODE_FILTERS for name in others):
             self.shape_misses += 1
             return None
@@ -348,37 +356,25 @@ class FastPath:
             mask[rows] = verdicts.passed
         if len(self._shapes) >= SHAPES_CACHE_SIZE:
             self._shapes.clear()
-        shape = _Shape(refs, id(table), table.node_version, skip, mask, spread=spread)
+        shape = _Shape(
+            refs, id(table), table.node_version, skip, mask, spread=spread, affinity=affinity
+        )
         self._shapes[key] = shape
         return shape
 
-    @staticmethod
-    def _spread_mask(state: CycleState, table: NodeTable, shape: _Shape) -> np.ndarray | None:
-        """The shape's other-plugin verdicts AND PodTopologySpread's for this pod (its
-        PreFilter state: the counts as of now), by row; None to decline (no state, or a
-        topology key no node has: no node passes and the FitError needs the reasons).
-        Kept per pattern of passing domains: the counts move, the patterns repeat."""
-        s = state.get(SPREAD_KEY)
-        if not isinstance(s, spread_filtering.PreFilterState):
-            return None
-        failing = spread_filtering.failing_domains(s, table)
-        if failing is None:
-            return None
-        key = tuple((k, f.tobytes()) for k, f in failing)
-        hit = shape.spread_masks.get(key)
-        if hit is not None:
-            return hit
-        cap = table.allocatable.shape[1]
-        out = np.ones(cap, dtype=np.bool_) if shape.mask is None else shape.mask.copy()
-        for k, fail in failing:
-            col = table.labels[k][:cap]
-            out &= col >= 0
-            if len(fail):
-                out &= ~np.isin(col, fail)
-        if len(shape.spread_masks) >= SPREAD_MASKS_CACHE_SIZE:
-            shape.spread_masks.clear()
-        shape.spread_masks[key] = out
-        return out
+    def _carried_mask(
+        self, fwk: Framework, state: CycleState, pod: Pod, table: NodeTable, shape: _Shape
+    ) -> np.ndarray | None:
+        """The shape's column AND the carried cross-node Filters' verdicts for this pod
+        (``carried_masks``); None to decline."""
+        mask = shape.mask
+        if shape.spread:
+            mask = spread_mask(state, table, mask, shape.spread_masks)
+            if mask is None:
+                return None
+        if shape.affinity:
+            mask = affinity_mask(fwk, state, pod, table, mask)
+        return mask
 
     def score(
         self,

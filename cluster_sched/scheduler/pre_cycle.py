@@ -24,6 +24,14 @@ inclusion inputs on the same counts, so the same state; the kernel carries the c
 from there, and nothing after Filter reads that state (Filter, AddPod/RemovePod for
 preemption and nominated pods are its only readers: a run has neither).
 
+InterPodAffinity joins them (``rerun_ipa``) when any pod group has pod (anti-)affinity
+or the pod has terms of its own: its PreFilter and PreScore then run again for each
+pod, Skip or not (a Skip is then no longer a fact of the shape: an existing pod's
+anti-affinity term may match the next pod), on top of the others' copied state; a
+whole-batch run's later pods take the first pod's PreFilter state as for
+PodTopologySpread, and its PreScore must Skip for all of them (``settled_skip_score``:
+the caller checks, ``InterPodAffinity.run_score_skips``).
+
 Not used when plugins are timed (metrics or tracing on): each pod's extension points
 are then observed as upstream does.
 """
@@ -42,6 +50,8 @@ from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.framework.status import SUCCESS, Status, as_status
 from cluster_sched.nodetable.podindex import PodIndex
 from cluster_sched.plugins import names
+from cluster_sched.plugins.interpodaffinity.filtering import PreFilterState as IpaState
+from cluster_sched.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY as IPA_KEY
 from cluster_sched.plugins.podtopologyspread.constraints import DO_NOT_SCHEDULE
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
@@ -71,6 +81,9 @@ CROSS_NODE = frozenset({names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY})
 #: Cross-node plugins whose PreFilter/PreScore run again for every pod when active (their
 #: state is the pod counts; nothing else reads it).
 PER_POD = frozenset({names.POD_TOPOLOGY_SPREAD})
+#: Run again for every pod when any pod group has pod (anti-)affinity or the pod has
+#: terms: whether they Skip depends on the pods placed (``rerun_ipa``).
+PER_POD_IF_AFFINITY = frozenset({names.INTER_POD_AFFINITY})
 #: Shapes remembered (cleared when full).
 CACHE_SIZE = 1024
 
@@ -86,12 +99,14 @@ class _Entry:
     pre: PreFilterAnswer
     data: dict[str, Any]
     skip_filter: frozenset[str]
-    #: PER_POD plugins active in PreFilter: run again for every pod of the shape
+    #: PER_POD plugins active in PreFilter (and InterPodAffinity when ``rerun_ipa``):
+    #: run again for every pod of the shape
     rerun: tuple[Any, ...] = ()
     #: filled by the shape's first PreScore that Skips the cross-node plugins
     score_data: dict[str, Any] | None = None
     skip_score: frozenset[str] | None = None
-    #: PER_POD plugins active in PreScore: run again for every pod of the shape
+    #: PER_POD plugins active in PreScore (and InterPodAffinity when ``rerun_ipa``):
+    #: run again for every pod of the shape
     rerun_score: tuple[Any, ...] = ()
 
 
@@ -162,7 +177,8 @@ class PreCycleReuse:
         self.misses += 1
         pre = fwk.run_pre_filter(state, pod, snapshot)
         present = {pl.name for pl in fwk.pre_filter} & CROSS_NODE
-        if pre[0] is None and pre[1].is_success and present - PER_POD <= state.skip_filter_plugins:
+        per_pod = _per_pod(validity)
+        if pre[0] is None and pre[1].is_success and present - per_pod <= state.skip_filter_plugins:
             if len(self._entries) >= CACHE_SIZE:
                 self._entries.clear()
             entry = _Entry(
@@ -173,7 +189,7 @@ class PreCycleReuse:
                 (pre[0], pre[1], set(pre[2])),
                 state.data_copy(),
                 frozenset(state.skip_filter_plugins),
-                _active(fwk.pre_filter, state.skip_filter_plugins),
+                _active(fwk.pre_filter, state.skip_filter_plugins, per_pod),
             )
             self._entries[key] = entry
             self._current = entry
@@ -193,7 +209,7 @@ class PreCycleReuse:
             e is not None
             and e.validity == validity
             and e.score_data is not None
-            and not e.rerun_score
+            and all(pl.name in PER_POD_IF_AFFINITY for pl in e.rerun_score)
         )
 
     def settled_skip_score(self) -> frozenset[str] | None:
@@ -201,11 +217,20 @@ class PreCycleReuse:
         PreFilter and PreScore states are both shared with no plugin run again per pod
         but PreFilter's PER_POD ones (PodTopologySpread: whose counts a run carries):
         then every pod of the shape gets the same answers while the validity key holds
-        (a whole run of them may be decided at once); None otherwise."""
+        (a whole run of them may be decided at once); None otherwise. InterPodAffinity,
+        when it runs again per pod in PreScore, counts as Skipped: the caller checks
+        that it Skips for every pod of its run (``InterPodAffinity.run_score_skips``)."""
         e = self._current
-        if e is None or e.score_data is None or e.rerun_score:
+        if e is None or e.score_data is None or e.skip_score is None:
             return None
-        return e.skip_score
+        if any(pl.name not in PER_POD_IF_AFFINITY for pl in e.rerun_score):
+            return None
+        return e.skip_score | {pl.name for pl in e.rerun_score}
+
+    def settled_rechecks(self) -> frozenset[str]:
+        """The plugins ``settled_skip_score`` counted as Skipped for the caller to check."""
+        e = self._current
+        return frozenset(pl.name for pl in e.rerun_score) if e is not None else frozenset()
 
     def pre_score(
         self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeSlice
@@ -223,10 +248,11 @@ class PreCycleReuse:
             return fwk.run_pre_score(state, pod, snapshot, nodes)
         s = fwk.run_pre_score(state, pod, snapshot, nodes)
         present = {pl.name for pl in fwk.pre_score} & CROSS_NODE
-        if entry is not None and s.is_success and present - PER_POD <= state.skip_score_plugins:
+        per_pod = _per_pod(entry.validity) if entry is not None else PER_POD
+        if entry is not None and s.is_success and present - per_pod <= state.skip_score_plugins:
             entry.score_data = state.data_copy()
             entry.skip_score = frozenset(state.skip_score_plugins)
-            entry.rerun_score = _active(fwk.pre_score, state.skip_score_plugins)
+            entry.rerun_score = _active(fwk.pre_score, state.skip_score_plugins, per_pod)
         return s
 
     def _validity(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> tuple[int, ...] | None:
@@ -238,9 +264,8 @@ class PreCycleReuse:
         ):
             return None
         table = snapshot.tables[0]
-        if self._has_affinity_groups(table.pod_index):
-            return None
-        return (id(table), table.node_version, snapshot.objects_version)
+        rerun_ipa = _has_pod_terms(pod) or self._has_affinity_groups(table.pod_index)
+        return (id(table), table.node_version, snapshot.objects_version, int(rerun_ipa))
 
     def _has_affinity_groups(self, index: PodIndex) -> bool:
         """Whether any pod group ever seen has pod affinity or anti-affinity (groups are
@@ -256,19 +281,40 @@ class PreCycleReuse:
         return answer
 
 
-def _active(plugins: list[Any], skipped: set[str]) -> tuple[Any, ...]:
-    """The PER_POD plugins among ``plugins`` that did not Skip."""
-    return tuple(pl for pl in plugins if pl.name in PER_POD and pl.name not in skipped)
+def _has_pod_terms(pod: Pod) -> bool:
+    aff = pod.affinity
+    return aff is not None and (aff.pod_affinity is not None or aff.pod_anti_affinity is not None)
+
+
+def _per_pod(validity: tuple[int, ...]) -> frozenset[str]:
+    """The cross-node plugins run again for every pod of a shape with ``validity``."""
+    return PER_POD | PER_POD_IF_AFFINITY if validity[-1] else PER_POD
+
+
+def _active(plugins: list[Any], skipped: set[str], per_pod: frozenset[str]) -> tuple[Any, ...]:
+    """The plugins among ``plugins`` run again per pod: the PER_POD ones that did not
+    Skip, and InterPodAffinity (Skip or not) when it is in ``per_pod``."""
+    return tuple(
+        pl
+        for pl in plugins
+        if pl.name in per_pod and (pl.name in PER_POD_IF_AFFINITY or pl.name not in skipped)
+    )
 
 
 def _rerun_pre_filter(
     plugins: tuple[Any, ...], state: CycleState, pod: Pod, snapshot: Snapshot
 ) -> bool:
-    """PreFilter of the PER_POD plugins on the restored state; False (run every plugin
-    instead) unless each succeeds without narrowing the nodes, as for the first pod."""
+    """PreFilter of the per-pod plugins on the restored state; False (run every plugin
+    instead) unless each succeeds without narrowing the nodes or Skips, as the
+    framework's loop would record it."""
     for pl in plugins:
+        state.skip_filter_plugins.discard(pl.name)
         r, s = pl.pre_filter(state, pod, snapshot) or (None, None)
-        if r is not None or not as_status(s).is_success:
+        st = as_status(s)
+        if st.is_skip:
+            state.skip_filter_plugins.add(pl.name)
+            continue
+        if r is not None or not st.is_success:
             return False
     return True
 
@@ -282,6 +328,10 @@ def _carry_pre_filter(
     inputs), namespace, labels and inclusion inputs (the shape), and on the counts. False
     (run them instead) when ``carry`` holds another pod's constraints."""
     for pl in plugins:
+        if pl.name == names.INTER_POD_AFFINITY:
+            if not _carry_affinity(pl, state, pod, snapshot, carry):
+                return False
+            continue
         s = carry.get(SPREAD_KEY)
         if (
             pl.name != names.POD_TOPOLOGY_SPREAD
@@ -293,9 +343,33 @@ def _carry_pre_filter(
     return True
 
 
+def _carry_affinity(
+    pl: Any, state: CycleState, pod: Pod, snapshot: Snapshot, carry: CycleState
+) -> bool:
+    """InterPodAffinity's PreFilter answer from ``carry``: it depends on the pod through
+    what partials see of it (namespace, labels, namespace labels, resolved terms: equal
+    for the pods of a run) and on the pods placed. A Skip carries over as a Skip."""
+    if names.INTER_POD_AFFINITY in carry.skip_filter_plugins:
+        state.skip_filter_plugins.add(names.INTER_POD_AFFINITY)
+        return True
+    s = carry.get(IPA_KEY)
+    if not isinstance(s, IpaState) or pl.incoming(pod, snapshot) != s.pod:
+        return False
+    state.skip_filter_plugins.discard(names.INTER_POD_AFFINITY)
+    state.write(IPA_KEY, s)
+    return True
+
+
 def _rerun_pre_score(
     plugins: tuple[Any, ...], state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeSlice
 ) -> bool:
-    """PreScore of the PER_POD plugins on the restored state; False unless each succeeds,
-    as for the first pod."""
-    return all(as_status(pl.pre_score(state, pod, snapshot, nodes)).is_success for pl in plugins)
+    """PreScore of the per-pod plugins on the restored state; False unless each succeeds
+    or Skips (recorded as the framework's loop does)."""
+    for pl in plugins:
+        state.skip_score_plugins.discard(pl.name)
+        st = as_status(pl.pre_score(state, pod, snapshot, nodes))
+        if st.is_skip:
+            state.skip_score_plugins.add(pl.name)
+        elif not st.is_success:
+            return False
+    return True

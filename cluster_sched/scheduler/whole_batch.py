@@ -29,11 +29,20 @@ host's domains, the verdicts redone when a limit moves (issue 23, item 5). The l
 pods' PreFilter does not run it again: their states take the first pod's (the counts as
 of the run's start, ``pre_cycle``'s ``carry``), which nothing after Filter reads.
 
+InterPodAffinity's Filter (required affinity and anti-affinity terms, the pods' own
+and the existing pods') likewise (``kernels.affinity``): the first pod's PreFilter
+counts, each assumed pod adding what a pod of the spec adds to its host's domains. Its
+Score is not carried: a run needs its PreScore to Skip for every pod of the run
+(``InterPodAffinity.run_score_skips``: no preferred term and no hard-weighted required
+affinity term the pods match themselves, nothing scored now), else the pods take the
+ordinary cycle.
+
 What no run covers (each pod then takes the ordinary cycle): tracing or timed plugins,
 nominated pods anywhere, a pod with a nominated node, extenders, cross-node plugins that
-filter or score per pod other than PodTopologySpread's Filter (its Score, for
-ScheduleAnyway constraints: the domain weights follow the feasible set; InterPodAffinity;
-NodePorts), a pod without a feasible node (the FitError needs every plugin),
+filter or score per pod other than PodTopologySpread's and InterPodAffinity's Filter
+(PodTopologySpread's Score, for ScheduleAnyway constraints: the domain weights follow
+the feasible set; InterPodAffinity's Score; NodePorts), a pod without a feasible node
+(the FitError needs every plugin),
 a hint that fails Filter (its status joins the plugins' diagnosis), profiles with
 out-of-tree signers (a shape need not sign alike).
 """
@@ -56,6 +65,8 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.signature import profile_signers, sign_pod, signature_follows_shape
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
+from cluster_sched.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY as IPA_KEY
+from cluster_sched.plugins.names import INTER_POD_AFFINITY
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.queue.types import QueuedPodInfo
@@ -145,17 +156,23 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
             break
         if states and _spread_constraints(state) is not _spread_constraints(states[0]):
             break  # PodTopologySpread's constraints not the first pod's (another owner's)
+        if states and not _same_affinity(state, states[0]):
+            break  # InterPodAffinity's state not carried from the first pod's
         skip_score = settled
         pods.append(pod)
         states.append(state)
     if len(pods) < MIN_RUN or skip_score is None:
         return 0
+    if INTER_POD_AFFINITY in fast.pre_cycle.settled_rechecks() and not _affinity_score_skips(
+        fwk, first, snapshot
+    ):
+        return 0
     planned = fast.run_query(fwk, states[0], first, table, skip_score, len(pods))
     if planned is None:
         return 0
-    profile, query, spread = planned
-    if spread is not None and signature is not None:
-        return 0  # spread pods are unsignable: a hinted run never carries counts
+    profile, query, spread, affinity = planned
+    if (spread is not None or affinity is not None) and signature is not None:
+        return 0  # such pods are unsignable: a hinted run never carries counts
     n = len(table.index)
     pct = fwk.percentage_of_nodes_to_score
     to_find = num_feasible_nodes_to_find(
@@ -179,7 +196,9 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
         replay = hint_replay = HintReplay(sc, fwk, bt, signature, hinted, pods, states)
         finish = hint_replay.finish
     else:
-        result = evaluate_run(table, profile, at, to_find, len(pods), vector, algorithm.rng, spread)
+        result = evaluate_run(
+            table, profile, at, to_find, len(pods), vector, algorithm.rng, spread, affinity
+        )
         if gate:
             replay = unsigned = UnsignedReplay(batch_of(algorithm, fwk), table, result)
             finish = unsigned.finish
@@ -205,6 +224,21 @@ def _spread_constraints(state: CycleState) -> object:
     None."""
     s = state.get(SPREAD_KEY)
     return s.constraints if isinstance(s, PreFilterState) else None
+
+
+def _same_affinity(state: CycleState, first: CycleState) -> bool:
+    """InterPodAffinity Skips for both or the pod holds the first pod's state (carried:
+    ``pre_cycle``), so the kernel's counts are its own."""
+    skipped = INTER_POD_AFFINITY in state.skip_filter_plugins
+    if skipped != (INTER_POD_AFFINITY in first.skip_filter_plugins):
+        return False
+    return skipped or state.get(IPA_KEY) is first.get(IPA_KEY)
+
+
+def _affinity_score_skips(fwk: Framework, pod: Pod, snapshot: Snapshot) -> bool:
+    """InterPodAffinity's PreScore Skips for ``pod`` and the run's later pods."""
+    plugin = next((pl for pl in fwk.pre_score if pl.name == INTER_POD_AFFINITY), None)
+    return plugin is None or bool(plugin.run_score_skips(pod, snapshot))
 
 
 def _commit_all(
