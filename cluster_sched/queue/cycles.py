@@ -18,7 +18,7 @@ from cluster_sched.api.evolve import evolve
 from cluster_sched.errors import StoreError
 from cluster_sched.framework import events as ev
 from cluster_sched.queue import requeueing as rq
-from cluster_sched.queue.base import QueueBase, chunks, log
+from cluster_sched.queue.base import QueueBase, chunks, log, pod_of_member
 from cluster_sched.queue.scripts import Placement
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import Location, Popped, QueuedPodInfo
@@ -102,6 +102,16 @@ class CycleQueue(QueueBase):
             self.last_pop_cycle = popped[-1].cycle
             self.in_flight_events.popped((p.info.pod_key, p.cycle) for p in popped)
         return popped
+
+    @translate_redis_errors("peek at activeQ")
+    def peek_active(self, max_pods: int) -> list[str]:
+        """The keys of the pods a pop of ``max_pods`` would now take from activeQ, in pop
+        order; nothing is taken or changed (one ZRANGE). The shards are asked about them
+        ahead of their pop (``shards.pipeline``), which checks each answer when it is."""
+        if max_pods < 1:
+            return []
+        members: list[bytes] = self._client.zrange(self._keys.active, 0, max_pods - 1)  # type: ignore[assignment]
+        return [k for k in map(pod_of_member, members) if k]
 
     @translate_redis_errors("give back popped pods")
     def unpop_overtaken(self, rest: Sequence[Popped]) -> int:

@@ -78,6 +78,8 @@ class ExecutorOptions:
     shard_prefetch: bool = True
     #: the compiled path's attempts: "auto" (``shards.dispatch``'s rule), "shards", "replica"
     shard_dispatch: str = "auto"
+    #: the next batch to the shards while this one is committed (``shards.pipeline``)
+    shard_pipeline: bool = True
 
 
 def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
@@ -161,7 +163,7 @@ def new_scheduler(
             router,
             clients,
             prefetch=options.shard_prefetch,
-            dispatch=DispatchRule(options.shard_dispatch),
+            dispatch=DispatchRule(options.shard_dispatch, pipeline=options.shard_pipeline),
         )
     stats = RunStats()
     pods: dict[str, Pod] = {}  # the informer's pods, read by every part below

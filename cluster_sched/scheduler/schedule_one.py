@@ -120,7 +120,7 @@ class SchedulingCycle:
             # the compiled path's attempts: to the shards' reductions when the dispatch
             # rule says so (``shards.dispatch``), else on the replica
             if reduce is not None and not nominated:
-                reduce(
+                sent = reduce(
                     self.frameworks,
                     pods,
                     self.cache.snapshot,
@@ -129,6 +129,8 @@ class SchedulingCycle:
                     len(batch),
                     self.algorithm.fast.pre_cycle,
                 )
+                if sent:
+                    self._ask_ahead(len(batch))
             return
         start(
             self.frameworks,
@@ -137,6 +139,29 @@ class SchedulingCycle:
             self.algorithm.next_start_node_index,
             self.algorithm.percentage_of_nodes_to_score,
             nominated,
+        )
+
+    def _ask_ahead(self, size: int) -> None:
+        """The next batch as a pop would now give it (activeQ's head, nothing popped),
+        to the shards while this one is committed (``shards.pipeline``)."""
+        ahead = getattr(getattr(self.source, "reduced", None), "send_ahead", None)
+        peek = getattr(self.queue, "peek_active", None)
+        if ahead is None or peek is None:
+            return
+        pods: list[Pod] = []
+        for key in peek(size):
+            pod = self.pods.get(key)
+            if pod is None or pod.node_name or pod.meta.deletion_timestamp is not None:
+                break
+            pods.append(pod)
+        assert self.algorithm.fast is not None
+        ahead(
+            self.frameworks,
+            pods,
+            self.cache.snapshot,
+            self.algorithm.percentage_of_nodes_to_score,
+            size,
+            self.algorithm.fast.pre_cycle,
         )
 
     def end_batch(self) -> None:

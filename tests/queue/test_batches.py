@@ -249,6 +249,19 @@ def test_pop_many_takes_what_is_ready(queue: SchedulingQueue, clock: FakeClock) 
     assert queue.pop_many(64, timeout=0.01) == []
 
 
+def test_peek_active_names_the_next_pop_and_takes_nothing(
+    queue: SchedulingQueue, clock: FakeClock
+) -> None:
+    queue.add_many([info(f"p{i}", i % 3, clock.now() + i) for i in range(7)])
+    assert queue.peek_active(0) == []
+    peeked = queue.peek_active(4)
+    assert queue.peek_active(4) == peeked and queue.last_pop_cycle == 0
+    assert [p.info.pod_key for p in queue.pop_many(4, timeout=0)] == peeked
+    rest = queue.peek_active(64)
+    assert [p.info.pod_key for p in queue.pop_many(64, timeout=0)] == rest
+    assert len(peeked) == 4 and len(rest) == 3
+
+
 def test_pop_many_rejects_an_empty_batch(queue: SchedulingQueue) -> None:
     with pytest.raises(ValueError, match="max_pods"):
         queue.pop_many(0)

@@ -131,3 +131,21 @@ def test_batches_give_the_serial_outcome_with_opportunistic_batching(
 
     check()
     assert sum(hinted) > 0, hinted
+
+
+@pytest.mark.parametrize("seed", [4, 2024])
+def test_reduced_ray_shards_give_the_serial_outcome(
+    ray_session: None, redis_client: redis.Redis, redis_url: str, driver: str, seed: int
+) -> None:
+    """The compiled path's attempts answered by real Ray shard actors (2 and 3), the next
+    batch sent to them while this one is committed (``shards.pipeline``)."""
+    phases: list[Phase] = [(random_workload(seed), [])]
+    serial = run_workload(redis_client, phases, SERIAL, 1)
+    assert _pending_placed(serial.placements) > 0, serial.placements
+    pipelined = 0
+    for shards, batch in ((2, 4), (3, 7)):
+        options = ExecutorOptions("ray", shards=shards, redis_url=redis_url, shard_dispatch="shards")  # fmt: skip
+        got = run_workload(redis_client, phases, options, batch)
+        assert got == serial, (shards, batch, got.difference(serial))
+        pipelined += got.paths["reduced_pipelined"]
+    assert pipelined > 0, "no batch was taken from one sent ahead"

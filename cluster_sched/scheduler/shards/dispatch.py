@@ -46,6 +46,8 @@ class DispatchRule:
     #: on the replica instead, while the shards evaluate the others (one call per shard
     #: per batch: the coordinator would otherwise wait for the whole batch's answers)
     lead: float = 0.125
+    #: the next batch sent to the shards while this one is committed (``pipeline``)
+    pipeline: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:

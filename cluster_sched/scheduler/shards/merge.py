@@ -44,7 +44,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,7 +64,7 @@ from cluster_sched.scheduler.shards.reduce import ShardWindows
 from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
 from cluster_sched.scheduler.shards.rescore import ChangedRows
 
-__all__ = ["ReducedBatch", "ReducedItem", "predict_windows"]
+__all__ = ["Flight", "ReducedBatch", "ReducedItem", "predict_windows"]
 
 
 @dataclass(slots=True)
@@ -80,6 +80,26 @@ class ReducedItem:
     chunk: int
     #: once read: every shard's answers for the item's chunk, and its index there
     answer: tuple[MergedChunk, int] | None = None
+
+
+@dataclass(slots=True)
+class Flight:
+    """One sent batch of questions (``ReducedBatch.encode``): its items by pod key and by
+    chunk, the replica's state they were asked against, the rows changed since they were
+    sent (``touched``, registered with the router), the calls still to read and where the
+    next batch's first window starts if every item takes its window (``end``).
+    ``ahead``: sent before its pods were popped (``pipeline``)."""
+
+    items: dict[str, ReducedItem]
+    chunks: dict[int, list[ReducedItem]]
+    node_version: int
+    objects_version: int
+    n: int
+    end: int
+    ahead: bool = False
+    touched: set[int] = field(default_factory=set)
+    #: submitted calls in order: (chunk, [(shard, pending)])
+    calls: list[tuple[int, list[tuple[int, Any]]]] = field(default_factory=list)
 
 
 def predict_windows(
@@ -164,12 +184,6 @@ class ReducedBatch:
     """The current batch's reduced questions and answers (module docstring)."""
 
     def __init__(self) -> None:
-        self.items: dict[str, ReducedItem] = {}
-        #: every item of the batch by chunk, in payload order (``items`` loses them as
-        #: they are taken)
-        self.chunks: dict[int, list[ReducedItem]] = {}
-        self.node_version = -1
-        self.objects_version = 0
         self.n = 0
         #: the replica's order at ``node_version`` and its inverse (row -> position)
         self._order = np.zeros(0, dtype=np.int64)
@@ -182,6 +196,12 @@ class ReducedBatch:
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
+        #: batches sent before they were popped and used when they were (``pipeline``),
+        #: and those dropped because the pop differed from the prediction
+        self.pipelined = 0
+        self.ahead_dropped = 0
+        #: window rows of answered pods evaluated again on the replica (changed since sent)
+        self.corrected = 0
         #: pods the dispatch rule left to the replica (their batch's first window was
         #: cheaper there)
         self.to_replica = 0
@@ -213,12 +233,10 @@ class ReducedBatch:
         with_order: bool,
         owner: np.ndarray,
         n_shards: int,
-    ) -> list[bytes]:
-        """One payload per chunk of ``items`` (the order in the first, if asked);
-        ``owner``: each replica row's shard (``router.shard_of_row``)."""
+    ) -> tuple[list[bytes], Flight]:
+        """One payload per chunk of ``items`` (the order in the first, if asked) and the
+        flight they make; ``owner``: each replica row's shard (``router.shard_of_row``)."""
         order = table.order()
-        self.node_version = table.node_version
-        self.objects_version = int(getattr(snapshot, "objects_version", 0))
         self.n = len(order)
         if len(self._order) != len(order) or self._order is not order:
             self._order = order
@@ -256,25 +274,28 @@ class ReducedBatch:
             )
         out = []
         for i, (_, asks) in enumerate(sorted(chunks.items())):
-            doc: dict[str, Any] = {"order_version": self.node_version, "n": self.n, "asks": asks}
+            doc: dict[str, Any] = {"order_version": table.node_version, "n": self.n, "asks": asks}
             if with_order and i == 0:
                 doc["order"] = np.ascontiguousarray(order, dtype=np.int64).tobytes()
             out.append(encode_value(doc))
         self.changed.forget()
-        self.items = {it.pod.key: it for it in items}
-        self.chunks = {}
+        by_chunk: dict[int, list[ReducedItem]] = {}
         for it in items:
-            self.chunks.setdefault(it.chunk, []).append(it)
+            by_chunk.setdefault(it.chunk, []).append(it)
+        last = items[-1]
+        flight = Flight(
+            {it.pod.key: it for it in items},
+            by_chunk,
+            table.node_version,
+            int(getattr(snapshot, "objects_version", 0)),
+            self.n,
+            (last.start + last.width) % max(1, self.n),
+        )
         self.batches += 1
         self.pods_sent += len(items)
         if self.first_sent is None:
             self.first_sent = time.perf_counter()
-        return out
-
-    def clear(self) -> None:
-        self.items = {}
-        self.chunks = {}
-        self.changed.forget()
+        return out, flight
 
     # ------------------------------------------------------------------ one pod
 
@@ -283,21 +304,22 @@ class ReducedBatch:
 
     def take(
         self,
+        flight: Flight,
         fwk: Framework,
         state: CycleState,
         pod: Pod,
         table: NodeTable,
         start: int,
         width: int,
-        touched: set[int],
         read: Any,
         pre_score: Any,
         rng: Any,
     ) -> tuple[np.ndarray, int, int] | None:
         """The pod's window rows (all feasible), chosen row and best score from the shards'
-        reductions, or None (module docstring). ``read(item)`` fills ``item.replies``;
-        ``pre_score(nodes)`` runs the cycle's PreScore; ``rng`` draws as select_host."""
-        item = self.items.pop(pod.key, None)
+        reductions in ``flight``, or None (module docstring). ``read(item)`` fills
+        ``item.answer``; ``pre_score(nodes)`` runs the cycle's PreScore; ``rng`` draws as
+        select_host."""
+        item = flight.items.pop(pod.key, None)
         if item is None:
             return None
         if pod.resource_claims:  # devices are allocated on the coordinator's replica
@@ -309,9 +331,9 @@ class ReducedBatch:
             or item.fwk is not fwk
             or item.start != start
             or item.width != width
-            or table.node_version != self.node_version
-            or table.n_nodes != self.n
-            or int(getattr(snapshot, "objects_version", 0)) != self.objects_version
+            or table.node_version != flight.node_version
+            or table.n_nodes != flight.n
+            or int(getattr(snapshot, "objects_version", 0)) != flight.objects_version
             or frozenset(state.skip_filter_plugins) != item.skip_filter
         ):
             self._miss("question")
@@ -358,8 +380,9 @@ class ReducedBatch:
         if ties is None:
             self._miss("rows")
             return None
-        changed = self._changed(touched, start, width)
+        changed = self._changed(flight.touched, start, width)
         if len(changed):
+            self.corrected += len(changed)
             shape = (
                 *_shape_key(item),
                 frozenset(state.skip_score_plugins),
@@ -404,6 +427,9 @@ class ReducedBatch:
             "reduced_attempts": self.hits,
             "reduced_misses": sum(self.misses.values()),
             "reduced_batches": self.batches,
+            "reduced_pipelined": self.pipelined,
+            "reduced_ahead_dropped": self.ahead_dropped,
+            "reduced_rows_corrected": self.corrected,
             "reduced_resent": self.resent,
             "dispatched_to_replica": self.to_replica,
             "lead_on_replica": self.lead,

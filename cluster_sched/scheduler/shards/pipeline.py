@@ -1,15 +1,28 @@
-"""The reduced protocol's calls: a batch sent at once, its answers read once.
+"""The reduced protocol's calls: a batch sent at once, its answers read once, the next
+batch sent before this one is committed.
 
 A popped batch is one chunk (``merge.CHUNK`` pods; a bigger batch several), one shared
 payload (``ReducedBatch.encode``), put once where every shard can read it
 (``client.share``: one ``ray.put`` for Ray actors), and one call per shard carrying that
 reference and the shard's pending deltas: each shard costs the coordinator one Ray call
-and one reply per batch. The batch's first pods (``DispatchRule.leading``) are not sent:
-they take the compiled path on the replica (a whole-batch run, ``whole_batch``) while
-the shards evaluate the others, whose answers are read (all shards in one wait) when
-the first of them is scheduled. Changes the replica receives meanwhile (those first
-pods' assumes among them) are recorded by the router (``touched``) and corrected on
-the replica (``merge``).
+and one reply per batch. The batch's answers are read (all shards in one wait) when the
+first of its pods is scheduled.
+
+Pipelining. Right after a batch is sent (or taken from the batch sent ahead), the pods
+at the head of activeQ, which the next pop would return if nothing changes, are asked
+too (``send_ahead``: the coordinator peeks at the queue, pops nothing), their windows
+following the popped batch's predicted windows. So the shards evaluate batch k+1 while
+the coordinator commits batch k. When batch k+1 is popped, the batch sent ahead is
+used for the longest prefix of its pods that are the very objects asked about, provided
+its first window starts where the scheduler's rotation now is and the node set is the
+one it was asked against (``_promote``); else it is dropped and the popped batch is
+sent as without pipelining. Every answer is then checked per pod exactly as for a batch
+sent at its pop (``merge``: the same question, node order, objects version, PreScore
+skips, maxima), and every row changed after its batch was sent (the commits of batch k
+among them: each flight records its own, ``Flight.touched``) is evaluated again on the
+replica. Without a batch sent ahead, the batch's first pods (``DispatchRule.leading``)
+are not sent: they take the compiled path on the replica (a whole-batch run,
+``whole_batch``) while the shards evaluate the others.
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.merge import (
+    Flight,
     ReducedBatch,
     ReducedItem,
     chunk_of,
@@ -68,8 +82,11 @@ class ReducedCalls:
         self.source = source
         self.rule = rule or DispatchRule()
         self.batch = ReducedBatch()
-        #: submitted calls in order: (chunk, [(shard, pending)])
-        self._calls: list[tuple[int, list[tuple[int, Any]]]] = []
+        #: the popped batch's questions, and the next batch's, sent ahead
+        self.current: Flight | None = None
+        self.ahead: Flight | None = None
+        #: where the batch after the popped one starts if each pod takes its window
+        self._next_start = 0
         self._order_sent = -1
         self._rebuilds_seen = 0
 
@@ -122,11 +139,14 @@ class ReducedCalls:
         batch_size: int,
         pre_cycle: PreCycleReuse | None = None,
     ) -> bool:
-        """Predict and send the batch's questions; False when the replica takes them.
-        ``pre_cycle``: the cycle's shared PreFilter answers (``predictable_state``)."""
+        """The popped batch's questions: those sent ahead when they still hold, else
+        predicted and sent now; False when the replica takes them. ``pre_cycle``: the
+        cycle's shared PreFilter answers (``predictable_state``)."""
         src = self.source
         table: NodeTable = src.table
         self.end()
+        if self._promote(frameworks, pods, table, next_start, percentage):
+            return True
         items = predict_windows(
             frameworks, pods, table, snapshot, next_start, percentage, pre_cycle
         )
@@ -139,17 +159,87 @@ class ReducedCalls:
         if not src._attached:
             src._attach(items[0].fwk)
         self.batch.lead += lead  # the replica's, while the shards evaluate the rest
-        return self._submit(items[lead:], table, snapshot)
+        self.current = self._submit(items[lead:], table, snapshot)
+        if self.current is None:
+            return False
+        self._next_start = _end_of(frameworks, pods, next_start, percentage, table.n_nodes)
+        return True
 
-    def _submit(self, items: list[ReducedItem], table: NodeTable, snapshot: Any) -> bool:
-        """Encode ``items`` once per chunk and send every chunk to every shard."""
+    def send_ahead(
+        self,
+        frameworks: Mapping[str, Framework],
+        pods: Sequence[Pod],
+        snapshot: Any,
+        percentage: int | None,
+        batch_size: int,
+        pre_cycle: PreCycleReuse | None = None,
+    ) -> bool:
+        """Ask the shards about ``pods``, the next batch as a pop now would give it,
+        while the popped batch is committed (module docstring); whether they were sent."""
+        src = self.source
+        if not self.rule.pipeline or self.current is None or not pods:
+            return False
+        self._drop_ahead()
+        table: NodeTable = src.table
+        items = predict_windows(
+            frameworks, pods, table, snapshot, self._next_start, percentage, pre_cycle
+        )
+        if not items or not self.rule.use_shards(items[0].width, src.router.n_shards, batch_size):
+            return False
+        self.ahead = self._submit(items, table, snapshot)
+        if self.ahead is None:
+            return False
+        self.ahead.ahead = True
+        return True
+
+    def _promote(
+        self,
+        frameworks: Mapping[str, Framework],
+        pods: Sequence[Pod],
+        table: NodeTable,
+        next_start: int,
+        percentage: int | None,
+    ) -> bool:
+        """The batch sent ahead becomes the popped batch's, for the longest prefix of
+        ``pods`` it asked about (the same objects, in order), when its first window
+        starts at ``next_start`` over the same node set; else it is dropped."""
+        ahead, self.ahead = self.ahead, None
+        if ahead is None:
+            return False
+        asked = [it for c in sorted(ahead.chunks) for it in ahead.chunks[c]]
+        m = 0
+        for pod, it in zip(pods, asked, strict=False):
+            if it.pod is not pod or it.fwk is not frameworks.get(pod.scheduler_name):
+                break
+            m += 1
+        n = table.n_nodes
+        if (
+            m == 0
+            or ahead.node_version != table.node_version
+            or ahead.n != n
+            or asked[0].start != next_start % max(1, n)
+        ):
+            self._retire(ahead)
+            self.batch.ahead_dropped += 1
+            return False
+        for it in asked[m:]:
+            ahead.items.pop(it.pod.key, None)
+        self.current = ahead
+        self.batch.pipelined += 1
+        last = asked[m - 1]
+        self._next_start = _end_of(frameworks, pods[m:], last.start + last.width, percentage, n)
+        return True
+
+    def _submit(self, items: list[ReducedItem], table: NodeTable, snapshot: Any) -> Flight | None:
+        """Encode ``items`` once per chunk and send every chunk to every shard: the
+        flight, recording from now on the rows changed after it (None: a shard lost)."""
         src = self.source
         clients = src.clients
         if src.rebuilds != self._rebuilds_seen or any(src.router.stale) or src.lost:
             self._order_sent = -1  # a fresh shard has no order
             self._rebuilds_seen = src.rebuilds
         facts = getattr(clients[0], "facts", _no_facts)
-        payloads = self.batch.encode(
+        payloads, flight = self.batch.encode(
             items,
             table,
             snapshot,
@@ -172,23 +262,24 @@ class ReducedCalls:
                     self.batch.bytes_sent += sent
                     self.batch.calls += 1
                     calls.append((s, pending))
-                self._calls.append((chunk, calls))
+                flight.calls.append((chunk, calls))
         except Exception as exc:
             lost = getattr(exc, "shard", None)
             if lost is None:
                 raise
             src.lost.add(lost)
-            self.end()
-            return False
-        src.router.touched = set()
-        return True
+            self._order_sent = -1
+            self._drop_ahead()
+            return None
+        src.router.marks.append(flight.touched)
+        return flight
 
-    def read(self, item: ReducedItem) -> None:
-        """Collect the answers of the calls up to ``item``'s chunk (each once): every
-        shard's reply to a chunk in one wait, merged across shards as columns."""
-        while self._calls and self._calls[0][0] <= item.chunk:
-            chunk, calls = self._calls.pop(0)
-            items = self.batch.chunks.get(chunk, [])
+    def read(self, flight: Flight, item: ReducedItem) -> None:
+        """Collect the answers of ``flight``'s calls up to ``item``'s chunk (each once):
+        every shard's reply to a chunk in one wait, merged across shards as columns."""
+        while flight.calls and flight.calls[0][0] <= item.chunk:
+            chunk, calls = flight.calls.pop(0)
+            items = flight.chunks.get(chunk, [])
             got: list[ChunkReduction] = []
             began = time.perf_counter()
             replies = _gather(self.source.clients[0], [p for _, p in calls])
@@ -221,34 +312,88 @@ class ReducedCalls:
         pre_score: Any,
         rng: Any,
     ) -> tuple[np.ndarray, int, int] | None:
-        if not self.batch.items:
+        flight = self.current
+        if flight is None or not flight.items:
             return None
-        item = self.batch.items.get(pod.key)
-        if item is not None and item.start != start and len(self.batch.items) > 2:
+        item = flight.items.get(pod.key)
+        if item is not None and item.start != start and len(flight.items) > 2:
             # An earlier pod's search moved the window (rows that failed, a FitError):
             # this pod runs on the replica, the rest are asked again from where it ends.
-            self.batch.items.pop(pod.key)
+            flight.items.pop(pod.key)
             self.batch.misses["question"] += 1
             self.resend((start + width) % max(1, table.n_nodes), table, fwk.handle.snapshot)
             return None
-        touched = self.source.router.touched or set()
         return self.batch.take(
-            fwk, state, pod, table, start, width, touched, self.read, pre_score, rng
+            flight,
+            fwk,
+            state,
+            pod,
+            table,
+            start,
+            width,
+            lambda it: self.read(flight, it),
+            pre_score,
+            rng,
         )
 
     def resend(self, start: int, table: NodeTable, snapshot: Any) -> None:
-        """The batch's remaining questions again, their windows from ``start``."""
-        rest = list(self.batch.items.values())
-        self._calls = []
+        """The batch's remaining questions again, their windows from ``start`` (the batch
+        sent ahead followed the old windows: dropped)."""
+        flight = self.current
+        if flight is None:
+            return
+        rest = list(flight.items.values())
+        self.end()
+        self._drop_ahead()
         n = table.n_nodes
         for i, it in enumerate(rest):
             it.start, it.chunk, it.answer = start, chunk_of(i), None
             start = (start + it.width) % n
+        self._next_start = start
         self.batch.resent += 1
-        if self._submit(rest, table, snapshot):
-            self.source.router.touched = set()
+        if rest:
+            self.current = self._submit(rest, table, snapshot)
+
+    def asked(self, pod_key: str) -> bool:
+        """Whether the popped batch's questions hold one for ``pod_key``."""
+        return self.current is not None and pod_key in self.current.items
+
+    def _retire(self, flight: Flight | None) -> None:
+        """Stop recording ``flight``'s changed rows (its calls still running finish on
+        their own; their answers are never read)."""
+        if flight is None:
+            return
+        marks = self.source.router.marks
+        for i, m in enumerate(marks):
+            if m is flight.touched:
+                del marks[i]
+                break
+
+    def _drop_ahead(self) -> None:
+        if self.ahead is not None:
+            self._retire(self.ahead)
+            self.batch.ahead_dropped += 1
+            self.ahead = None
 
     def end(self) -> None:
-        """Forget the batch's answers (calls still running are left to finish)."""
-        self.batch.clear()
-        self._calls = []
+        """Forget the popped batch's answers (the batch sent ahead stays)."""
+        self._retire(self.current)
+        self.current = None
+        self.batch.changed.forget()
+
+
+def _end_of(
+    frameworks: Mapping[str, Framework],
+    pods: Sequence[Pod],
+    start: int,
+    percentage: int | None,
+    n: int,
+) -> int:
+    """Where the scheduler's rotation stands after ``pods`` from ``start`` if each takes
+    exactly its window (numFeasibleNodesToFind rows, all feasible)."""
+    for pod in pods:
+        fwk = frameworks.get(pod.scheduler_name)
+        if fwk is not None and n:
+            pct = fwk.percentage_of_nodes_to_score
+            start += num_feasible_nodes_to_find(pct if pct is not None else percentage, n)
+    return start % max(1, n)

@@ -74,6 +74,9 @@ class ShardRouter:
         self.stale = [False] * n_shards
         #: replica rows changed since a batch was prefetched (None: not recording)
         self.touched: set[int] | None = None
+        #: the reduced protocol's batches in flight: each records the rows changed since
+        #: it was sent (``pipeline``: the current batch and the next one, sent ahead)
+        self.marks: list[set[int]] = []
 
     def _push(self, shard: int, delta: Delta) -> None:
         if self.stale[shard]:
@@ -88,6 +91,12 @@ class ShardRouter:
         self.deltas[shard] = []
         self.pending_add[shard] = {}
         self.stale[shard] = True
+
+    def _touch(self, replica_row: int) -> None:
+        if self.touched is not None:
+            self.touched.add(replica_row)
+        for marks in self.marks:
+            marks.add(replica_row)
 
     def _track(self, replica_row: int, shard: int, row: int) -> None:
         if replica_row >= len(self.shard_of_row):
@@ -112,16 +121,15 @@ class ShardRouter:
             self.node_shard[node.name] = placed
             self.load[shard] += 1
         self._track(replica_row, *placed)
-        if self.touched is not None:
-            self.touched.add(replica_row)
+        self._touch(replica_row)
         self._push(placed[0], ["node", node, placed[1], replica_row])
 
     def remove_node(self, name: str) -> None:
         at = self.table.index.get(name)
         pods = len(self.table.row_pods[at]) if at is not None else 0
         replica_row = self.table.remove_node(name)
-        if self.touched is not None and replica_row is not None:
-            self.touched.add(replica_row)
+        if replica_row is not None:
+            self._touch(replica_row)
         placed = self.node_shard.pop(name, None)
         if placed is None:
             return
@@ -136,8 +144,7 @@ class ShardRouter:
     def add_pod(self, node_name: str, pod: Pod) -> None:
         row = self.table.index[node_name]
         self.table.add_pod(row, pod)
-        if self.touched is not None:
-            self.touched.add(row)
+        self._touch(row)
         shard = self.node_shard[node_name][0]
         self.pods_on[shard] += 1
         self._push(shard, ["pod+", node_name, pod])
@@ -147,8 +154,7 @@ class ShardRouter:
     def remove_pod(self, node_name: str, pod: Pod) -> None:
         row = self.table.index[node_name]
         self.table.remove_pod(row, pod)
-        if self.touched is not None:
-            self.touched.add(row)
+        self._touch(row)
         shard = self.node_shard[node_name][0]
         self.pods_on[shard] -= 1
         at = self.pending_add[shard].pop(pod.key, None)

@@ -415,7 +415,7 @@ class ShardedSource:
         """Whether the shards hold a question of the current batch for ``pod_key`` (the
         reduced protocol's): its attempt reads their answer, so the loop does not decide
         it on the replica in a whole-batch run (``whole_batch``) meanwhile."""
-        return pod_key in self.reduced.batch.items
+        return self.reduced.asked(pod_key)
 
     def _read_batch(self, item: PrefetchItem) -> None:
         """Collect the replies of the calls up to ``item``'s chunk (each once): every

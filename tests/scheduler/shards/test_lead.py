@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -103,15 +104,21 @@ def test_shards_batches_may_go_to_hold_the_cluster_before_the_first_pop(
         replica.close()
 
 
-def test_pods_the_shards_were_asked_about_are_theirs(redis_client: redis.Redis) -> None:
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_pods_the_shards_were_asked_about_are_theirs(
+    redis_client: redis.Redis, pipeline: bool
+) -> None:
     """Pods of one shape, every node fitting, windows of 142 of 300 nodes (each holds
     rows no earlier pod of the batch changed): the replica takes the lead of each batch
-    (its whole-batch run stops at the first pod the shards were asked about), the shards
-    answer every other pod."""
+    sent at its pop (its whole-batch run stops at the first pod the shards were asked
+    about), the shards answer every other pod. Pipelined, the second batch was asked
+    ahead while the first was committed: no lead of its own."""
     docs = [make_node(f"n{i:02d}").capacity(cpu="8", memory="16Gi", pods=30).zone(f"z{i % 3}").manifest() for i in range(300)]  # fmt: skip
     docs += [make_pod(f"p{k:03d}").req(cpu="100m", memory="128Mi").manifest() for k in range(100)]
-    options = ExecutorOptions("shards", shards=2, shard_dispatch="shards")
+    options = ExecutorOptions("shards", shards=2, shard_dispatch="shards", shard_pipeline=pipeline)
     placements, _, counters = run_outcome(redis_client, docs, options, 64)
     assert all(placements.values())
-    assert counters["lead_on_replica"] == 8 + 4  # batches of 64 and 36 pods
-    assert counters["reduced_attempts"] == 100 - 12, counters
+    lead = 8 if pipeline else 8 + 4  # batches of 64 and 36 pods
+    assert counters["lead_on_replica"] == lead
+    assert counters["reduced_pipelined"] == int(pipeline)
+    assert counters["reduced_attempts"] == 100 - lead, counters
