@@ -45,9 +45,11 @@ __all__ = [
     "COMPILED_FILTER",
     "PLUGIN_POINTS",
     "RECORD_PLUGIN_METRICS",
+    "draw_plugin_metrics_sample",
     "instrument_framework",
     "instrumented",
     "record_compiled_phase",
+    "record_shared_phase",
     "records_plugin_metrics",
 ]
 
@@ -178,6 +180,23 @@ def instrument_framework(fwk: Any, tracing: Tracing, metrics: Metrics) -> None:
                 continue
 
 
+def _drawn(state: Any) -> bool:
+    """This cycle's sampling decision, drawn now if it was not yet (once per CycleState)."""
+    record = state.get(RECORD_PLUGIN_METRICS)
+    if record is None:
+        record = _SAMPLER.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
+        state.write(RECORD_PLUGIN_METRICS, record)
+    return bool(record)
+
+
+def draw_plugin_metrics_sample(fwk: Any, state: Any) -> bool:
+    """Draw, at the start of a scheduling cycle, whether it times every plugin (upstream
+    scheduleOne's ``SetRecordPluginMetrics``): the cycle then knows before PreFilter
+    whether it must run plugin by plugin (a sampled cycle) or may take the shared and
+    compiled paths (every other one). False, and nothing drawn, with metrics off."""
+    return bool(fwk.metrics.enabled) and _drawn(state)
+
+
 def _timed(
     bound: Callable[..., Any], plugin: str, point: str, profile: str, metrics: Metrics
 ) -> Callable[..., Any]:
@@ -189,10 +208,7 @@ def _timed(
     post_filter = point == "PostFilter" and plugin == names.DEFAULT_PREEMPTION
 
     def run(state: Any, *args: Any, **kwargs: Any) -> Any:
-        record = state.get(RECORD_PLUGIN_METRICS)
-        if record is None:
-            record = _SAMPLER.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
-            state.write(RECORD_PLUGIN_METRICS, record)
+        record = _drawn(state)
         start = time.perf_counter() if record else 0.0
         try:
             result = bound(state, *args, **kwargs)
@@ -262,6 +278,18 @@ def records_plugin_metrics(fwk: Any, state: Any) -> bool:
     the compiled path, which runs the Filter and Score plugins as one kernel, leaves
     such a cycle to the plugin-by-plugin path so each plugin gets its own duration."""
     return bool(fwk.metrics.enabled and state.get(RECORD_PLUGIN_METRICS))
+
+
+def record_shared_phase(fwk: Any, extension_point: str, seconds: float, plugins: Any) -> None:
+    """PreFilter or PreScore answered from a state pods of one shape share
+    (``scheduler.pre_cycle``), recorded as running the plugins records it: the
+    extension-point duration (the time the shared answer took) and one
+    ``plugin_evaluation_total`` for each of ``plugins``, those that did not Skip and were
+    not run (a plugin run again for the pod counted itself)."""
+    if not fwk.metrics.enabled:
+        return
+    fwk.metrics.observe_extension_point(extension_point, "Success", fwk.profile_name, seconds)
+    fwk.metrics.count_evaluations(extension_point, fwk.profile_name, plugins)
 
 
 def record_compiled_phase(

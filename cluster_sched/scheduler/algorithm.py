@@ -111,7 +111,11 @@ class Scheduler:
         """PreFilter; pods of one shape share it when the compiled path may answer on
         ``table`` (``pre_cycle``: only while the facts its Skips read are unchanged)."""
         reuse = self.fast.pre_cycle if self.fast is not None and source.table is table else None
-        if reuse is not None and isinstance(snapshot, Snapshot):
+        if (
+            reuse is not None
+            and isinstance(snapshot, Snapshot)
+            and not records_plugin_metrics(fwk, state)  # a sampled cycle runs each plugin
+        ):
             return reuse.pre_filter(fwk, state, pod, snapshot)
         return fwk.run_pre_filter(state, pod, snapshot)
 

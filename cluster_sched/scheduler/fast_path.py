@@ -144,7 +144,7 @@ class FastPath:
     """Per-profile kernel inputs, built once; each step answers or declines."""
 
     def __init__(self, *, share_pre_cycle: bool = False) -> None:
-        #: PreFilter/PreScore shared by pods of one shape (off when plugins are timed)
+        #: PreFilter/PreScore shared by pods of one shape (off when cycles are traced)
         self.pre_cycle = PreCycleReuse() if share_pre_cycle else None
         self._profiles = KernelProfiles()
         #: (table id, node_version) -> whether every allocatable is below VALUE_LIMIT
@@ -157,6 +157,9 @@ class FastPath:
         #: general-path windows that ran past the masked head (tables over
         #: MIN_MASKED_HEAD nodes): a path counter the exactness tests assert on
         self.head_overruns = 0
+        #: kernel calls that decided a run of pods (``whole_batch``) and their pods
+        self.whole_batch_runs = 0
+        self.whole_batch_pods = 0
 
     def counters(self) -> dict[str, int]:
         """How often a pod's attempt reused its shape's columns (one kernel call)."""
@@ -164,6 +167,8 @@ class FastPath:
             "shape_hits": self.shape_hits,
             "shape_misses": self.shape_misses,
             "head_overruns": self.head_overruns,
+            "whole_batch_runs": self.whole_batch_runs,
+            "whole_batch_pods": self.whole_batch_pods,
         }
         if self.pre_cycle is not None:
             out.update(self.pre_cycle.counters())

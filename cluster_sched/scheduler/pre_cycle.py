@@ -32,18 +32,24 @@ whole-batch run's later pods take the first pod's PreFilter state as for
 PodTopologySpread, and its PreScore must Skip for all of them (``settled_skip_score``:
 the caller checks, ``InterPodAffinity.run_score_skips``).
 
-Not used when plugins are timed (metrics or tracing on): each pod's extension points
-are then observed as upstream does.
+Not used when cycles are traced: each pod's extension points are then spans of their
+own. With metrics on, the cycles drawn to time every plugin run them (``algorithm``); for
+the others a shared answer is recorded as running the plugins records it: the extension
+point's duration (the time the shared answer took) and the evaluation of each plugin that
+did not Skip (``record_shared_phase``). The sampling decision itself is the pod's own,
+never shared.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.instrumentation import RECORD_PLUGIN_METRICS, record_shared_phase
 from cluster_sched.framework.interfaces import NodeSlice, PreFilterResult
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.snapshot import Snapshot
@@ -133,6 +139,9 @@ class PreCycleReuse:
         self._affinity: tuple[int, int, bool] = (0, -1, True)
         #: the entry the last pre_filter used or made (its pre_score follows)
         self._current: _Entry | None = None
+        #: metrics on and ``pre_filter(record=False)`` shared its answer: (seconds,
+        #: plugins evaluated) for ``record_shared_phase``
+        self.shared_phase: tuple[float, list[str]] | None = None
         self.hits = 0
         self.misses = 0
 
@@ -146,12 +155,16 @@ class PreCycleReuse:
         pod: Pod,
         snapshot: Snapshot,
         carry: CycleState | None = None,
+        record: bool = True,
     ) -> PreFilterAnswer:
         """``carry``: the state of a pod of the same shape, namespace and labels whose
         PreFilter ran on this snapshot with nothing assumed since (a whole-batch run's
         first pod): the PER_POD plugins' states are taken from it, not run again, when
-        it holds them for this pod's constraints."""
+        it holds them for this pod's constraints. ``record`` False: a shared answer's
+        metrics (``shared_phase``) are left to the caller, which records them once the
+        pod's attempt is its own (a whole-batch run may hand the pod back)."""
         self._current = None
+        self.shared_phase = None
         validity = self._validity(fwk, pod, snapshot)
         if validity is None:
             self.misses += 1
@@ -166,14 +179,31 @@ class PreCycleReuse:
             and entry.labels == pod.meta.labels
             and all(a is b for a, b in zip(entry.refs, refs, strict=True))
         ):
+            began = time.perf_counter()
+            sampled = state.get(RECORD_PLUGIN_METRICS)
             state.restore(entry.data, entry.skip_filter, frozenset())
-            if (
-                carry is not None and _carry_pre_filter(entry.rerun, state, pod, snapshot, carry)
-            ) or _rerun_pre_filter(entry.rerun, state, pod, snapshot):
+            if sampled is not None:  # the pod's own decision
+                state.write(RECORD_PLUGIN_METRICS, sampled)
+            carried = carry is not None and _carry_pre_filter(
+                entry.rerun, state, pod, snapshot, carry
+            )
+            if carried or _rerun_pre_filter(entry.rerun, state, pod, snapshot):
                 self.hits += 1
                 self._current = entry
+                if fwk.metrics.enabled:
+                    ran = () if carried else entry.rerun
+                    phase = (
+                        time.perf_counter() - began,
+                        _evaluated(fwk.pre_filter, entry.skip_filter, ran),
+                    )
+                    if record:
+                        record_shared_phase(fwk, "PreFilter", *phase)
+                    else:
+                        self.shared_phase = phase
                 return entry.pre[0], entry.pre[1], set(entry.pre[2])
             state.restore({}, frozenset(), frozenset())  # run every plugin afresh
+            if sampled is not None:
+                state.write(RECORD_PLUGIN_METRICS, sampled)
         self.misses += 1
         pre = fwk.run_pre_filter(state, pod, snapshot)
         present = {pl.name for pl in fwk.pre_filter} & CROSS_NODE
@@ -187,7 +217,7 @@ class PreCycleReuse:
                 dict(pod.meta.labels),
                 validity,
                 (pre[0], pre[1], set(pre[2])),
-                state.data_copy(),
+                _shared_data(state),
                 frozenset(state.skip_filter_plugins),
                 _active(fwk.pre_filter, state.skip_filter_plugins, per_pod),
             )
@@ -239,10 +269,18 @@ class PreCycleReuse:
         if entry is not None and entry.score_data is not None and entry.skip_score is not None:
             # this pod's PreFilter entries (the PER_POD ones are its own) over the shared
             # PreScore entries
+            began = time.perf_counter()
             before = state.data_copy()
             skip_filter = frozenset(state.skip_filter_plugins)
             state.restore({**entry.score_data, **before}, skip_filter, entry.skip_score)
             if _rerun_pre_score(entry.rerun_score, state, pod, snapshot, nodes):
+                if fwk.metrics.enabled:
+                    record_shared_phase(
+                        fwk,
+                        "PreScore",
+                        time.perf_counter() - began,
+                        _evaluated(fwk.pre_score, entry.skip_score, entry.rerun_score),
+                    )
                 return SUCCESS
             state.restore(before, skip_filter, frozenset())
             return fwk.run_pre_score(state, pod, snapshot, nodes)
@@ -250,7 +288,7 @@ class PreCycleReuse:
         present = {pl.name for pl in fwk.pre_score} & CROSS_NODE
         per_pod = _per_pod(entry.validity) if entry is not None else PER_POD
         if entry is not None and s.is_success and present - per_pod <= state.skip_score_plugins:
-            entry.score_data = state.data_copy()
+            entry.score_data = _shared_data(state)
             entry.skip_score = frozenset(state.skip_score_plugins)
             entry.rerun_score = _active(fwk.pre_score, state.skip_score_plugins, per_pod)
         return s
@@ -289,6 +327,20 @@ def _has_pod_terms(pod: Pod) -> bool:
 def _per_pod(validity: tuple[int, ...]) -> frozenset[str]:
     """The cross-node plugins run again for every pod of a shape with ``validity``."""
     return PER_POD | PER_POD_IF_AFFINITY if validity[-1] else PER_POD
+
+
+def _shared_data(state: CycleState) -> dict[str, Any]:
+    """The state's entries other pods of the shape may take: all but the cycle's own
+    plugin-metrics sampling decision."""
+    data = state.data_copy()
+    data.pop(RECORD_PLUGIN_METRICS, None)
+    return data
+
+
+def _evaluated(plugins: list[Any], skipped: frozenset[str], ran: tuple[Any, ...]) -> list[str]:
+    """The plugins a shared answer stands for: those that did not Skip, but the ones run
+    again for this pod (``ran``: their own calls counted them)."""
+    return [pl.name for pl in plugins if pl.name not in skipped and pl not in ran]
 
 
 def _active(plugins: list[Any], skipped: set[str], per_pod: frozenset[str]) -> tuple[Any, ...]:

@@ -29,6 +29,10 @@ from cluster_sched.features import NOMINATED_NODE_NAME_FOR_EXPECTATION
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import Diagnosis, FitError, fit_error_message
 from cluster_sched.framework.events import EVENT_ASSIGNED_POD_DELETE
+from cluster_sched.framework.instrumentation import (
+    RECORD_PLUGIN_METRICS,
+    draw_plugin_metrics_sample,
+)
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
@@ -101,6 +105,9 @@ class SchedulingCycle:
         self._cycle_span: Any = None
         #: pods whose nominatedNodeName was set for their binding (NNN for expectation)
         self._expecting: set[str] = set()
+        #: plugin-metrics sampling decisions drawn for this batch's pods that a
+        #: whole-batch run did not take: their own cycles use them (``draw_sample``)
+        self.samples: dict[str, bool] = {}
 
     def prefetch(self, batch: Sequence[tuple[QueuedPodInfo, int]]) -> None:
         """Ask the shards the batch's first Filter questions in one call each, when
@@ -165,9 +172,22 @@ class SchedulingCycle:
         )
 
     def end_batch(self) -> None:
+        self.samples.clear()
         end = getattr(self.source, "end_batch", None)
         if end is not None:
             end()
+
+    def draw_sample(self, fwk: Framework, state: CycleState, pod_key: str) -> bool:
+        """Whether this attempt times every plugin (metrics on; upstream draws it at the
+        cycle's start): a pod a whole-batch run drew for but did not take keeps that
+        draw (``samples``), so each attempt is drawn once and 10 % stay 10 %."""
+        if not fwk.metrics.enabled:
+            return False
+        kept = self.samples.pop(pod_key, None)
+        if kept is None:
+            return draw_plugin_metrics_sample(fwk, state)
+        state.write(RECORD_PLUGIN_METRICS, kept)
+        return kept
 
     def schedule_one(self, info: QueuedPodInfo, cycle: int) -> None:
         """One scheduling cycle for a popped pod (upstream scheduleOne's first half)."""
@@ -200,6 +220,7 @@ class SchedulingCycle:
         start = time.perf_counter()
         self.stats.on_pop(pod.key, self.clock.now())
         state = CycleState()
+        self.draw_sample(fwk, state, pod.key)
         if self._cycle_span is not None:
             self._cycle_span.set_attributes({ATTR_POD_UID: pod.uid, ATTR_PROFILE: fwk.profile_name})
         nominator = self.queue.nominator

@@ -37,7 +37,8 @@ Score is not carried: a run needs its PreScore to Skip for every pod of the run
 affinity term the pods match themselves, nothing scored now), else the pods take the
 ordinary cycle.
 
-What no run covers (each pod then takes the ordinary cycle): tracing or timed plugins,
+What no run covers (each pod then takes the ordinary cycle): tracing, an attempt drawn
+to time every plugin (metrics on: 10 %, the others run and record as the compiled path),
 nominated pods anywhere, a pod with a nominated node, extenders, cross-node plugins that
 filter or score per pod other than PodTopologySpread's and InterPodAffinity's Filter
 (PodTopologySpread's Score, for ScheduleAnyway constraints: the domain weights follow
@@ -60,9 +61,15 @@ import numpy as np
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import OPPORTUNISTIC_BATCHING
 from cluster_sched.framework.cycle_state import CycleState
+from cluster_sched.framework.instrumentation import record_compiled_phase, record_shared_phase
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.signature import profile_signers, sign_pod, signature_follows_shape
+from cluster_sched.framework.signature import (
+    PodSignature,
+    profile_signers,
+    sign_pod,
+    signature_follows_shape,
+)
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
 from cluster_sched.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY as IPA_KEY
@@ -116,10 +123,9 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     """Schedule the longest run of same-shape pods at the head of ``batch`` that the
     kernel decides; returns how many pods were handled (0: none, the ordinary cycle
     takes ``batch[0]``)."""
-    algorithm, fast = sc.algorithm, sc.algorithm.fast
+    fast = sc.algorithm.fast
     if fast is None or fast.pre_cycle is None or sc.tracing.enabled or len(batch) < MIN_RUN:
         return 0
-    table = sc.source.table
     snapshot = sc.cache.snapshot
     if not isinstance(snapshot, Snapshot) or sc.queue.nominator.nominated_pods():
         return 0
@@ -127,7 +133,7 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     if first is None:
         return 0
     fwk = sc.frameworks.get(first.scheduler_name)
-    if fwk is None or fwk.instrumented or not fwk.score or fwk.handle.extenders:
+    if fwk is None or fwk.tracing.enabled or not fwk.score or fwk.handle.extenders:
         return 0
     if _member(sc, batch[1][0], first) is None or not fast.pre_cycle.settled_for(
         fwk, first, snapshot
@@ -139,7 +145,34 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     signature = sign_pod(fwk, first) if gate else None
     pods: list[Pod] = []
     states: list[CycleState] = []
+    drawn: list[tuple[str, bool]] = []  # plugin-metrics draws, kept for pods not taken
+    try:
+        handled = _run(sc, fwk, batch, first, signature, gate, pods, states, drawn)
+    finally:
+        sc.samples.update(drawn[handled:] if handled else drawn)
+    return handled
+
+
+def _run(
+    sc: SchedulingCycle,
+    fwk: Framework,
+    batch: Sequence[tuple[QueuedPodInfo, int]],
+    first: Pod,
+    signature: PodSignature | None,
+    gate: bool,
+    pods: list[Pod],
+    states: list[CycleState],
+    drawn: list[tuple[str, bool]],
+) -> int:
+    """``schedule_run`` once the run may start: its pods' PreFilter, the kernel call and
+    the commits; returns the pods handled."""
+    algorithm, fast = sc.algorithm, sc.algorithm.fast
+    assert fast is not None and fast.pre_cycle is not None
+    table = sc.source.table
+    snapshot = sc.cache.snapshot
+    assert isinstance(snapshot, Snapshot)
     skip_score: frozenset[str] | None = None
+    phases: list[tuple[float, list[str]] | None] = []  # shared PreFilters' metrics
     for info, cycle in batch:
         pod = _member(sc, info, first) if pods else first
         if pod is None:
@@ -147,8 +180,12 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
         if signature is not None and pods and cycle != batch[len(pods) - 1][1] + 1:
             break
         state = CycleState()
+        if fwk.metrics.enabled:  # a sampled attempt times each plugin: its own cycle
+            drawn.append((pod.key, sc.draw_sample(fwk, state, pod.key)))
+            if drawn[-1][1]:
+                break
         carry = states[0] if states else None  # its PodTopologySpread state: no rerun
-        pre = fast.pre_cycle.pre_filter(fwk, state, pod, snapshot, carry)
+        pre = fast.pre_cycle.pre_filter(fwk, state, pod, snapshot, carry, record=False)
         settled = fast.pre_cycle.settled_skip_score()
         if pre[0] is not None or not pre[1].is_success or settled is None:
             break
@@ -161,6 +198,7 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
         skip_score = settled
         pods.append(pod)
         states.append(state)
+        phases.append(fast.pre_cycle.shared_phase)
     if len(pods) < MIN_RUN or skip_score is None:
         return 0
     if INTER_POD_AFFINITY in fast.pre_cycle.settled_rechecks() and not _affinity_score_skips(
@@ -208,10 +246,14 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
         return 0
     algorithm.next_start_node_index = int(result.starts[-1] + result.evaluated[-1]) % n
     fast.shape_hits += m - 1  # run_query counted the first pod's
+    fast.whole_batch_runs += 1
     share = (time.perf_counter() - began) / m
     handled = 0  # pods committed or handed to the failure handler: their bookkeeping
     try:
-        handled = _commit_all(sc, fwk, batch, pods, states, result, replay, share, rng_before, n)
+        handled = _commit_all(
+            sc, fwk, batch, pods, states, result, replay, share, rng_before, n, phases
+        )
+        fast.whole_batch_pods += handled
         return handled
     finally:
         if finish is not None:
@@ -252,10 +294,14 @@ def _commit_all(
     share: float,
     rng_before: tuple[object, ...],
     n: int,
+    phases: list[tuple[float, list[str]] | None],
 ) -> int:
     """Each decided pod's bookkeeping, in order, as after a single compiled attempt;
     ``replay(i, cycle, now)``: OpportunisticBatching's, False when pod ``i`` is not the
-    kernel's to decide after all (the run ends before it)."""
+    kernel's to decide after all (the run ends before it). With metrics on, each pod's
+    extension points as the compiled path records them: its shared PreFilter
+    (``phases``), Filter, and with several feasible nodes PreScore, Score and
+    NormalizeScore, the kernel's time split evenly over the run's pods."""
     algorithm, table = sc.algorithm, sc.source.table
     names = table.names
     reuse = algorithm.fast.pre_cycle if algorithm.fast is not None else None
@@ -278,8 +324,17 @@ def _commit_all(
         sc.stats.on_pop(pod.key, now)
         host = names[host_row]
         assert host is not None
+        timed = fwk.metrics.enabled
+        if timed:
+            phase = phases[i]
+            if phase is not None:
+                record_shared_phase(fwk, "PreFilter", *phase)
+            record_compiled_phase(fwk, "Filter", (0, round(share * 1e9)))
         if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
             reuse.pre_score(fwk, state, pod, snapshot, NodeSlice(table, np.asarray([host_row])))
+            if timed:
+                window = (0, round(share * 1e9))
+                record_compiled_phase(fwk, "Score", window, also=("ScoreExtensionNormalize",))
         sc.metrics.observe_algorithm(share)
         if not sc.commit(fwk, state, pod, info, cycle, began, host):
             _rewind(algorithm, rng_before, result, i, n)

@@ -44,7 +44,7 @@ serve no metrics: the hot path calls the same methods either way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import (
@@ -228,6 +228,7 @@ class Metrics:
             PERMIT_WAIT_BUCKETS,
         )
         self._ep_children: dict[tuple[str, str, str], Any] = {}
+        self._evaluation_children: dict[tuple[str, str, str], Any] = {}
         self._state = StateCollector()
         r.register(self._state)
         self._batch_attempts = counter(
@@ -287,6 +288,16 @@ class Metrics:
         return self._plugin_evaluation.labels(
             plugin=plugin, extension_point=extension_point, profile=profile
         )
+
+    def count_evaluations(self, extension_point: str, profile: str, plugins: Iterable[str]) -> None:
+        """One ``plugin_evaluation_total`` for each of ``plugins`` at ``extension_point``
+        (each series' child kept, as ``observe_extension_point`` keeps its own)."""
+        for plugin in plugins:
+            key = (plugin, extension_point, profile)
+            child = self._evaluation_children.get(key)
+            if child is None:
+                child = self._evaluation_children[key] = self.plugin_evaluation(*key)
+            child.inc()
 
     def observe_pod_scheduled(self, attempts: int, sli_seconds: float | None = None) -> None:
         """A pod got bound after ``attempts`` attempts, ``sli_seconds`` after it was first
@@ -392,6 +403,9 @@ class _DisabledMetrics(Metrics):
 
     def plugin_evaluation(self, plugin: str, extension_point: str, profile: str) -> Any:
         return _NO_CHILD
+
+    def count_evaluations(self, extension_point: str, profile: str, plugins: Iterable[str]) -> None:
+        return None
 
     def inc_batch(self, kind: str, profile: str, label: str) -> None:
         return None

@@ -53,20 +53,37 @@ local function mp_head(s, p)
   error('msgpack: invalid type byte ' .. b .. ' at byte ' .. p)
 end
 
--- Position just after the value at p (iterative: containers only add to the count).
+-- Position just after the value at p (iterative: containers only add to the count). The
+-- one-byte headers manifests are made of (fixstr, fixint, fixmap, fixarray) are read
+-- inline; the others through mp_head.
 local function mp_skip(s, p)
   local pending = 1
+  local byte = string.byte
   while pending > 0 do
-    local hl, t, n = mp_head(s, p)
+    local b = byte(s, p)
     pending = pending - 1
-    if t == MP_ARRAY then
-      pending = pending + n
-      p = p + hl
-    elseif t == MP_MAP then
-      pending = pending + 2 * n
-      p = p + hl
+    if b == nil then error('msgpack: truncated at byte ' .. p) end
+    if b >= 0xa0 and b < 0xc0 then
+      p = p + 1 + (b - 0xa0)
+    elseif b < 0x80 or b >= 0xe0 then
+      p = p + 1
+    elseif b < 0x90 then
+      pending = pending + 2 * (b - 0x80)
+      p = p + 1
+    elseif b < 0xa0 then
+      pending = pending + (b - 0x90)
+      p = p + 1
     else
-      p = p + hl + n
+      local hl, t, n = mp_head(s, p)
+      if t == MP_ARRAY then
+        pending = pending + n
+        p = p + hl
+      elseif t == MP_MAP then
+        pending = pending + 2 * n
+        p = p + hl
+      else
+        p = p + hl + n
+      end
     end
   end
   if p - 1 > #s then error('msgpack: truncated value') end

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from cluster_sched.api.manifest import parse_node, parse_pod
 from cluster_sched.cli import main
@@ -283,3 +284,67 @@ def test_one_pod_per_node_workload_uses_the_batching_hint(redis_url: str, on: bo
         assert seen["batches"] == {"default-scheduler": {"no_hint": 1, "hint_used": 9}}
     else:
         assert seen["batches"] == {}
+
+
+def test_perf_times_sampled_attempts_and_keeps_whole_batches_for_the_rest(
+    redis_url: str,
+) -> None:
+    """perf times every plugin in the attempts upstream samples (10 %,
+    pluginMetricsSamplePercent); the others take the shared PreFilter and whole-batch
+    runs, and still record every extension point, as the compiled path does."""
+    cases = load_test_cases(CONFIG)
+    (case,) = [c for name, c in cases if name == "SchedulingBasic"]
+    assert not isinstance(case, Exception)
+    (workload,) = [w for w in case.workloads if w.name == "5Nodes"]
+    workload.params.update(initNodes=50, initPods=50, measurePods=400)
+    (planned,) = select_workloads(cases, "SchedulingBasic", "5Nodes", str(CONFIG))
+    seen: dict[str, Any] = {}
+
+    def inspect(_store: Store, coord: Coordinator) -> None:
+        assert coord.algorithm.fast is not None
+        seen["paths"] = coord.algorithm.fast.counters()
+        seen["text"] = coord.metrics.exposition().decode()
+
+    outcome = run_workload(planned, load_config(None), perf_args(redis_url), inspect)
+    assert outcome.failures == []
+    paths = seen["paths"]
+    assert paths["whole_batch_runs"] > 0 and paths["whole_batch_pods"] > 100, paths
+    assert paths["pre_cycle_hits"] > 100, paths
+
+    def count(metric: str, **labels: str) -> float:
+        return sum(
+            s.value
+            for family in text_string_to_metric_families(seen["text"])
+            for s in family.samples
+            if s.name == metric and all(s.labels.get(k) == v for k, v in labels.items())
+        )
+
+    attempts = count("scheduler_schedule_attempts_total", result="scheduled")
+    assert attempts == 450
+    points = "scheduler_framework_extension_point_duration_seconds_count"
+    for point in ("PreFilter", "Filter", "PreScore", "Score", "Reserve", "Permit"):
+        assert count(points, extension_point=point) == attempts, point
+    evaluations = "scheduler_plugin_evaluation_total"
+    assert count(evaluations, plugin="NodeResourcesFit", extension_point="PreFilter") == attempts
+    # each attempt drawn once: about 45 of 450 timed (binomial sd ~6.4)
+    timed = count(
+        "scheduler_plugin_execution_duration_seconds_count",
+        plugin="NodeResourcesFit",
+        extension_point="PreFilter",
+    )
+    assert 15 <= timed <= 90, timed
+    assert (
+        count(
+            "scheduler_plugin_execution_duration_seconds_count",
+            plugin="NodeResourcesFit",
+            extension_point="Filter",
+        )
+        == timed
+    )
+    items = [
+        i
+        for i in outcome.items
+        if i.labels["Metric"] == "scheduler_plugin_execution_duration_seconds"
+        and i.labels.get("plugin") == "NodeResourcesFit"
+    ]
+    assert items, "perf reports plugin durations"
