@@ -120,8 +120,12 @@ class _Shape:
     #: ``mask`` AND its verdict by pattern of passing domains
     spread: bool = False
     spread_masks: dict[tuple[object, ...], np.ndarray] = field(default_factory=dict)
-    #: InterPodAffinity is active: ``mask`` leaves it out (``carried_masks``)
+    #: InterPodAffinity is active: ``mask`` leaves it out (``carried_masks``), its
+    #: verdicts kept by pattern in ``affinity_masks``
     affinity: bool = False
+    affinity_masks: dict[tuple[object, ...], tuple[object, np.ndarray]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(slots=True)
@@ -378,7 +382,7 @@ class FastPath:
             if mask is None:
                 return None
         if shape.affinity:
-            mask = affinity_mask(fwk, state, pod, table, mask)
+            mask = affinity_mask(fwk, state, pod, table, mask, shape.affinity_masks)
         return mask
 
     def score(

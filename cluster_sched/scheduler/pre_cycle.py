@@ -225,22 +225,25 @@ class PreCycleReuse:
             self._current = entry
         return pre
 
-    def settled_for(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> bool:
+    def settled_for(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> frozenset[str] | None:
         """Whether ``pre_filter`` would share, for ``pod``, a state whose PreScore is
-        shared too with no plugin run again per pod in PreScore (no plugin runs to find
-        out: a whole-batch run declines before costing the pod anything). PreFilter's
-        PER_POD plugins may run per pod: a run carries their counts itself
-        (``kernels.spread``)."""
+        shared too with no plugin run again per pod in PreScore but InterPodAffinity (no
+        plugin runs to find out: a whole-batch run declines before costing the pod
+        anything): None if not, else the plugins ``settled_skip_score`` will count as
+        Skipped for the caller to check. PreFilter's per-pod plugins may run per pod: a
+        run carries their counts itself (``kernels.spread``, ``kernels.affinity``)."""
         validity = self._validity(fwk, pod, snapshot)
         if validity is None:
-            return False
+            return None
         e = self._entries.get((id(fwk), *map(id, shape_refs(pod))))
-        return (
-            e is not None
-            and e.validity == validity
-            and e.score_data is not None
-            and all(pl.name in PER_POD_IF_AFFINITY for pl in e.rerun_score)
-        )
+        if (
+            e is None
+            or e.validity != validity
+            or e.score_data is None
+            or any(pl.name not in PER_POD_IF_AFFINITY for pl in e.rerun_score)
+        ):
+            return None
+        return frozenset(pl.name for pl in e.rerun_score)
 
     def settled_skip_score(self) -> frozenset[str] | None:
         """The PreScore Skip set of the shape the last ``pre_filter`` shared, when its
@@ -256,11 +259,6 @@ class PreCycleReuse:
         if any(pl.name not in PER_POD_IF_AFFINITY for pl in e.rerun_score):
             return None
         return e.skip_score | {pl.name for pl in e.rerun_score}
-
-    def settled_rechecks(self) -> frozenset[str]:
-        """The plugins ``settled_skip_score`` counted as Skipped for the caller to check."""
-        e = self._current
-        return frozenset(pl.name for pl in e.rerun_score) if e is not None else frozenset()
 
     def pre_score(
         self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeSlice

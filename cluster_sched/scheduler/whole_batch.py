@@ -135,10 +135,13 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     fwk = sc.frameworks.get(first.scheduler_name)
     if fwk is None or fwk.tracing.enabled or not fwk.score or fwk.handle.extenders:
         return 0
-    if _member(sc, batch[1][0], first) is None or not fast.pre_cycle.settled_for(
-        fwk, first, snapshot
-    ):
+    if _member(sc, batch[1][0], first) is None:
         return 0  # cheap checks first: a declined run costs the pod nothing
+    rechecks = fast.pre_cycle.settled_for(fwk, first, snapshot)
+    if rechecks is None or (
+        INTER_POD_AFFINITY in rechecks and not _affinity_score_skips(fwk, first, snapshot)
+    ):
+        return 0
     gate = fwk.handle.features.enabled(OPPORTUNISTIC_BATCHING)
     if gate and not signature_follows_shape(fwk) and profile_signers(fwk) is not None:
         return 0  # out-of-tree signers: pods of one shape may not sign alike
@@ -200,10 +203,6 @@ def _run(
         states.append(state)
         phases.append(fast.pre_cycle.shared_phase)
     if len(pods) < MIN_RUN or skip_score is None:
-        return 0
-    if INTER_POD_AFFINITY in fast.pre_cycle.settled_rechecks() and not _affinity_score_skips(
-        fwk, first, snapshot
-    ):
         return 0
     planned = fast.run_query(fwk, states[0], first, table, skip_score, len(pods))
     if planned is None:

@@ -195,13 +195,12 @@ class InterPodAffinity:
     def run_score_skips(self, pod: Pod, snapshot: Any) -> bool:
         """Whether PreScore Skips for ``pod`` now and still would after any number of
         pods of its namespace, labels and terms were added (a whole-batch run's pods):
-        it Skips now, and such a pod touches no score map entry (no preferred term
-        matching it, no required affinity term matching it when hardPodAffinityWeight
-        counts). Conservative: a term touches only on nodes holding its key."""
+        such a pod touches no score map entry (no preferred term matching it, no
+        required affinity term matching it when hardPodAffinityWeight counts: checked
+        first, from the pod alone) and it Skips now. Conservative: a term touches only
+        on nodes holding its key."""
         if self._skip_scoring(pod):
             return True
-        if not self.pre_score(CycleState(), pod, snapshot, ()).is_skip:
-            return False
         inc = self.incoming(pod, snapshot)
         labels, ns_labels = dict(inc.labels), dict(inc.ns_labels)
         terms = inc.terms
@@ -212,13 +211,15 @@ class InterPodAffinity:
             return False
         own = pod_terms(pod)
         hard = own.required_affinity if self.args.hard_pod_affinity_weight > 0 else ()
-        return not any(
+        if any(
             t.matches(inc.namespace, labels, ns_labels)
             for t in (
                 *hard,
                 *(w.term for w in (*own.preferred_affinity, *own.preferred_anti_affinity)),
             )
-        )
+        ):
+            return False
+        return self.pre_score(CycleState(), pod, snapshot, ()).is_skip
 
     def pre_score_partial(self, pod: Pod, table: NodeTable, snapshot: Any) -> ScorePartial:
         """MAP step of PreScore over one shard table (see ``scoring``)."""
