@@ -1,6 +1,7 @@
 """One call per shard per popped batch, the batch's first pods on the replica meanwhile
 (``DispatchRule.lead``, ``shards.pipeline``): the serial loop's outcome, through
-in-process shards and real Ray shard actors alike."""
+in-process shards and real Ray shard actors alike (without pipelining: pipelined, a batch
+sent fresh waits for the shards instead, ``test_pipeline``)."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ def test_lead_and_one_call_give_the_serial_outcome(
 ) -> None:
     docs = reducible_workload(seed, n_pods=60)
     serial = run_outcome(redis_client, docs, ExecutorOptions("local", compiled=False), 1)
-    options = ExecutorOptions("shards", shards=shards, shard_dispatch="shards")
+    options = ExecutorOptions(
+        "shards", shards=shards, shard_dispatch="shards", shard_pipeline=False
+    )
     placements, counts, counters = run_outcome(redis_client, docs, options, batch)
     assert (placements, counts) == serial[:2]
     _one_call_per_batch(counters)
@@ -61,9 +64,14 @@ def test_ray_shards_answer_as_in_process_shards(
     and lead, one Ray call per shard per batch."""
     docs = reducible_workload(seed, n_pods=60)
     local = run_outcome(
-        redis_client, docs, ExecutorOptions("shards", shards=2, shard_dispatch="shards"), batch
+        redis_client,
+        docs,
+        ExecutorOptions("shards", shards=2, shard_dispatch="shards", shard_pipeline=False),
+        batch,
     )
-    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
+    options = ExecutorOptions(
+        "ray", shards=2, redis_url=redis_url, shard_dispatch="shards", shard_pipeline=False
+    )
     placements, counts, counters = run_outcome(redis_client, docs, options, batch)
     assert (placements, counts) == local[:2]
     for key in ("reduced_attempts", "lead_on_replica", "reduced_payloads"):
@@ -112,13 +120,13 @@ def test_pods_the_shards_were_asked_about_are_theirs(
     rows no earlier pod of the batch changed): the replica takes the lead of each batch
     sent at its pop (its whole-batch run stops at the first pod the shards were asked
     about), the shards answer every other pod. Pipelined, the second batch was asked
-    ahead while the first was committed: no lead of its own."""
+    ahead while the first was committed, and the first is waited for: no lead."""
     docs = [make_node(f"n{i:02d}").capacity(cpu="8", memory="16Gi", pods=30).zone(f"z{i % 3}").manifest() for i in range(300)]  # fmt: skip
     docs += [make_pod(f"p{k:03d}").req(cpu="100m", memory="128Mi").manifest() for k in range(100)]
     options = ExecutorOptions("shards", shards=2, shard_dispatch="shards", shard_pipeline=pipeline)
     placements, _, counters = run_outcome(redis_client, docs, options, 64)
     assert all(placements.values())
-    lead = 8 if pipeline else 8 + 4  # batches of 64 and 36 pods
+    lead = 0 if pipeline else 8 + 4  # batches of 64 and 36 pods
     assert counters["lead_on_replica"] == lead
     assert counters["reduced_pipelined"] == int(pipeline)
     assert counters["reduced_attempts"] == 100 - lead, counters
