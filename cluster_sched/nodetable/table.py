@@ -64,6 +64,7 @@ _ROW_COLUMNS = (
     "seq",
     "taint_pos",
     "port_count",
+    "row_version",
 )
 
 
@@ -93,6 +94,8 @@ class NodeTable:
         #: allocatable - requested, kept in step so Fit reads one column per resource
         self.free = np.zeros((len(self.resources), cap), dtype=np.int64)
         self.pod_count = np.zeros(cap, dtype=np.int64)
+        #: per row, the ``pod_version`` of its last pod change (caches of per-row pod sums)
+        self.row_version = np.zeros(cap, dtype=np.int64)
         #: exact values of the requested/nonzero cells that saturated at int64, and per
         #: row (float64) the sum of its pods' largest amounts: below BOUND_LIMIT no cell
         #: of the row can overflow, so the exact path is skipped (nodetable/overflow.py)
@@ -249,6 +252,8 @@ class NodeTable:
         self.pod_count[row] = 0
         self.port_count[:, row] = 0
         self.row_pods[row] = {}
+        self.pod_version += 1
+        self.row_version[row] = self.pod_version
         self.pod_index.clear_row(row)
         self.volumes.clear_row(row)
 
@@ -368,6 +373,7 @@ class NodeTable:
         if pod.volumes:
             self.volumes.add(row, pod, sign)
         self.pod_version += 1
+        self.row_version[row] = self.pod_version
 
     def add_pods(self, rows: Sequence[int], pods: Sequence[Pod], sign: int = 1) -> None:
         """``add_pod(rows[i], pods[i], sign)`` for every ``i``, in that order, with the
@@ -428,6 +434,7 @@ class NodeTable:
             np.add.at(table.nonzero[0], at, sign * cpu)
             np.add.at(table.nonzero[1], at, sign * mem)
         np.add.at(table.pod_count, at, sign)
+        table.row_version[at] = table.pod_version
 
     def remove_pod(self, row: int, pod: Pod) -> None:
         self.add_pod(row, pod, sign=-1)

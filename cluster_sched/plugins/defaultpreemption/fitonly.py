@@ -55,7 +55,13 @@ from cluster_sched.plugins.names import (
 )
 from cluster_sched.plugins.noderesources.fit import Fit, fit_failures
 
-__all__ = ["NODE_ONLY_FILTERS", "FitOnlyPlan", "fit_only_plan", "select_victims_fit_only"]
+__all__ = [
+    "AMOUNT_LIMIT",
+    "NODE_ONLY_FILTERS",
+    "FitOnlyPlan",
+    "fit_only_plan",
+    "select_victims_fit_only",
+]
 
 #: Filter plugins whose verdict reads the node object alone, never the pods on it.
 NODE_ONLY_FILTERS = frozenset({NODE_UNSCHEDULABLE, NODE_NAME, TAINT_TOLERATION, NODE_AFFINITY})
@@ -66,7 +72,7 @@ Result = tuple[Victims | None, Status]
 _NO_VICTIMS = unresolvable(ERR_NO_VICTIMS)
 #: Rows whose pods' amounts (``NodeTable.amount_bound``), or nominees' requests, reach
 #: this are left to the copies: below it no sum or difference here leaves int64.
-_LIMIT = float(2**61)
+AMOUNT_LIMIT = float(2**61)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +144,7 @@ def select_victims_fit_only(
     at = rows[alive]
     if table.overflow and table.overflow.has_any(at.tolist()):
         return None
-    if table.amount_bound[at].max() >= _LIMIT:
+    if table.amount_bound[at].max() >= AMOUNT_LIMIT:
         return None
     # RunFilterPluginsWithNominatedPods' nominees: priority >= the pod's, not the pod
     nom_flat: list[Pod] = []
@@ -178,7 +184,7 @@ def select_victims_fit_only(
         nom_req = _requests(nom_flat, res_names)
         approx = np.zeros((a, len(cols)))
         np.add.at(approx, owner, nom_req.astype(np.float64))
-        if len(cols) and approx.max() >= _LIMIT:
+        if len(cols) and approx.max() >= AMOUNT_LIMIT:
             return None
         added = np.zeros((a, len(cols)), dtype=np.int64)
         np.add.at(added, owner, nom_req)

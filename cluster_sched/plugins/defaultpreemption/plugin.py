@@ -43,6 +43,7 @@ from cluster_sched.plugins.defaultpreemption.batch import (
 )
 from cluster_sched.plugins.defaultpreemption.candidates import Candidate, num_candidates, pick_one
 from cluster_sched.plugins.defaultpreemption.extenders import call_extenders
+from cluster_sched.plugins.defaultpreemption.search import screen_rows
 from cluster_sched.plugins.defaultpreemption.victims import (
     Victims,
     importance_key,
@@ -69,6 +70,9 @@ def _status_of(diagnosis: NodeToStatus, name: str) -> Status:
 
 class DefaultPreemption:
     name = NAME
+    #: rule nodes out on columns before dry-running them when that is exact (``search``);
+    #: False keeps to the window-by-window search (the tests' reference)
+    screen_nodes = True
 
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle) -> None:
         self.args = args
@@ -203,7 +207,9 @@ class DefaultPreemption:
         candidates of which at least one violates no PDB. When the nodes cannot
         influence each other (``batch.nodes_independent``) they are simulated in
         growing windows, all nodes of a window at once; the answers are then read in
-        order, so the candidates are the ones the node-by-node search would find.
+        order, so the candidates are the ones the node-by-node search would find. When
+        moreover only NodeResourcesFit reads the nodes' pods, nodes that cannot be
+        candidates are ruled out on columns first (``search``).
         """
         per_table = self.potential_nodes(diagnosis, tables)
         if not per_table:
@@ -221,10 +227,39 @@ class DefaultPreemption:
         lookup = self._handle.nominated_pods
         batched = nodes_independent(fwk, state)
         order = np.roll(np.arange(n, dtype=np.int64), -offset)
+        search = (fwk, state, pod, per_table, owners, all_rows, pdbs, lookup, batched, wanted)
+        if batched and self.screen_nodes:
+            keep = screen_rows(
+                fwk, state, pod, [t for t, _ in per_table], owners[order], all_rows[order], lookup
+            )
+            if keep is not None:
+                found = self._search(*search, order[keep])
+                if found[0]:
+                    return found
+                # the statuses of the nodes left out make the FitError message
+        return self._search(*search, order)
+
+    def _search(
+        self,
+        fwk: Any,
+        state: CycleState,
+        pod: Pod,
+        per_table: list[tuple[NodeTable, np.ndarray]],
+        owners: np.ndarray,
+        all_rows: np.ndarray,
+        pdbs: list[Any],
+        lookup: Any,
+        batched: bool,
+        wanted: int,
+        order: np.ndarray,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """The dry runs of ``find_candidates`` over the potential nodes ``order`` (indexes
+        into ``owners``/``all_rows``), in that order."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
         errors: list[str] = []
+        n = len(order)
         pos = 0
         hits = 0  # nodes that turned out to be candidates
         window = max(wanted, 1)
