@@ -28,9 +28,13 @@ LIST_DEFAULTING = {
 }
 
 
-def drive_rounds(coord: Coordinator, clock: FakeClock, rounds: int = 4) -> None:
-    """Start ``coord`` and schedule until activeQ stays empty (at most ``rounds``)."""
-    coord.start()
+def drive_rounds(
+    coord: Coordinator, clock: FakeClock, rounds: int = 4, *, start: bool = True
+) -> None:
+    """Start ``coord`` (unless ``start`` is False: it runs already) and schedule until
+    activeQ stays empty (at most ``rounds``)."""
+    if start:
+        coord.start()
     for _ in range(rounds):
         while coord.step(pop_timeout=0):
             pass

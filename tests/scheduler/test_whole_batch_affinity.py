@@ -26,7 +26,7 @@ from cluster_sched.scheduler import coordinator as coordinator_module
 from cluster_sched.scheduler import whole_batch
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.store.store import Store
-from cluster_sched.testing.builders import HOSTNAME_LABEL, make_node, make_pod
+from cluster_sched.testing.builders import HOSTNAME_LABEL, ZONE_LABEL, make_node, make_pod
 from tests.scheduler.affinity_specs import (
     AffinitySpec,
     affinity_builder,
@@ -36,6 +36,7 @@ from tests.scheduler.affinity_specs import (
 from tests.scheduler.round_driver import PROFILE, decisions, drive_rounds
 
 _runs = itertools.count()
+ZONE = ZONE_LABEL
 
 
 def _docs(seed: int, specs: list[AffinitySpec]) -> list[dict[str, Any]]:
@@ -61,9 +62,12 @@ def _outcome(
     on: bool,
     batch: int,
     probe: dict[str, int] | None = None,
+    then: tuple[list[str], list[dict[str, Any]]] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """Decisions (FailedScheduling counted in both namespaces) and runs; ``probe`` (if
-    given) gets the pods the runs handled and the runs of InterPodAffinity's PreFilter."""
+    given) gets the pods the runs handled and the runs of InterPodAffinity's PreFilter;
+    ``then``: pods (keys) deleted and documents applied once ``docs`` are settled, and
+    those scheduled too."""
     prefix = f"{{wba{next(_runs)}}}"
     store = Store(client, prefix=prefix)
     store.apply_many(docs)
@@ -101,6 +105,10 @@ def _outcome(
     whole_batch.schedule_run = counting  # type: ignore[assignment]
     try:
         drive_rounds(coord, clock)
+        if then is not None:
+            store.delete_many([("Pod", key) for key in then[0]])
+            store.apply_many(then[1])
+            drive_rounds(coord, clock, start=False)
         if probe is not None:
             probe.update(handled=handled_pods, pre_filters=pre_filters)
         out = decisions(coord, store)
@@ -183,12 +191,15 @@ def test_pods_after_a_runs_first_take_its_affinity_state_without_pre_filter(
     assert on_probe["pre_filters"] == 100 - on_probe["handled"] + runs
 
 
-def test_self_affine_pods_with_hard_weight_take_the_ordinary_cycle(
-    redis_client: redis.Redis, settled: None
+@pytest.mark.parametrize("term", ["required-affinity", "preferred-anti", "preferred-affinity"])
+def test_pods_their_own_terms_score_take_the_ordinary_cycle(
+    redis_client: redis.Redis, settled: None, term: str
 ) -> None:
-    """Required zone affinity to their own label: existing pods' required terms score
-    the next pod (hardPodAffinityWeight 1), so InterPodAffinity's PreScore does not
-    Skip and no run starts; the decisions are the same."""
+    """Terms that score the next pod once a pod of the spec is placed: required zone
+    affinity to their own label (existing pods' required terms score by
+    hardPodAffinityWeight 1), or a preferred hostname anti-affinity / zone affinity to
+    it. The first pod's PreScore Skips (nothing placed yet), the later ones' does not:
+    no run starts, and the decisions are the same."""
     docs = [
         make_node(f"n{i:02d}").capacity(cpu="4", memory="8Gi", pods=110).zone(f"z{i % 3}")
         for i in range(12)
@@ -196,10 +207,23 @@ def test_self_affine_pods_with_hard_weight_take_the_ordinary_cycle(
     manifests = [b.manifest() for b in docs]
     for i in range(30):
         b = make_pod(f"p{i:03d}").req(cpu="100m").label("foo", "")
-        manifests.append(b.pod_affinity("topology.kubernetes.io/zone", {"foo": ""}).manifest())
-    off, _ = _outcome(redis_client, manifests, 5, False, 64)
-    on, runs = _outcome(redis_client, manifests, 5, True, 64)
+        if term == "required-affinity":
+            b = b.pod_affinity(ZONE, {"foo": ""})
+        elif term == "preferred-anti":
+            b = b.pod_anti_affinity(HOSTNAME_LABEL, {"foo": ""}, weight=50)
+        else:
+            b = b.pod_affinity(ZONE, {"foo": ""}, weight=50)
+        manifests.append(b.manifest())
+    # one pod first, deleted once placed: the shape's shared state stays, the next
+    # batch's first pod Skips PreScore (nothing placed matches), the later ones do not
+    then = (["default/p000"], manifests[13:])
+    off, _ = _outcome(redis_client, manifests[:13], 5, False, 64, then=then)
+    on, runs = _outcome(redis_client, manifests[:13], 5, True, 64, then=then)
     assert on == off
     assert runs == 0
-    zones = {v for k, v in on.items() if k.startswith("p") and v}
-    assert len(zones) > 1 and all(int(v[1:]) % 3 == int(next(iter(zones))[1:]) % 3 for v in zones)
+    hosts = [v for k, v in on.items() if k.startswith("p") and v]
+    assert len(hosts) == 29
+    if term == "preferred-anti":  # the score spreads them: one node each while it can
+        assert len(set(hosts)) == 12
+    else:  # affinity: all in the first pod's zone
+        assert len({int(v[1:]) % 3 for v in hosts}) == 1
