@@ -1,325 +1,142 @@
-"""A scaling model from measured parts: predicted pods/s at 1-64 shards for 5k, 100k and
-1M nodes, validated against what 1 and 2 Ray shards measure on this machine.
+"""The reduced protocol's scaling model, refitted from full runs: CPU per pod by process,
+predicted pods/s at 1-64 shards, validated against the measured runs it came from.
 
-Parts, each measured here in this run:
-- ``t_kernel(W)`` / ``t_numpy(W)``: evaluating one pod over a window of W nodes with the
-  compiled path's fused kernel / the numpy Filter + Score a shard runs, where
-  W = numFeasibleNodesToFind(N) (500 at 5k nodes, 5,000 at 100k, 50,000 at 1M);
-- ``t_attempt(P, S)``: whole scheduling attempts per pod through S real Ray shard actors
-  holding the N nodes, each pod assumed before the next, for both shard protocols P:
-  *per-pod* (one Filter call per pod, carrying speculative scores, plus a Score call
-  when they cannot serve) and *batched* (``shard_prefetch``: a batch's first Filter
-  questions answered in one call per 16 pods per shard, verified per pod), for S = 1
-  and 2; ``t_attempt_local``: the same attempts on the coordinator's table (numpy path);
-- ``t_loop``: the coordinator's per-pod time outside the attempt (queue pop, binding,
-  watch): in-process from a measured ``run`` (1/throughput - t_kernel(W)); for the Ray
-  executor (binding cycles as Ray tasks, Ray's daemons sharing the cores) from a
-  measured ``--executor ray --shards 2`` run whose attempts the compiled path answers
-  on the replica (cost-based dispatch), the same way.
+Parts (``shard_cpu_parts``: whole ``cluster-sched run``s, each process's CPU over the
+scheduling window divided by the pods), at each ``--nodes`` size N, window
+W = numFeasibleNodesToFind(N) (5,000 at 100k nodes, 50,000 at 1M):
 
-Model (per pod; the coordinator is serial):
-- in-process / cost-based dispatch: 1 / (t_loop_c + t_kernel(W)) (compiled path);
-- shards, protocol P: 1 / (t_loop_ray + a_P + b_P S + t_numpy(W / S) * max(1, S / C)), where
-  a_P + b_P S is the protocol's cost outside the shards' evaluation (fitted to
-  t_attempt(P, 1) and t_attempt(P, 2) minus their evaluation) and C the cores the shards
-  can use (here: all of them). Predictions at 4-64 shards assume one core per shard.
-Validation: the model's figures for 1 and 2 shards against full ``cluster-sched run
---executor ray --shards S --no-compiled --batch-size 64`` runs, ``--no-shard-prefetch``
-for the per-pod protocol (the same popped batches: the loop around the attempt is the
-dispatch run's). Parts and full runs are measured in rounds, back to back, and each
-round's prediction is compared with that round's runs (this machine's speed drifts by
-tens of percent between minutes); the table uses the rounds' median parts. A benchmark:
-it prints figures and asserts nothing.
+- in-process: the pods/s and the coordinator's CPU per pod (the compiled path on the
+  replica: window evaluation included);
+- Ray with S = 1 and 2 shards, every attempt the compiled path can take sent to them
+  (``--shard-dispatch shards``, pipelined): the coordinator's CPU per pod
+  ``c(S) = a + b*S`` (``b``: the coordinator's cost per extra shard), each shard's
+  ``h(S) = f + g*W/S`` (its evaluation scales with its share of the window: that is what
+  shards take over), and the rest ``o`` (Redis, Ray's daemons and binding workers).
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py [--nodes 5000] [--pods 2000]
-[--rounds 3]
+Model, C cores: the coordinator is serial, each shard is serial, everything shares the
+cores (for the validation, the machine's cores less those other jobs took during the run,
+``shard_cpu_parts``; this machine is shared):
+
+    pods/s(S) = 1 / max(c(S), h(S), (c(S) + S*h(S) + o) / C)
+
+``1 / c(S)`` is the coordinator's serial bound, printed beside. Validation: the model with
+this machine's cores against the measured 1- and 2-shard runs (the throughput is not an
+input: the parts are CPU times). The table gives every shard a core of its own
+(C = S + 2: the coordinator's and one for the rest), so pods/s rise with S while the
+shards' evaluation h(S) is the bound and stop at the coordinator's serial bound.
+
+Run (each full run under ~5 minutes; 1M nodes needs ~8 GiB for the run's processes):
+PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py --nodes 100000 1000000
+[--pods 10000] [--per-shard-us B]; ``--parts FILE`` reads parts saved by an earlier
+invocation (``--save``; several files are merged).
+A benchmark: it prints figures and asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
-import random
-import statistics
+import sys
 import tempfile
-import time
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from cluster_sched.api.objects import CPU, MEMORY, PODS, Node, ObjectMeta
-from cluster_sched.cache.cache import Cache
-from cluster_sched.cli import main as cli_main
-from cluster_sched.config.load import default_config
-from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.handle import Handle
-from cluster_sched.kernels import KernelProfile, PodQuery, PodRequests, evaluate_pod, warm_up
-from cluster_sched.scheduler.algorithm import Scheduler, num_feasible_nodes_to_find
-from cluster_sched.scheduler.nodesource import LocalSource
-from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.scheduler.shards.core import ShardCore
-from cluster_sched.scheduler.shards.source import ShardedSource, ShardRouter
-from cluster_sched.testing.builders import make_pod
+from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.testing.workload_file import write_basic_workload
 
-SIZES = (5_000, 100_000, 1_000_000)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shard_cpu_parts import measure
+
 SHARDS = (1, 2, 4, 16, 64)
+RAY = ("--executor", "ray", "--shard-dispatch", "shards", "--shards")
 
 
-def _node(i: int) -> Node:
-    alloc = {CPU: 4000, MEMORY: 32 << 30, PODS: 110}
-    return Node(
-        ObjectMeta(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}"}),
-        allocatable=alloc,
-        capacity=alloc,
-    )
+def parts_at(nodes: int, pods: int) -> dict[str, Any]:
+    """In-process, 1 and 2 forced Ray shards at ``nodes`` (module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        wl = write_basic_workload(Path(tmp) / "w.yaml", nodes, pods, zones=("a", "b", "c"))
+        runs = {"local": measure(wl)}
+        for s in (1, 2):
+            runs[f"ray{s}"] = measure(wl, *RAY, str(s))
+    for name, r in runs.items():
+        cpu = ", ".join(f"{k} {v * 1e6:.0f}" for k, v in sorted(r["cpu_per_pod"].items()))
+        print(f"  {nodes:,} nodes, {name}: {r['throughput']:.0f} pods/s; CPU per pod (µs): {cpu}; peak RSS {r['peak_rss_gib']:.1f} GiB")  # fmt: skip
+    return runs
 
 
-def _timed(fn: object, repeat: int) -> float:
-    """The fastest of ``repeat`` calls: pure computation, so slower calls measured
-    interference (timeit's convention)."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - start)
-    return min(times)
+class Fit:
+    """a + b*S (coordinator), f + g*W/S (each shard), o (the rest), per pod, seconds."""
 
+    def __init__(self, nodes: int, runs: dict[str, Any], per_shard: float | None) -> None:
+        self.nodes = nodes
+        self.width = num_feasible_nodes_to_find(0, nodes)
+        self.local = runs["local"]["throughput"]
+        cpu = {s: runs[f"ray{s}"]["cpu_per_pod"] for s in (1, 2)}
+        self.measured = {s: runs[f"ray{s}"]["throughput"] for s in (1, 2)}
+        #: the cores the 1- and 2-shard runs had (the machine's, less what other jobs took)
+        self.cores = {s: runs[f"ray{s}"].get("other_jobs_cores", 0.0) for s in (1, 2)}
+        c = {s: cpu[s].get("coordinator", 0.0) for s in (1, 2)}
+        # the full runs' difference is within their noise (tens of percent between runs
+        # here): ``--per-shard-us`` takes shard_protocol_bench.py's measurement instead
+        self.b = max(0.0, c[2] - c[1]) if per_shard is None else per_shard
+        self.a = (c[1] + c[2] - 3 * self.b) / 2
+        h = {s: cpu[s].get("shards", 0.0) / s for s in (1, 2)}
+        self.g = max(0.0, (h[1] - h[2]) / (self.width - self.width / 2))
+        self.f = max(0.0, h[1] - self.g * self.width)
+        self.o = sum(cpu[s].get(k, 0.0) for s in (1, 2) for k in ("redis", "other")) / 2
 
-def eval_times(window: int) -> tuple[float, float]:
-    """(t_kernel, t_numpy) for one pod over ``window`` nodes, every node feasible."""
-    core = ShardCore(0)
-    core.apply([["node", _node(i), i] for i in range(window)])
-    fwk = core.frameworks["default-scheduler"]
-    pod = make_pod("p").req(cpu="100m", memory="500Mi").obj()
-    rows = np.arange(window, dtype=np.int64)
-    state = core.prepare_state("default-scheduler", pod, scoring=True, rows=rows)
-    profile = KernelProfile.from_framework(fwk)
-    assert profile is not None
-    query = PodQuery(PodRequests.of_pod(pod, profile))
-    warm_up()
-    t_kernel = _timed(lambda: evaluate_pod(core.table, profile, query, window, rows), 50)
-    t_numpy = _timed(
-        lambda: (
-            core.filter("default-scheduler", pod, state, rows),
-            core.score("default-scheduler", pod, state, rows),
-        ),
-        20,
-    )
-    return t_kernel, t_numpy
+    def coordinator(self, s: int) -> float:
+        return max(self.a + self.b * s, 1e-9)
 
+    def shard(self, s: int) -> float:
+        return self.f + self.g * self.width / s
 
-def attempt_time(nodes: int, shards: int, batch: int = 1, pods: int = 640) -> float:
-    """Seconds per pod of whole attempts (numpy path) over ``nodes`` nodes held by
-    ``shards`` Ray shard actors (0: the coordinator's own table), each pod assumed before
-    the next. ``batch`` > 1: pods go in batches whose first Filter questions the shards
-    answer in one call each (``shard_prefetch``); 1: the per-pod protocol (one Filter
-    call per pod, with speculative scores). The first batch warms up and is not timed;
-    the figure is the median over groups of at least 32 pods of their mean (two cores
-    shared with Ray's daemons make single groups slow now and then)."""
-    router = ShardRouter(max(1, shards))
-    cache = Cache(router)
-    for i in range(nodes):
-        cache.add_node(_node(i))
-    clients = []
-    if shards:
-        from workers.ray_shard import ray_shard_clients
-
-        clients = ray_shard_clients(shards)
-        source: Any = ShardedSource(router, list(clients))  # type: ignore[arg-type]
-    else:
-        source = LocalSource(router.table)
-    profile = default_config().profiles[0]
-    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
-    handle.snapshot = cache.snapshot
-    fwk = new_framework(profile, handle)
-    sched = Scheduler(0, random.Random(7))
-    size = max(1, batch)
-    chunks = [
-        [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(size)]
-        for i in range(max(2, pods // size + 1))
-    ]
-    group = max(size, 32)
-    groups: list[float] = []
-    timed, counted = 0.0, 0
-    try:
-        for k, chunk in enumerate(chunks):
-            start = time.perf_counter()
-            if size > 1 and shards:
-                source.prefetch_batch(
-                    {fwk.profile_name: fwk},
-                    chunk,
-                    cache.snapshot,
-                    sched.next_start_node_index,
-                    sched.percentage_of_nodes_to_score,
-                    False,
-                )
-            for pod in chunk:
-                res = sched.schedule_pod(
-                    fwk, CycleState(), pod, router.table, cache.snapshot, None, source
-                )
-                host = res.suggested_host
-                assert host is not None, "every node fits these pods"
-                cache.assume_pod(replace(pod, node_name=host), host)
-            if size > 1 and shards:
-                source.end_batch()
-            if k:
-                timed += time.perf_counter() - start
-                counted += size
-                if counted >= group:
-                    groups.append(timed / counted)
-                    timed, counted = 0.0, 0
-    finally:
-        for c in clients:
-            c.close()
-    return statistics.median(groups)
-
-
-def measured(workload: Path, *extra: str) -> float:
-    """pods/s (first pop to last bind) of one ``cluster-sched run``."""
-    with tempfile.TemporaryDirectory() as out:
-        argv = ["run", str(workload), "--output", out, "--quiet", "--no-report", "--seed", "1"]
-        with contextlib.redirect_stdout(io.StringIO()):
-            rc = cli_main([*argv, *extra])
-        if rc != 0:
-            raise SystemExit(f"cluster-sched run exited {rc}")
-        return float(json.loads((Path(out) / "summary.json").read_text())["throughput"])
-
-
-def ray_args(shards: int) -> list[str]:
-    """Every attempt to the shards (the compiled path would answer these pods itself)."""
-    return ["--executor", "ray", "--shards", str(shards), "--no-compiled"]
-
-
-PROTOCOL_FLAG = {"per-pod": "--no-shard-prefetch", "batched": "--shard-prefetch"}
-
-
-@dataclass
-class Round:
-    """One round's parts and full runs, measured back to back: this machine's speed
-    drifts between minutes (Ray's daemons, neighbours), so a prediction is compared with
-    the runs of its own round."""
-
-    t_local: float
-    t_att: dict[tuple[str, int], float]
-    fit: dict[str, tuple[float, float]]
-    local_c: float
-    ray: dict[tuple[str, int], float]
-    dispatch: float
-    t_loop_c: float
-    t_loop_r: float
-
-
-def measure_round(
-    wl: Path, nodes: int, protocols: dict[str, int], evals: tuple[float, float], cores: int
-) -> Round:
-    t_kernel, t_numpy = evals
-    t_local = attempt_time(nodes, 0)
-    t_att = {(p, s): attempt_time(nodes, s, b) for p, b in protocols.items() for s in (1, 2)}
-    # per protocol, its cost outside the shards' evaluation: t_fixed(S) = a + b S
-    fit: dict[str, tuple[float, float]] = {}
-    for p in protocols:
-        fixed = {s: t_att[p, s] - t_numpy / s * max(1.0, s / cores) for s in (1, 2)}
-        fit[p] = (2 * fixed[1] - fixed[2], fixed[2] - fixed[1])
-    local_c = measured(wl)
-    # Both protocols under the same popped batches, so the loop outside the attempt is
-    # the one the dispatch run measures; only how the shards are asked differs.
-    batch = ("--batch-size", str(max(protocols.values())))
-    ray = {
-        (p, s): measured(wl, *ray_args(s), *batch, PROTOCOL_FLAG[p])
-        for p in protocols
-        for s in (1, 2)
-    }
-    # The Ray executor's loop (binding as Ray tasks, Ray's daemons on the same cores),
-    # from the dispatch run, whose attempts are the compiled path's on the replica.
-    dispatch = measured(wl, "--executor", "ray", "--shards", "2", *batch)
-    t_loop_c = max(1.0 / local_c - t_kernel, 0.0)
-    t_loop_r = max(1.0 / dispatch - t_kernel, 0.0)
-    return Round(t_local, t_att, fit, local_c, ray, dispatch, t_loop_c, t_loop_r)
-
-
-def predicted_rate(
-    t_loop_r: float, fit: tuple[float, float], t_numpy: float, shards: int, cores: int
-) -> float:
-    a, b = fit
-    return 1.0 / (t_loop_r + a + b * shards + t_numpy / shards * max(1.0, shards / cores))
+    def rate(self, s: int, cores: float) -> float:
+        c, h = self.coordinator(s), self.shard(s)
+        return 1.0 / max(c, h, (c + s * h + self.o) / cores)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", type=int, default=5000, help="nodes of the validation runs")
-    ap.add_argument("--pods", type=int, default=2000, help="pods of the validation runs")
-    ap.add_argument("--batch", type=int, default=64, help="batch size (run's --batch-size)")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of parts + full runs")
-    args = ap.parse_args()
-    cores = os.cpu_count() or 1
-    windows = {n: num_feasible_nodes_to_find(0, n) for n in (*SIZES, args.nodes)}
-    evals = {w: eval_times(w) for w in sorted(set(windows.values()))}
-    for w, (k, n) in evals.items():
-        print(f"window {w:>6} nodes: compiled {k * 1e6:8.1f} us/pod, numpy {n * 1e6:8.1f} us/pod")
-    w0 = windows[args.nodes]
-    protocols = {"per-pod": 1, "batched": args.batch}
-    rounds: list[Round] = []
-    ratios: dict[tuple[str, int], list[float]] = {(p, s): [] for p in protocols for s in (1, 2)}
-    with tempfile.TemporaryDirectory() as tmp:
-        wl = write_basic_workload(Path(tmp) / "w.yaml", args.nodes, args.pods)
-        for k in range(args.rounds):
-            r = measure_round(wl, args.nodes, protocols, evals[w0], cores)
-            rounds.append(r)
-            print(
-                f"\nround {k + 1}: attempt at {args.nodes} nodes (numpy path) local "
-                f"{r.t_local * 1e6:.0f} us; in-process {r.local_c:.0f} pods/s, Ray 2 shards "
-                f"with dispatch {r.dispatch:.0f} ({r.dispatch / r.local_c:.2f}x); t_loop "
-                f"compiled {r.t_loop_c * 1e6:.0f} us, Ray executor {r.t_loop_r * 1e6:.0f} us"
-            )
-            for p in protocols:
-                a, b = r.fit[p]
-                print(
-                    f"  {p}: attempt 1 / 2 Ray shards {r.t_att[p, 1] * 1e6:.0f} / "
-                    f"{r.t_att[p, 2] * 1e6:.0f} us, t_fixed(S) = {a * 1e6:.0f} + {b * 1e6:.0f} S us"
-                )
-                for s in (1, 2):
-                    pred = predicted_rate(r.t_loop_r, r.fit[p], evals[w0][1], s, cores)
-                    ratios[p, s].append(r.ray[p, s] / pred)
-                    print(
-                        f"    {s} shard(s) (--no-compiled): measured {r.ray[p, s]:.0f} pods/s, "
-                        f"predicted {pred:.0f} ({r.ray[p, s] / pred:.2f}x)"
-                    )
-    print(f"\nvalidation, measured / predicted over {args.rounds} rounds (C = {cores} cores):")
-    for (p, s), got in ratios.items():
-        print(
-            f"  {p}, {s} shard(s): median {statistics.median(got):.2f}x "
-            f"(range {min(got):.2f}-{max(got):.2f}x)"
-        )
-
-    t_loop_c = statistics.median([r.t_loop_c for r in rounds])
-    t_loop_r = statistics.median([r.t_loop_r for r in rounds])
-    fit = {
-        p: (
-            statistics.median([r.fit[p][0] for r in rounds]),
-            statistics.median([r.fit[p][1] for r in rounds]),
-        )
-        for p in protocols
-    }
-    print("\npredicted pods/s (one core per shard; the rounds' median parts):")
-    cols = [(p, s) for p in protocols for s in SHARDS]
-    print(
-        "| nodes | window | in-process / dispatch | "
-        + " | ".join(f"{s} {p}" for p, s in cols)
-        + " |"
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--pods", type=int, default=10_000)
+    ap.add_argument("--parts", type=Path, nargs="+", help="parts saved by --save (no runs)")
+    ap.add_argument("--save", type=Path, help="write the measured parts here")
+    ap.add_argument(
+        "--per-shard-us",
+        type=float,
+        help="the coordinator's CPU per extra shard per pod, from shard_protocol_bench.py "
+        "(default: the 2- and 1-shard runs' difference)",
     )
-    print("|---|---|---|" + "---|" * len(cols))
-    for n in SIZES:
-        inproc = 1.0 / (t_loop_c + evals[windows[n]][0])
-        cells = " | ".join(
-            f"{predicted_rate(t_loop_r, fit[p], evals[windows[n]][1], s, s):,.0f}" for p, s in cols
+    args = ap.parse_args()
+    if args.parts is not None:
+        measured = {
+            int(k): v for path in args.parts for k, v in json.loads(path.read_text()).items()
+        }
+    else:
+        measured = {n: parts_at(n, args.pods) for n in args.nodes}
+        if args.save is not None:
+            args.save.write_text(json.dumps(measured))
+    cores = os.cpu_count() or 1
+    b = None if args.per_shard_us is None else args.per_shard_us / 1e6
+    fits = [Fit(n, runs, b) for n, runs in sorted(measured.items())]
+    for fit in fits:
+        print(
+            f"{fit.nodes:,} nodes (window {fit.width:,}): coordinator a={fit.a * 1e6:.0f} µs "
+            f"+ b={fit.b * 1e6:.1f} µs per shard; shard f={fit.f * 1e6:.0f} µs + "
+            f"g={fit.g * 1e9:.1f} ns per window row; rest o={fit.o * 1e6:.0f} µs"
         )
-        print(f"| {n:,} | {windows[n]:,} | {inproc:,.0f} | {cells} |")
+        for s, got in fit.measured.items():
+            have = max(1.0, cores - fit.cores[s])
+            pred = fit.rate(s, have)
+            print(f"  validation, {s} shard(s), {have:.2f} of {cores} cores free of other jobs: measured {got:.0f} pods/s, model {pred:.0f} ({got / pred:.2f}x); with all {cores}: {fit.rate(s, cores):.0f}")  # fmt: skip
+    print("\npredicted pods/s, a core per shard (the coordinator's serial bound in brackets):")
+    print("| nodes | window | in-process (measured) | " + " | ".join(f"{s} shard{'s' * (s > 1)}" for s in SHARDS) + " |")  # fmt: skip
+    print("|---" * (3 + len(SHARDS)) + "|")
+    for fit in fits:
+        cells = [f"{fit.rate(s, s + 2):,.0f} ({1 / fit.coordinator(s):,.0f})" for s in SHARDS]
+        print(f"| {fit.nodes:,} | {fit.width:,} | {fit.local:,.0f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

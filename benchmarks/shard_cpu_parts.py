@@ -1,0 +1,127 @@
+"""Full ``cluster-sched run``s split into CPU per pod by process, over the scheduling window:
+the parts of the reduced protocol's scaling model (``shard_protocol_bench.py --full``).
+
+A child process runs one evaluation in-process (``cli_main``) with ``Coordinator.step``
+wrapped to note the first and last turn that scheduled a pod, while a thread samples every
+process of its tree once a second (CPU time, RSS): the coordinator (this process), the
+shard actors, Redis and the rest (Ray's daemons and binding workers). CPU per pod of each
+is its CPU between the two notes over the run's pods; the peak RSS is the tree's sum; the
+cores other jobs on the machine took meanwhile (its non-idle CPU time minus the tree's).
+A benchmark helper: it measures, asserts nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["child", "measure"]
+
+SAMPLE_S = 0.25
+
+
+def _kind(proc: Any, me: int) -> str:
+    if proc.pid == me:
+        return "coordinator"
+    cmd = " ".join(proc.cmdline())
+    if "ShardActor" in cmd:
+        return "shards"
+    if "redis-server" in proc.name():
+        return "redis"
+    return "other"
+
+
+def child(workload: str, extra: list[str]) -> dict[str, Any]:
+    """One run in this process (see the module docstring)."""
+    import psutil
+
+    from cluster_sched.cli import main as cli_main
+    from cluster_sched.scheduler import coordinator as coordinator_module
+
+    steps: list[float] = []
+    step = coordinator_module.Coordinator.step
+
+    def noted(self: Any, *args: Any, **kwargs: Any) -> bool:
+        got = step(self, *args, **kwargs)
+        if got:
+            now = time.time()
+            if not steps:
+                steps.extend((now, now))
+            steps[1] = now
+        return got
+
+    coordinator_module.Coordinator.step = noted  # type: ignore[method-assign]
+    samples: list[tuple[float, dict[int, tuple[str, float]]]] = []
+    busy: list[float] = []  # the machine's non-idle CPU seconds at each sample
+    peak = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        me = psutil.Process()
+        while not done.is_set():
+            row, rss = {}, 0
+            for proc in [me, *me.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    cpu = proc.cpu_times()
+                    row[proc.pid] = (_kind(proc, me.pid), cpu.user + cpu.system)
+                    rss += proc.memory_info().rss
+            t = psutil.cpu_times()
+            busy.append(sum(t) - t.idle - getattr(t, "iowait", 0.0))
+            samples.append((time.time(), row))
+            peak[0] = max(peak[0], rss)
+            done.wait(SAMPLE_S)
+
+    threading.Thread(target=watch, daemon=True).start()
+    with tempfile.TemporaryDirectory() as out:
+        argv = ["run", workload, "--no-report", "--quiet", "--output", out, "--seed", "1"]
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = cli_main([*argv, *extra])
+        done.set()
+        summary = json.loads((Path(out) / "summary.json").read_text())
+    if rc != 0 or len(steps) < 2:
+        raise SystemExit(f"cluster-sched run exited {rc}")
+
+    # the sample at or before the first note; every process's last sample up to the last
+    # note (a shard stopped right after it is still counted)
+    i0 = max([i for i, (t, _) in enumerate(samples) if t <= steps[0]], default=0)
+    i1 = max([i for i, (t, _) in enumerate(samples) if t <= steps[1]], default=len(samples) - 1)
+    first = samples[i0][1]
+    last: dict[int, tuple[str, float]] = {}
+    for _, row in samples[i0 : i1 + 1]:
+        last.update(row)
+    pods = max(1, int(summary.get("pods") or 0))
+    cpu: dict[str, float] = {}
+    for pid, (kind, t1) in last.items():
+        cpu[kind] = cpu.get(kind, 0.0) + t1 - first.get(pid, (kind, 0.0))[1]
+    span = max(samples[i1][0] - samples[i0][0], 1e-9)
+    # cores the rest of the machine (other jobs) took meanwhile
+    others = max(0.0, (busy[i1] - busy[i0] - sum(cpu.values())) / span)
+    spec = summary.get("shard_speculation") or {}
+    return {
+        "throughput": float(summary["throughput"]),
+        "cpu_per_pod": {k: v / pods for k, v in cpu.items()},
+        "peak_rss_gib": peak[0] / 2**30,
+        "other_jobs_cores": others,
+        "shard_wait_us_per_pod": spec.get("shard_wait_us_per_pod"),
+        "reduced_attempts": spec.get("reduced_attempts"),
+        "pods": pods,
+    }
+
+
+def measure(workload: Path, *extra: str) -> dict[str, Any]:
+    """``child`` in a fresh process (each run its own Ray, its own heap)."""
+    cmd = [sys.executable, __file__, str(workload), *extra]
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+if __name__ == "__main__":
+    print(json.dumps(child(sys.argv[1], sys.argv[2:])))
