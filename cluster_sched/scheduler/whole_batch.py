@@ -210,7 +210,9 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     share = (time.perf_counter() - began) / m
     handled = 0  # pods committed or handed to the failure handler: their bookkeeping
     try:
-        handled = _commit_all(sc, fwk, batch, pods, states, result, replay, share, rng_before, n)
+        handled = _commit_all(
+            sc, fwk, batch, pods, states, result, replay, share, rng_before, n, rechecks
+        )
         return handled
     finally:
         if finish is not None:
@@ -251,10 +253,12 @@ def _commit_all(
     share: float,
     rng_before: tuple[object, ...],
     n: int,
+    known_skips: frozenset[str],
 ) -> int:
     """Each decided pod's bookkeeping, in order, as after a single compiled attempt;
     ``replay(i, cycle, now)``: OpportunisticBatching's, False when pod ``i`` is not the
-    kernel's to decide after all (the run ends before it)."""
+    kernel's to decide after all (the run ends before it); ``known_skips``: the PreScore
+    plugins checked to Skip for every pod of the run."""
     algorithm, table = sc.algorithm, sc.source.table
     names = table.names
     reuse = algorithm.fast.pre_cycle if algorithm.fast is not None else None
@@ -278,7 +282,8 @@ def _commit_all(
         host = names[host_row]
         assert host is not None
         if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
-            reuse.pre_score(fwk, state, pod, snapshot, NodeSlice(table, np.asarray([host_row])))
+            nodes = NodeSlice(table, np.asarray([host_row]))
+            reuse.pre_score(fwk, state, pod, snapshot, nodes, known_skips)
         sc.metrics.observe_algorithm(share)
         if not sc.commit(fwk, state, pod, info, cycle, began, host):
             _rewind(algorithm, rng_before, result, i, n)
