@@ -261,8 +261,17 @@ class PreCycleReuse:
         return e.skip_score | {pl.name for pl in e.rerun_score}
 
     def pre_score(
-        self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: NodeSlice
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        nodes: NodeSlice,
+        known_skips: frozenset[str] = frozenset(),
     ) -> Status:
+        """``known_skips``: per-pod plugins the caller knows Skip for ``pod`` (a
+        whole-batch run's, checked by ``InterPodAffinity.run_score_skips``): recorded
+        as Skipped instead of run again."""
         entry = self._current
         if entry is not None and entry.score_data is not None and entry.skip_score is not None:
             # this pod's PreFilter entries (the PER_POD ones are its own) over the shared
@@ -271,13 +280,17 @@ class PreCycleReuse:
             before = state.data_copy()
             skip_filter = frozenset(state.skip_filter_plugins)
             state.restore({**entry.score_data, **before}, skip_filter, entry.skip_score)
-            if _rerun_pre_score(entry.rerun_score, state, pod, snapshot, nodes):
+            rerun = entry.rerun_score
+            if known_skips:
+                state.skip_score_plugins |= {pl.name for pl in rerun if pl.name in known_skips}
+                rerun = tuple(pl for pl in rerun if pl.name not in known_skips)
+            if _rerun_pre_score(rerun, state, pod, snapshot, nodes):
                 if fwk.metrics.enabled:
                     record_shared_phase(
                         fwk,
                         "PreScore",
                         time.perf_counter() - began,
-                        _evaluated(fwk.pre_score, entry.skip_score, entry.rerun_score),
+                        _evaluated(fwk.pre_score, entry.skip_score | known_skips, rerun),
                     )
                 return SUCCESS
             state.restore(before, skip_filter, frozenset())

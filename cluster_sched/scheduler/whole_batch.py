@@ -150,7 +150,7 @@ def schedule_run(sc: SchedulingCycle, batch: Sequence[tuple[QueuedPodInfo, int]]
     states: list[CycleState] = []
     drawn: list[tuple[str, bool]] = []  # plugin-metrics draws, kept for pods not taken
     try:
-        handled = _run(sc, fwk, batch, first, signature, gate, pods, states, drawn)
+        handled = _run(sc, fwk, batch, first, signature, gate, rechecks, pods, states, drawn)
     finally:
         sc.samples.update(drawn[handled:] if handled else drawn)
     return handled
@@ -163,6 +163,7 @@ def _run(
     first: Pod,
     signature: PodSignature | None,
     gate: bool,
+    rechecks: frozenset[str],
     pods: list[Pod],
     states: list[CycleState],
     drawn: list[tuple[str, bool]],
@@ -250,7 +251,7 @@ def _run(
     handled = 0  # pods committed or handed to the failure handler: their bookkeeping
     try:
         handled = _commit_all(
-            sc, fwk, batch, pods, states, result, replay, share, rng_before, n, phases
+            sc, fwk, batch, pods, states, result, replay, share, rng_before, n, phases, rechecks
         )
         fast.whole_batch_pods += handled
         return handled
@@ -294,10 +295,12 @@ def _commit_all(
     rng_before: tuple[object, ...],
     n: int,
     phases: list[tuple[float, list[str]] | None],
+    known_skips: frozenset[str],
 ) -> int:
     """Each decided pod's bookkeeping, in order, as after a single compiled attempt;
     ``replay(i, cycle, now)``: OpportunisticBatching's, False when pod ``i`` is not the
-    kernel's to decide after all (the run ends before it). With metrics on, each pod's
+    kernel's to decide after all (the run ends before it); ``known_skips``: the PreScore
+    plugins checked to Skip for every pod of the run. With metrics on, each pod's
     extension points as the compiled path records them: its shared PreFilter
     (``phases``), Filter, and with several feasible nodes PreScore, Score and
     NormalizeScore, the kernel's time split evenly over the run's pods."""
@@ -330,7 +333,8 @@ def _commit_all(
                 record_shared_phase(fwk, "PreFilter", *phase)
             record_compiled_phase(fwk, "Filter", (0, round(share * 1e9)))
         if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
-            reuse.pre_score(fwk, state, pod, snapshot, NodeSlice(table, np.asarray([host_row])))
+            nodes = NodeSlice(table, np.asarray([host_row]))
+            reuse.pre_score(fwk, state, pod, snapshot, nodes, known_skips)
             if timed:
                 window = (0, round(share * 1e9))
                 record_compiled_phase(fwk, "Score", window, also=("ScoreExtensionNormalize",))
