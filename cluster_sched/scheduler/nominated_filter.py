@@ -23,6 +23,8 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Status
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
+from cluster_sched.plugins.defaultpreemption.fitonly import AMOUNT_LIMIT, fit_only_plan
+from cluster_sched.plugins.noderesources.fit import fit_failures
 from cluster_sched.queue.nominator import NominatedPodsView
 
 #: node name -> pods nominated to it, only for nodes that have any (the nominator's view
@@ -89,9 +91,11 @@ def filter_with_nominated(
     rows: np.ndarray,
     noms: NominatedRows,
     verdicts: FilterVerdicts,
+    columns: bool = True,
 ) -> FilterVerdicts:
     """``verdicts`` (Filter of ``rows`` as they are: the second pass) with each row of
-    ``noms`` answering its first pass, with its nominated pods added, where that fails."""
+    ``noms`` answering its first pass, with its nominated pods added, where that fails.
+    ``columns`` False always runs pass 1 on copies of the rows (the tests' reference)."""
     hits = np.flatnonzero(np.isin(rows, noms.rows)) if len(noms.rows) else noms.rows
     if not len(hits):
         return verdicts
@@ -102,6 +106,10 @@ def filter_with_nominated(
             for i, ge in zip(hits.tolist(), ges, strict=True)
         }
         return verdicts.with_overrides(special)
+    if columns:
+        first = first_pass_on_columns(fwk, state, pod, table, rows[hits], ges, verdicts, hits)
+        if first is not None:
+            return verdicts.overlay(hits, first)
     # Pass 1 for all those nodes at once on one copy of their rows (the pods added
     # touch no cycle state); pass 2 is ``verdicts``.
     sub = table.subset(rows[hits])
@@ -129,3 +137,58 @@ def _one_node(
         return fwk.filter_status(first, 0)
     rows = np.asarray([row], dtype=np.int64)
     return fwk.filter_status(fwk.run_filter(state, pod, NodeSlice(table, rows)), 0)
+
+
+def first_pass_on_columns(
+    fwk: Framework,
+    state: CycleState,
+    pod: Pod,
+    table: NodeTable,
+    at: np.ndarray,
+    ges: Sequence[Sequence[Pod]],
+    verdicts: FilterVerdicts,
+    hits: np.ndarray,
+) -> FilterVerdicts | None:
+    """Pass 1 for rows ``at`` (``verdicts``' positions ``hits``) with their nominees
+    ``ges``, on arrays, when only NodeResourcesFit reads a node's pods (``fitonly``'s
+    plan), else None. The node-only plugins answer pass 1 as they answered pass 2; Fit
+    answers from free capacity and room less the nominees' requests (its own
+    ``fit_failures``). So pass 1 fails at Fit where Fit fails with the nominees, unless a
+    node-only plugin before Fit failed already: then pass 1 is pass 2's answer and is
+    left passing here (``overlay`` keeps pass 2). Where Fit passes with the nominees it
+    passed without them too, and pass 1 is again pass 2's answer. None also for rows
+    near int64's range."""
+    plan = fit_only_plan(fwk, state, pod)
+    if plan is None or list(verdicts.plugin_names) != list(fwk.filter_names):
+        return None
+    if table.overflow and table.overflow.has_any(at.tolist()):
+        return None
+    if table.amount_bound[at].max() >= AMOUNT_LIMIT:
+        return None
+    names = [n for n, _ in plan.checked]
+    k = len(at)
+    sums = np.zeros((len(names), k), dtype=np.int64)
+    for j, ge in enumerate(ges):
+        for c, name in enumerate(names):
+            total = sum(p.requests.get(name, 0) for p in ge)
+            if total >= AMOUNT_LIMIT:
+                return None
+            sums[c, j] = total
+    room = table.allowed_pods[at] - table.pod_count[at]
+    room -= np.fromiter(map(len, ges), dtype=np.int64, count=k)
+    allocs: list[np.ndarray] = []
+    frees: list[np.ndarray] = []
+    zero = np.zeros(k, dtype=np.int64)
+    for c, name in enumerate(names):
+        col = table.resources.get(name)
+        free = table.free[col][at] if col >= 0 else zero
+        if ((free >= AMOUNT_LIMIT) | (free <= -AMOUNT_LIMIT)).any():
+            return None
+        allocs.append(table.allocatable[col][at] if col >= 0 else zero)
+        frees.append(free - sums[c])
+    v = fit_failures(room, allocs, frees, plan.checked)
+    codes = v.codes.copy()
+    earlier = (verdicts.codes[hits] != 0) & (verdicts.plugin_idx[hits] < plan.fit_idx)
+    codes[earlier] = 0
+    plugin_idx = np.full(k, plan.fit_idx, dtype=verdicts.plugin_idx.dtype)
+    return FilterVerdicts(codes, v.reason_ids, plugin_idx, v.reasons, verdicts.plugin_names)

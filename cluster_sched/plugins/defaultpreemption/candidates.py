@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cluster_sched.plugins.defaultpreemption.victims import Victims, start_time
@@ -40,25 +40,26 @@ def _earliest_start_of_top_priority(v: Victims) -> float:
     return min(start_time(p) for p in v.pods if p.priority == top)
 
 
+def _score(c: Candidate) -> tuple[float, ...]:
+    """pickOneNodeForPreemption's scores, higher is better, in the order they apply."""
+    pods = c.victims.pods
+    # victims[0] is the node's most important victim (see Victims)
+    top = pods[0].priority
+    return (
+        -c.victims.num_pdb_violations,
+        -top,
+        -sum(p.priority for p in pods) - _INT32_SHIFT * len(pods),
+        -len(pods),
+        _earliest_start_of_top_priority(c.victims),
+    )
+
+
 def pick_one(candidates: Sequence[Candidate]) -> Candidate | None:
-    """upstream SelectCandidate + pickOneNodeForPreemption."""
+    """upstream SelectCandidate + pickOneNodeForPreemption: each score in turn keeps the
+    candidates that have its best value, and the first one left wins; that is the first
+    candidate whose tuple of scores is the largest."""
     if not candidates:
         return None
     if len(candidates) == 1:
         return candidates[0]
-    score_funcs: list[Callable[[Candidate], float]] = [
-        lambda c: -c.victims.num_pdb_violations,
-        # victims[0] is the node's most important victim (see Victims)
-        lambda c: -c.victims.pods[0].priority,
-        lambda c: -sum(p.priority + _INT32_SHIFT for p in c.victims.pods),
-        lambda c: -len(c.victims.pods),
-        lambda c: _earliest_start_of_top_priority(c.victims),
-    ]
-    remaining = list(candidates)
-    for f in score_funcs:
-        scores = [f(c) for c in remaining]
-        best = max(scores)
-        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
-        if len(remaining) == 1:
-            return remaining[0]
-    return remaining[0]
+    return max(candidates, key=_score)

@@ -23,6 +23,7 @@ cannot handle exactly (int64 sums near overflow), and the caller uses ``batch``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,8 +130,122 @@ def select_victims_fit_only(
     lookup: NominatedLookup = None,
 ) -> list[Result] | None:
     """``select_victims_on_node`` for every row of ``rows`` (see the module doc), or None
-    when the rows' sums come near int64's range. Nothing is modified."""
+    when the rows' sums come near int64's range. Nothing is modified.
+
+    A node's answer is its NodeResourcesFit outcome (``_fit_outcomes``: no victims, Fit's
+    failure, or the victims of the reprieve) combined with the node-only plugins'
+    verdicts, which read no pods: the first failing plugin in Filter order wins."""
     rows = np.asarray(rows, dtype=np.int64)
+    outcomes = _remembered_outcomes(plan, fwk, pod, table, rows, pdbs, lookup)
+    if outcomes is None:
+        return None
+    judged = [i for i, (_, status) in enumerate(outcomes) if status is not _NO_VICTIMS]
+    if not judged or not plan.others:
+        return outcomes
+    other = _other_verdicts(plan, fwk, state, pod, table, rows[judged])
+    assert other is not None
+    failed = other.codes != 0
+    for j in np.flatnonzero(failed).tolist():
+        i = judged[j]
+        fit_failed = not outcomes[i][1].is_success
+        if other.plugin_idx[j] < plan.fit_idx or not fit_failed:
+            outcomes[i] = (None, other(j))
+    return outcomes
+
+
+#: per table, per (priority, checked, Fit's name): row -> (what the outcome was read
+#: from, the outcome); see ``_remembered_outcomes``
+_MEMO: weakref.WeakKeyDictionary[NodeTable, dict[Any, dict[int, tuple[Any, Result]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_MEMO_KEYS = 8
+
+
+def _remembered_outcomes(
+    plan: FitOnlyPlan,
+    fwk: Any,
+    pod: Pod,
+    table: NodeTable,
+    rows: np.ndarray,
+    pdbs: Sequence[PodDisruptionBudget],
+    lookup: NominatedLookup,
+) -> list[Result] | None:
+    """``_fit_outcomes`` of ``rows``, reusing a row's earlier outcome for a pod of the same
+    priority and checked requests while the row holds the very same pod objects (by
+    identity: a replaced object may start later), the same nominees count there, and the
+    node is unchanged (``node_version``). With PDBs nothing is reused (their budgets
+    change with pods elsewhere)."""
+    fit_name = fwk.filter_names[plan.fit_idx]
+    if pdbs:
+        return _fit_outcomes(plan, fit_name, pod, table, rows, pdbs, lookup)
+    by_shape = _MEMO.get(table)
+    if by_shape is None:
+        by_shape = _MEMO[table] = {}
+    shape = (pod.priority, plan.checked, fit_name)
+    memo = by_shape.get(shape)
+    if memo is None:
+        if len(by_shape) >= _MEMO_KEYS:
+            by_shape.pop(next(iter(by_shape)))
+        memo = by_shape[shape] = {}
+    row_pods, names, versions = table.row_pods, table.names, table.row_version
+    node_version = table.node_version
+    out: list[Result | None] = [None] * len(rows)
+    missed: list[int] = []
+    reads: list[tuple[Any, ...]] = []
+    for i, r in enumerate(rows.tolist()):
+        name = names[r]
+        assert name is not None
+        read = (
+            int(versions[r]),
+            node_version,
+            tuple(row_pods[r].values()),
+            tuple(_nominees_of(pod, nominated_for(lookup, name))),
+        )
+        hit = memo.get(r)
+        if hit is not None and _same(hit[0], read):
+            out[i] = hit[1]
+        else:
+            missed.append(i)
+            reads.append(read)
+    if missed:
+        got = _fit_outcomes(plan, fit_name, pod, table, rows[missed], pdbs, lookup)
+        if got is None:
+            return None
+        for i, read, res in zip(missed, reads, got, strict=True):
+            out[i] = res
+            memo[int(rows[i])] = (read, res)
+    return out  # type: ignore[return-value]
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Same row version, node version, pod objects and nominee objects (by identity)."""
+    if a[0] != b[0] or a[1] != b[1] or len(a[2]) != len(b[2]) or len(a[3]) != len(b[3]):
+        return False
+    return all(x is y for x, y in zip(a[2], b[2], strict=True)) and all(
+        x is y for x, y in zip(a[3], b[3], strict=True)
+    )
+
+
+def _nominees_of(pod: Pod, found: Sequence[Pod]) -> list[Pod]:
+    """RunFilterPluginsWithNominatedPods' nominees: priority >= the pod's, not the pod."""
+    prio, ns, nm = pod.priority, pod.meta.namespace, pod.meta.name
+    return [
+        p for p in found if p.priority >= prio and (p.meta.name != nm or p.meta.namespace != ns)
+    ]
+
+
+def _fit_outcomes(
+    plan: FitOnlyPlan,
+    fit_name: str,
+    pod: Pod,
+    table: NodeTable,
+    rows: np.ndarray,
+    pdbs: Sequence[PodDisruptionBudget],
+    lookup: NominatedLookup,
+) -> list[Result] | None:
+    """Per row: ``(None, no victims)``, ``(None, NodeResourcesFit's failure)`` once every
+    lower-priority pod is gone (with the nominees, if that pass fails), or the victims
+    the reprieve leaves; None when the rows' sums come near int64's range."""
     k = len(rows)
     prio = pod.priority
     row_pods, names = table.row_pods, table.names
@@ -146,17 +261,13 @@ def select_victims_fit_only(
         return None
     if table.amount_bound[at].max() >= AMOUNT_LIMIT:
         return None
-    # RunFilterPluginsWithNominatedPods' nominees: priority >= the pod's, not the pod
     nom_flat: list[Pod] = []
     nom_owner: list[int] = []
     if lookup is not None:
-        ns, nm = pod.meta.namespace, pod.meta.name
         for j, i in enumerate(alive):
-            found = nominated_for(lookup, names[rows_list[i]])  # type: ignore[arg-type]
-            for p in found:
-                if p.priority >= prio and (p.meta.name != nm or p.meta.namespace != ns):
-                    nom_flat.append(p)
-                    nom_owner.append(j)
+            found = _nominees_of(pod, nominated_for(lookup, names[rows_list[i]]))  # type: ignore[arg-type]
+            nom_flat.extend(found)
+            nom_owner.extend([j] * len(found))
 
     # Fit's inputs after removing every lower-priority pod: plain, and with the nominees.
     res_names = [n for n, _ in plan.checked]
@@ -192,28 +303,17 @@ def select_victims_fit_only(
         nom_room -= np.bincount(owner, minlength=a)
         has_nom[owner] = True
 
-    # Filter after the removal: first failing plugin in Filter order, per pass.
+    # NodeResourcesFit after the removal. RunFilterPluginsWithNominatedPods: the pass with
+    # the nominees first, if it fails (it fails whenever the plain pass does).
     fails = (room < 1) | (free < amount).any(axis=1)
     nom_fails = (nom_room < 1) | (nom_free < amount).any(axis=1)
-    other = _other_verdicts(plan, fwk, state, pod, table, at)
-    before = after = np.zeros(a, dtype=bool)
-    if other is not None:
-        failed = other.codes != 0
-        before = failed & (other.plugin_idx < plan.fit_idx)
-        after = failed & (other.plugin_idx > plan.fit_idx)
-    # RunFilterPluginsWithNominatedPods: the pass with the nominees first, if it fails.
-    use_other = before | (after & ~nom_fails)
-    use_nom = ~use_other & has_nom & nom_fails
-    use_plain = ~use_other & ~use_nom & fails
-    fit_name = fwk.filter_names[plan.fit_idx]
-    if other is not None and use_other.any():
-        failing = np.flatnonzero(use_other).tolist()
-        _put(results, alive, failing, [(None, other(j)) for j in failing])
+    use_nom = has_nom & nom_fails
+    use_plain = ~use_nom & fails
     for mask, r, f in ((use_nom, nom_room, nom_free), (use_plain, room, free)):
         if mask.any():
             where = np.flatnonzero(mask)
             _put(results, alive, where.tolist(), _fit_failures(r, alloc, f, where, plan, fit_name))
-    passing = np.flatnonzero(~(use_other | use_nom | use_plain)).tolist()
+    passing = np.flatnonzero(~(use_nom | use_plain)).tolist()
     if not passing:
         return results  # type: ignore[return-value]
 

@@ -74,32 +74,31 @@ def _nominees(
     k = len(rows)
     count = np.zeros(k, dtype=np.int64)
     sums = np.zeros((len(names), k), dtype=np.int64)
-    if lookup is None or callable(lookup) or not len(lookup):
+    if lookup is None or callable(lookup):
         return count, sums
     prio, uid, key = pod.priority, pod.uid, pod.key
     live = getattr(lookup, "live_items", None)
     items = live(prio, uid) if live is not None else lookup.items()
     index = table.index
-    at: dict[int, list[Pod]] = {}
+    m = len(names)
+    cap = len(table.row_version)
+    all_count = np.zeros(cap, dtype=np.int64)
+    all_sums = np.zeros((m, cap), dtype=np.int64)
     for node, pods in items:
         row = index.get(node)
         if row is None:
             continue
-        ge = [p for p in pods if p.priority >= prio and p.key != key and p.uid != uid]
-        if ge:
-            at[row] = ge
-    if not at:
-        return count, sums
-    cap = len(table.row_version)
-    all_count = np.zeros(cap, dtype=np.int64)
-    all_sums = np.zeros((len(names), cap), dtype=np.int64)
-    for row, ge in at.items():
-        totals = [sum(p.requests.get(name, 0) for p in ge) for name in names]
-        if any(t >= AMOUNT_LIMIT for t in totals):
-            continue
-        all_count[row] = len(ge)
-        for c, t in enumerate(totals):
-            all_sums[c, row] = t
+        n = 0
+        totals = [0] * m
+        for p in pods:
+            if p.priority >= prio and p.key != key and p.meta.uid != uid:
+                n += 1
+                requests = p.requests
+                for c in range(m):
+                    totals[c] += requests.get(names[c], 0)
+        if n and max(totals, default=0) < AMOUNT_LIMIT:
+            all_count[row] = n
+            all_sums[:, row] = totals
     return all_count[rows], all_sums[:, rows]
 
 

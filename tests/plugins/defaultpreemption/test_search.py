@@ -17,13 +17,14 @@ import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.diagnosis import FitError
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.plugins.defaultpreemption.fitonly import fit_only_plan
+from cluster_sched.plugins.defaultpreemption.fitonly import fit_only_plan, select_victims_fit_only
 from cluster_sched.plugins.defaultpreemption.lower import lower_columns
 from cluster_sched.plugins.defaultpreemption.search import screen
 from cluster_sched.plugins.defaultpreemption.victims import select_victims_on_node
@@ -248,3 +249,85 @@ def test_lower_sums_follow_adds_and_removes(ops: list[Any], probes: list[int]) -
     for p in probes:
         check(p)
     assert np.all(table.row_version >= 0)
+
+
+@st.composite
+def histories(draw: Any) -> tuple[list[Any], Pod, dict[str, list[Pod]], list[Any]]:
+    """A cluster and a list of changes: ("add", node, pod), ("remove", node, slot),
+    ("restart", node, slot, start) (the same pod object replaced, accounting unchanged),
+    ("nominate", node, pod), ("denominate", node), ("resize", node, cpu)."""
+    objs, pod, nominated = draw(clusters())
+    nodes = [o.meta.name for o in objs if type(o).__name__ == "Node"]
+    changes: list[Any] = []
+    for k in range(draw(st.integers(1, 8))):
+        kind = draw(
+            st.sampled_from(["add", "remove", "restart", "nominate", "denominate", "resize"])
+        )
+        node = draw(st.sampled_from(nodes))
+        if kind == "add":
+            prio = draw(st.sampled_from([0, 5, 50]))
+            new = make_pod(f"h{k}").req(_req(draw)).priority(prio).node(node).phase("Running")
+            changes.append((kind, node, new.obj()))
+        elif kind in ("remove", "restart"):
+            changes.append((kind, node, draw(st.integers(0, 5)), float(draw(st.integers(0, 9)))))
+        elif kind == "nominate":
+            nom = make_pod(f"m{k}").req(_req(draw)).priority(draw(st.sampled_from([5, 100])))
+            changes.append((kind, node, nom.obj()))
+        elif kind == "resize":
+            changes.append((kind, node, draw(st.sampled_from(["2", "3", "4"]))))
+        else:
+            changes.append((kind, node))
+    return objs, pod, nominated, changes
+
+
+def _apply(change: Any, cache: Cache, nominated: dict[str, list[Pod]]) -> None:
+    table = cache.sink.table  # type: ignore[attr-defined]
+    kind, node = change[0], change[1]
+    row = table.index[node]
+    pods = list(table.row_pods[row].values())
+    if kind == "add":
+        table.add_pod(row, change[2])
+    elif kind == "remove" and pods:
+        table.remove_pod(row, pods[change[2] % len(pods)])
+    elif kind == "restart" and pods:
+        old = pods[change[2] % len(pods)]
+        cache.sink.replace_pod(node, evolve(old, start_time=change[3]))  # type: ignore[attr-defined]
+    elif kind == "nominate":
+        nominated.setdefault(node, []).append(change[2])
+    elif kind == "denominate":
+        nominated.pop(node, None)
+    elif kind == "resize":
+        table.upsert_node(make_node(node).capacity(cpu=change[2], memory="4Gi", pods=110).obj())
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_remembered_dry_runs_follow_the_cluster(history: Any) -> None:
+    """The arithmetic dry run reuses a node's earlier answer only while nothing it read
+    changed: after every change its answers equal SelectVictimsOnNode's, node by node."""
+    objs, pod, nominated, changes = history
+    fwk, cache, _ = _setup(objs, pod, nominated, 100)
+    table = cache.sink.table  # type: ignore[attr-defined]
+    for change in [None, *changes]:
+        if change is not None:
+            _apply(change, cache, nominated)
+        state = CycleState()
+        fwk.run_pre_filter(state, pod, cache.snapshot)
+        plan = fit_only_plan(fwk, state, pod)
+        assert plan is not None
+        rows = table.order()
+        pdbs = list(cache.pdbs.values())
+        got = select_victims_fit_only(plan, fwk, state, pod, table, rows, pdbs, nominated)
+        assert got is not None
+        for r, res in zip(rows.tolist(), got, strict=True):
+            want = select_victims_on_node(
+                fwk, state.clone(), pod, table, r, pdbs, nominated.get(table.names[r], ())
+            )
+            assert _answer(res) == _answer(want)
+
+
+def _answer(res: Any) -> Any:
+    victims, status = res
+    if victims is None:
+        return None, status
+    return [(p.key, p.start_time) for p in victims.pods], victims.num_pdb_violations, status
