@@ -4,14 +4,24 @@ two modes must agree on."""
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from typing import Any
 
+import redis
+
 from cluster_sched.clock import FakeClock
+from cluster_sched.config.load import load_config
+from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
 from cluster_sched.queue.types import Location
+from cluster_sched.scheduler import whole_batch
+from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
 
-__all__ = ["LIST_DEFAULTING", "PROFILE", "decisions", "drive_rounds"]
+__all__ = ["LIST_DEFAULTING", "PROFILE", "Outcome", "decisions", "drive_rounds", "run_outcome"]
+
+_prefixes = itertools.count()
 
 PROFILE = "default-scheduler"
 #: the default profile without default spreading constraints: pods are signable
@@ -68,3 +78,85 @@ def decisions(coord: Coordinator, store: Store) -> dict[str, Any]:
             "batched_pods": bt.batched_pods,
         }
     return {**placements, **failures, **attempts, **batching}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    #: ``decisions``, FailedScheduling counted in every namespace
+    decisions: dict[str, Any]
+    #: whole-batch runs (calls of ``schedule_run`` that handled pods) and their pods
+    runs: int
+    handled: int
+    #: calls of the counted plugin's PreFilter
+    pre_filters: int
+
+
+def run_outcome(
+    client: redis.Redis,
+    docs: list[dict[str, Any]],
+    seed: int,
+    on: bool,
+    batch: int,
+    *,
+    gate: bool = False,
+    config: Any = None,
+    counted: str | None = None,
+    then: tuple[list[str], list[dict[str, Any]]] | None = None,
+) -> Outcome:
+    """``docs`` scheduled by a coordinator with whole batches ``on`` or off (the
+    default profile's plugin ``counted``: its PreFilter calls counted); ``then``: pods
+    (keys) deleted and documents applied once ``docs`` are settled, and those
+    scheduled too."""
+    prefix = f"{{rd{next(_prefixes)}}}"
+    store = Store(client, prefix=prefix)
+    store.apply_many(docs)
+    clock = FakeClock(1_700_000_000.0)
+    coord = new_scheduler(
+        store,
+        client,
+        config if config is not None else load_config(None),
+        options=ExecutorOptions("local"),
+        clock=clock,
+        seed=seed,
+        prefix=prefix,
+        batch_size=batch,
+        features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
+    )
+    coord.whole_batch = on
+    runs = handled_pods = pre_filters = 0
+    real = whole_batch.schedule_run
+
+    def counting(sc: Any, b: Any) -> int:
+        nonlocal runs, handled_pods
+        handled = real(sc, b)
+        runs += handled > 0
+        handled_pods += handled
+        return handled
+
+    if counted is not None:
+        plugin = next(pl for pl in coord.frameworks[PROFILE].pre_filter if pl.name == counted)
+        pre_filter = plugin.pre_filter
+
+        def counting_pre_filter(*args: Any) -> Any:
+            nonlocal pre_filters
+            pre_filters += 1
+            return pre_filter(*args)
+
+        plugin.pre_filter = counting_pre_filter
+    whole_batch.schedule_run = counting  # type: ignore[assignment]
+    try:
+        drive_rounds(coord, clock)
+        if then is not None:
+            store.delete_many([("Pod", key) for key in then[0]])
+            store.apply_many(then[1])
+            drive_rounds(coord, clock, start=False)
+        out = decisions(coord, store)
+        for d in store.list("Pod"):
+            meta = d["metadata"]
+            if meta.get("namespace", "default") != "default":
+                key = f"{meta['namespace']}/{meta['name']}"
+                out[f"failed:{key}"] = len(store.events(key=key, reason="FailedScheduling"))
+        return Outcome(out, runs, handled_pods, pre_filters)
+    finally:
+        whole_batch.schedule_run = real  # type: ignore[assignment]
+        coord.close()

@@ -9,7 +9,6 @@ that fit nowhere, several shapes interleaved; and such runs do happen."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from typing import Any
@@ -19,13 +18,8 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config
 from cluster_sched.plugins.names import INTER_POD_AFFINITY as IPA
 from cluster_sched.scheduler import coordinator as coordinator_module
-from cluster_sched.scheduler import whole_batch
-from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
-from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import HOSTNAME_LABEL, ZONE_LABEL, make_node, make_pod
 from tests.scheduler.affinity_specs import (
     AffinitySpec,
@@ -33,9 +27,8 @@ from tests.scheduler.affinity_specs import (
     affinity_specs,
     node_builders,
 )
-from tests.scheduler.round_driver import PROFILE, decisions, drive_rounds
+from tests.scheduler.round_driver import run_outcome
 
-_runs = itertools.count()
 ZONE = ZONE_LABEL
 
 
@@ -64,63 +57,12 @@ def _outcome(
     probe: dict[str, int] | None = None,
     then: tuple[list[str], list[dict[str, Any]]] | None = None,
 ) -> tuple[dict[str, Any], int]:
-    """Decisions (FailedScheduling counted in both namespaces) and runs; ``probe`` (if
-    given) gets the pods the runs handled and the runs of InterPodAffinity's PreFilter;
-    ``then``: pods (keys) deleted and documents applied once ``docs`` are settled, and
-    those scheduled too."""
-    prefix = f"{{wba{next(_runs)}}}"
-    store = Store(client, prefix=prefix)
-    store.apply_many(docs)
-    clock = FakeClock(1_700_000_000.0)
-    coord = new_scheduler(
-        store,
-        client,
-        load_config(None),
-        options=ExecutorOptions("local"),
-        clock=clock,
-        seed=seed,
-        prefix=prefix,
-        batch_size=batch,
-    )
-    coord.whole_batch = on
-    runs = handled_pods = pre_filters = 0
-    real = whole_batch.schedule_run
-
-    def counting(sc: Any, b: Any) -> int:
-        nonlocal runs, handled_pods
-        handled = real(sc, b)
-        runs += handled > 0
-        handled_pods += handled
-        return handled
-
-    plugin = next(pl for pl in coord.frameworks[PROFILE].pre_filter if pl.name == IPA)
-    pre_filter = plugin.pre_filter
-
-    def counting_pre_filter(*args: Any) -> Any:
-        nonlocal pre_filters
-        pre_filters += 1
-        return pre_filter(*args)
-
-    plugin.pre_filter = counting_pre_filter
-    whole_batch.schedule_run = counting  # type: ignore[assignment]
-    try:
-        drive_rounds(coord, clock)
-        if then is not None:
-            store.delete_many([("Pod", key) for key in then[0]])
-            store.apply_many(then[1])
-            drive_rounds(coord, clock, start=False)
-        if probe is not None:
-            probe.update(handled=handled_pods, pre_filters=pre_filters)
-        out = decisions(coord, store)
-        for d in store.list("Pod"):
-            meta = d["metadata"]
-            if meta.get("namespace", "default") != "default":
-                key = f"{meta['namespace']}/{meta['name']}"
-                out[f"failed:{key}"] = len(store.events(key=key, reason="FailedScheduling"))
-        return out, runs
-    finally:
-        whole_batch.schedule_run = real  # type: ignore[assignment]
-        coord.close()
+    """Decisions and runs; ``probe`` (if given) gets the pods the runs handled and the
+    runs of InterPodAffinity's PreFilter; ``then``: see ``run_outcome``."""
+    got = run_outcome(client, docs, seed, on, batch, counted=IPA, then=then)
+    if probe is not None:
+        probe.update(handled=got.handled, pre_filters=got.pre_filters)
+    return got.decisions, got.runs
 
 
 @pytest.fixture
@@ -134,15 +76,23 @@ def settled(monkeypatch: pytest.MonkeyPatch) -> None:
     seed=st.integers(0, 2**16),
     specs=st.lists(affinity_specs, min_size=1, max_size=3),
     batch=st.sampled_from([8, 64]),
+    gate=st.booleans(),
 )
 def test_affinity_runs_on_and_off_take_the_same_decisions(
-    redis_client: redis.Redis, settled: None, seed: int, specs: list[AffinitySpec], batch: int
+    redis_client: redis.Redis,
+    settled: None,
+    seed: int,
+    specs: list[AffinitySpec],
+    batch: int,
+    gate: bool,
 ) -> None:
+    """``gate``: OpportunisticBatching on (pods without terms sign; its counters are
+    among the decisions)."""
     docs = _docs(seed, specs)
-    off, none = _outcome(redis_client, docs, seed, False, batch)
-    on, _ = _outcome(redis_client, docs, seed, True, batch)
-    assert none == 0
-    assert on == off
+    off = run_outcome(redis_client, docs, seed, False, batch, gate=gate)
+    on = run_outcome(redis_client, docs, seed, True, batch, gate=gate)
+    assert off.runs == 0
+    assert on.decisions == off.decisions
 
 
 def _anti_deployment(pods: int) -> list[dict[str, Any]]:

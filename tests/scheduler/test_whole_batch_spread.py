@@ -9,7 +9,6 @@ do happen."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from typing import Any
@@ -19,18 +18,12 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config, parse_config
-from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
+from cluster_sched.config.load import parse_config
 from cluster_sched.plugins.names import POD_TOPOLOGY_SPREAD as SPREAD
 from cluster_sched.scheduler import coordinator as coordinator_module
-from cluster_sched.scheduler import whole_batch
-from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
-from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import HOSTNAME_LABEL, ZONE_LABEL, make_node, make_pod
-from tests.scheduler.round_driver import PROFILE, decisions, drive_rounds
+from tests.scheduler.round_driver import run_outcome
 
-_runs = itertools.count()
 ZONES = ("z0", "z1", "z2", "z3", None)
 
 
@@ -119,51 +112,10 @@ def _outcome(
 ) -> tuple[dict[str, Any], int]:
     """Decisions and runs; ``probe`` (if given) gets the pods the runs handled and the
     runs of PodTopologySpread's PreFilter."""
-    prefix = f"{{wbs{next(_runs)}}}"
-    store = Store(client, prefix=prefix)
-    store.apply_many(docs)
-    clock = FakeClock(1_700_000_000.0)
-    coord = new_scheduler(
-        store,
-        client,
-        config if config is not None else load_config(None),
-        options=ExecutorOptions("local"),
-        clock=clock,
-        seed=seed,
-        prefix=prefix,
-        batch_size=batch,
-        features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
-    )
-    coord.whole_batch = on
-    runs = handled_pods = spread_pre_filters = 0
-    real = whole_batch.schedule_run
-
-    def counting(sc: Any, b: Any) -> int:
-        nonlocal runs, handled_pods
-        handled = real(sc, b)
-        runs += handled > 0
-        handled_pods += handled
-        return handled
-
-    spread = next(pl for pl in coord.frameworks[PROFILE].pre_filter if pl.name == SPREAD)
-    spread_pre_filter = spread.pre_filter
-
-    def counting_pre_filter(*args: Any) -> Any:
-        nonlocal spread_pre_filters
-        spread_pre_filters += 1
-        return spread_pre_filter(*args)
-
-    spread.pre_filter = counting_pre_filter
-
-    whole_batch.schedule_run = counting  # type: ignore[assignment]
-    try:
-        drive_rounds(coord, clock)
-        if probe is not None:
-            probe.update(handled=handled_pods, spread_pre_filters=spread_pre_filters)
-        return decisions(coord, store), runs
-    finally:
-        whole_batch.schedule_run = real  # type: ignore[assignment]
-        coord.close()
+    got = run_outcome(client, docs, seed, on, batch, gate=gate, config=config, counted=SPREAD)
+    if probe is not None:
+        probe.update(handled=got.handled, spread_pre_filters=got.pre_filters)
+    return got.decisions, got.runs
 
 
 @pytest.fixture
