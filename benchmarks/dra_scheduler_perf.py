@@ -40,6 +40,9 @@ def probe() -> str:
 
 
 def main(names: list[str]) -> int:
+    if any(n.count("/") != 1 for n in names):
+        print(__doc__.strip().split("\n\n")[1].strip())
+        return 0 if names in (["-h"], ["--help"]) else 2
     cli = Path(sys.executable).with_name("cluster-sched")
     for name in names or DEFAULT:
         test, workload = name.split("/")
