@@ -390,9 +390,11 @@ class NodeTable:
         index_built = index.built
         bulk_rows: list[int] = []
         bulk: list[Pod] = []
+        versions: dict[int, int] = {}  # row -> pod_version after its last pod, as add_pod
         for row, pod in zip(rows, pods, strict=True):
             if pod.volumes or may_claim_host_ports(pod):
                 table.add_pod(row, pod, sign)
+                versions[row] = table.pod_version
                 continue
             if sign > 0:
                 row_pods[row][pod.key] = pod
@@ -402,9 +404,10 @@ class NodeTable:
                 index.add(row, pod, sign)
             bulk_rows.append(row)
             bulk.append(pod)
+            table.pod_version += 1
+            versions[row] = table.pod_version
         if not bulk:
             return
-        table.pod_version += len(bulk)
         n = len(bulk)
         requests = [p.requests for p in bulk]
         names = set().union(*requests)
@@ -434,7 +437,7 @@ class NodeTable:
             np.add.at(table.nonzero[0], at, sign * cpu)
             np.add.at(table.nonzero[1], at, sign * mem)
         np.add.at(table.pod_count, at, sign)
-        table.row_version[at] = table.pod_version
+        table.row_version[list(versions)] = list(versions.values())
 
     def remove_pod(self, row: int, pod: Pod) -> None:
         self.add_pod(row, pod, sign=-1)

@@ -40,7 +40,26 @@ def _earliest_start_of_top_priority(v: Victims) -> float:
     return min(start_time(p) for p in v.pods if p.priority == top)
 
 
+#: Victims id -> (the Victims, its scores): the dry run hands the same Victims object
+#: back for a node that did not change (``fitonly``), so its scores are read once
+_SCORES: dict[int, tuple[Victims, tuple[float, ...]]] = {}
+_SCORES_MAX = 8192
+
+
 def _score(c: Candidate) -> tuple[float, ...]:
+    """``_scores`` of the candidate's victims, remembered per Victims object."""
+    v = c.victims
+    hit = _SCORES.get(id(v))
+    if hit is not None and hit[0] is v:
+        return hit[1]
+    if len(_SCORES) >= _SCORES_MAX:
+        _SCORES.clear()
+    score = _scores(c)
+    _SCORES[id(v)] = (v, score)
+    return score
+
+
+def _scores(c: Candidate) -> tuple[float, ...]:
     """pickOneNodeForPreemption's scores, higher is better, in the order they apply."""
     pods = c.victims.pods
     # victims[0] is the node's most important victim (see Victims)

@@ -81,9 +81,9 @@ def _nominees(
     items = live(prio, uid) if live is not None else lookup.items()
     index = table.index
     m = len(names)
-    cap = len(table.row_version)
-    all_count = np.zeros(cap, dtype=np.int64)
-    all_sums = np.zeros((m, cap), dtype=np.int64)
+    at: list[int] = []
+    counts: list[int] = []
+    totals_at: list[list[int]] = []
     for node, pods in items:
         row = index.get(node)
         if row is None:
@@ -97,8 +97,16 @@ def _nominees(
                 for c in range(m):
                     totals[c] += requests.get(names[c], 0)
         if n and max(totals, default=0) < AMOUNT_LIMIT:
-            all_count[row] = n
-            all_sums[:, row] = totals
+            at.append(row)
+            counts.append(n)
+            totals_at.append(totals)
+    if not at:
+        return count, sums
+    cap = len(table.row_version)
+    all_count = np.zeros(cap, dtype=np.int64)
+    all_count[at] = counts
+    all_sums = np.zeros((m, cap), dtype=np.int64)
+    all_sums[:, at] = np.asarray(totals_at, dtype=np.int64).reshape(len(at), m).T
     return all_count[rows], all_sums[:, rows]
 
 
