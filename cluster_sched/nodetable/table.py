@@ -390,6 +390,7 @@ class NodeTable:
         index_built = index.built
         bulk_rows: list[int] = []
         bulk: list[Pod] = []
+        versions: list[int] = []  # each pod's pod_version, as add_pod stamps its row
         for row, pod in zip(rows, pods, strict=True):
             if pod.volumes or may_claim_host_ports(pod):
                 table.add_pod(row, pod, sign)
@@ -400,11 +401,12 @@ class NodeTable:
                 row_pods[row].pop(pod.key, None)
             if index_built:
                 index.add(row, pod, sign)
+            table.pod_version += 1
+            versions.append(table.pod_version)
             bulk_rows.append(row)
             bulk.append(pod)
         if not bulk:
             return
-        table.pod_version += len(bulk)
         n = len(bulk)
         requests = [p.requests for p in bulk]
         names = set().union(*requests)
@@ -434,7 +436,7 @@ class NodeTable:
             np.add.at(table.nonzero[0], at, sign * cpu)
             np.add.at(table.nonzero[1], at, sign * mem)
         np.add.at(table.pod_count, at, sign)
-        table.row_version[at] = table.pod_version
+        np.maximum.at(table.row_version, at, np.asarray(versions, dtype=np.int64))
 
     def remove_pod(self, row: int, pod: Pod) -> None:
         self.add_pod(row, pod, sign=-1)

@@ -262,22 +262,25 @@ class SchedulingCycle:
         cycle: int,
         start: float,
         host: str,
+        assumed: Pod | None = None,
     ) -> bool:
         """The cycle once a host is selected: assume, Reserve, Permit, the binding job.
         True if the pod went to its binding cycle (Permit may have it wait); False after
-        the failure handler took it (nothing of it stays assumed)."""
+        the failure handler took it (nothing of it stays assumed). ``assumed``: the pod
+        on ``host`` already in the cache (a whole-batch run's ``Cache.assume_pods``)."""
         nominator = self.queue.nominator
-        assumed = evolve(pod, node_name=host)
-        try:
-            self.cache.assume_pod(assumed, host)
-        except SchedulerError as exc:
-            # e.g. an earlier incarnation of the pod (same name) is still assumed: retry
-            # with backoff once its binding cycle ends (upstream: assume error → Error).
-            self.failures.handle_scheduling_failure(
-                fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
-            )
-            self._attempt_done(fwk, start, RESULT_ERROR)
-            return False
+        if assumed is None:
+            assumed = evolve(pod, node_name=host)
+            try:
+                self.cache.assume_pod(assumed, host)
+            except SchedulerError as exc:
+                # e.g. an earlier incarnation of the pod (same name) is still assumed:
+                # retry with backoff once its binding cycle ends (upstream: Error).
+                self.failures.handle_scheduling_failure(
+                    fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
+                )
+                self._attempt_done(fwk, start, RESULT_ERROR)
+                return False
         s = fwk.run_reserve(state, assumed, host)
         if s.is_success:
             s = fwk.run_permit(state, assumed, host)
