@@ -34,7 +34,7 @@ from cluster_sched.framework.instrumentation import (
     draw_plugin_metrics_sample,
 )
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.status import Code, Status
+from cluster_sched.framework.status import SKIP, SUCCESS, Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler import batching
@@ -466,12 +466,12 @@ class SchedulingCycle:
 def pre_bind_pre_flights(fwk: Framework, state: CycleState, pod: Pod, node_name: str) -> Status:
     """upstream RunPreBindPreFlights: Success if some PreBind plugin will do work, Skip
     if every one Skips; a plugin without a preflight counts as doing work."""
-    result = Status(Code.SKIP)
+    result = SKIP
     for pl in fwk.pre_bind:
         fn = getattr(pl, "pre_bind_pre_flight", None)
-        s = fn(state, pod, node_name) if fn is not None else Status(Code.SUCCESS)
+        s = fn(state, pod, node_name) if fn is not None else SUCCESS
         if s is None or s.code == Code.SUCCESS:
-            result = Status(Code.SUCCESS)
+            result = SUCCESS
         elif s.code != Code.SKIP:
             return s.with_plugin(pl.name)
     return result
