@@ -11,7 +11,12 @@ compiled attempt, one after another, each seeing the columns its predecessors as
 and RNG draws. Then, pod by pod and in order: its PreFilter (and, when it was scored, its
 PreScore) state from the shared entry, OpportunisticBatching's counters, and
 ``SchedulingCycle.commit`` (assume, Reserve, Permit, binding job), exactly as after a
-single attempt. If a pod's commit fails (assume error, Reserve or Permit rejection), the
+single attempt. The assumes come first, in one ``Cache.assume_pods`` call (one
+vectorised add per node column over the run's hosts) when the profile's Reserve and
+Permit plugins are in-tree ones that read no other pod's accounting (``_BULK_SAFE``), so
+none can tell; pods the run does not reach are then forgotten (pod states and columns as
+if never assumed; the version counters moved on, which only invalidates caches). If a
+pod's commit fails (assume error, Reserve or Permit rejection), the
 pods after it were decided on columns that no longer hold: the RNG and the rotation are
 rewound to just after that pod and the run ends there; the loop schedules the rest.
 
