@@ -31,7 +31,7 @@ the very next cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -252,6 +252,34 @@ class Cache:
         self.assumed.add(key)
         self._account(key, pod, node_name)
         self.generation += 1
+
+    def assume_pods(self, pods: Sequence[Pod], node_names: Sequence[str]) -> int:
+        """``assume_pod(pods[i], node_names[i])`` for each ``i`` in order, the node
+        columns updated in one pass (``NodeTable.add_pods``: the same table state); stops
+        before the first pod ``assume_pod`` would refuse (its key in the cache) and
+        returns how many were assumed."""
+        states, assumed, node_pods = self.pod_states, self.assumed, self.node_pods
+        to_sink: list[tuple[str, Pod]] = []
+        done = 0
+        for pod, node_name in zip(pods, node_names, strict=True):
+            key = pod.key
+            if key in states:
+                break
+            states[key] = PodState(pod, node_name, assumed=True)
+            assumed.add(key)
+            node_pods.setdefault(node_name, set()).add(key)
+            if node_name in self.nodes:
+                to_sink.append((node_name, pod))
+            done += 1
+        sink = self.sink
+        if isinstance(sink, TableSink):
+            index = sink.table.index
+            sink.table.add_pods([index[n] for n, _ in to_sink], [p for _, p in to_sink])
+        else:
+            for node_name, pod in to_sink:
+                sink.add_pod(node_name, pod)
+        self.generation += done
+        return done
 
     def finish_binding(self, pod: Pod) -> None:
         """The binding cycle wrote the binding: start the expiry clock."""

@@ -88,5 +88,9 @@ def error(*reasons: str) -> Status:
     return Status(Code.ERROR, reasons)
 
 
+#: Skip has no reasons: one frozen instance serves every plugin (hot on the commit path).
+SKIP = Status(Code.SKIP)
+
+
 def skip() -> Status:
-    return Status(Code.SKIP)
+    return SKIP

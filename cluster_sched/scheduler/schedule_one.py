@@ -34,7 +34,7 @@ from cluster_sched.framework.instrumentation import (
     draw_plugin_metrics_sample,
 )
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.framework.status import Code, Status
+from cluster_sched.framework.status import SKIP, SUCCESS, Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler import batching
@@ -262,22 +262,25 @@ class SchedulingCycle:
         cycle: int,
         start: float,
         host: str,
+        assumed: Pod | None = None,
     ) -> bool:
         """The cycle once a host is selected: assume, Reserve, Permit, the binding job.
         True if the pod went to its binding cycle (Permit may have it wait); False after
-        the failure handler took it (nothing of it stays assumed)."""
+        the failure handler took it (nothing of it stays assumed). ``assumed``: the pod
+        on ``host`` already in the cache (a whole-batch run's ``Cache.assume_pods``)."""
         nominator = self.queue.nominator
-        assumed = evolve(pod, node_name=host)
-        try:
-            self.cache.assume_pod(assumed, host)
-        except SchedulerError as exc:
-            # e.g. an earlier incarnation of the pod (same name) is still assumed: retry
-            # with backoff once its binding cycle ends (upstream: assume error → Error).
-            self.failures.handle_scheduling_failure(
-                fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
-            )
-            self._attempt_done(fwk, start, RESULT_ERROR)
-            return False
+        if assumed is None:
+            assumed = evolve(pod, node_name=host)
+            try:
+                self.cache.assume_pod(assumed, host)
+            except SchedulerError as exc:
+                # e.g. an earlier incarnation of the pod (same name) is still assumed:
+                # retry with backoff once its binding cycle ends (upstream: Error).
+                self.failures.handle_scheduling_failure(
+                    fwk, pod, info, cycle, Status(Code.ERROR, (str(exc),)), ""
+                )
+                self._attempt_done(fwk, start, RESULT_ERROR)
+                return False
         s = fwk.run_reserve(state, assumed, host)
         if s.is_success:
             s = fwk.run_permit(state, assumed, host)
@@ -463,12 +466,12 @@ class SchedulingCycle:
 def pre_bind_pre_flights(fwk: Framework, state: CycleState, pod: Pod, node_name: str) -> Status:
     """upstream RunPreBindPreFlights: Success if some PreBind plugin will do work, Skip
     if every one Skips; a plugin without a preflight counts as doing work."""
-    result = Status(Code.SKIP)
+    result = SKIP
     for pl in fwk.pre_bind:
         fn = getattr(pl, "pre_bind_pre_flight", None)
-        s = fn(state, pod, node_name) if fn is not None else Status(Code.SUCCESS)
+        s = fn(state, pod, node_name) if fn is not None else SUCCESS
         if s is None or s.code == Code.SUCCESS:
-            result = Status(Code.SUCCESS)
+            result = SUCCESS
         elif s.code != Code.SKIP:
             return s.with_plugin(pl.name)
     return result

@@ -11,7 +11,12 @@ compiled attempt, one after another, each seeing the columns its predecessors as
 and RNG draws. Then, pod by pod and in order: its PreFilter (and, when it was scored, its
 PreScore) state from the shared entry, OpportunisticBatching's counters, and
 ``SchedulingCycle.commit`` (assume, Reserve, Permit, binding job), exactly as after a
-single attempt. If a pod's commit fails (assume error, Reserve or Permit rejection), the
+single attempt. The assumes come first, in one ``Cache.assume_pods`` call (one
+vectorised add per node column over the run's hosts) when the profile's Reserve and
+Permit plugins are in-tree ones that read no other pod's accounting (``_BULK_SAFE``), so
+none can tell; pods the run does not reach are then forgotten (pod states and columns as
+if never assumed; the version counters moved on, which only invalidates caches). If a
+pod's commit fails (assume error, Reserve or Permit rejection), the
 pods after it were decided on columns that no longer hold: the RNG and the rotation are
 rewound to just after that pod and the run ends there; the loop schedules the rest.
 
@@ -58,6 +63,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import OPPORTUNISTIC_BATCHING
 from cluster_sched.framework.cycle_state import CycleState
@@ -73,7 +79,7 @@ from cluster_sched.framework.signature import (
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.kernels.run import PodVector, RunResult, evaluate_hinted_run, evaluate_run
 from cluster_sched.plugins.interpodaffinity.plugin import PRE_FILTER_STATE_KEY as IPA_KEY
-from cluster_sched.plugins.names import INTER_POD_AFFINITY
+from cluster_sched.plugins.names import DYNAMIC_RESOURCES, INTER_POD_AFFINITY, VOLUME_BINDING
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.queue.types import QueuedPodInfo
@@ -90,6 +96,10 @@ __all__ = ["MIN_RUN", "schedule_run"]
 
 #: Fewer pods than this take the ordinary cycle (a run's fixed cost is a kernel call).
 MIN_RUN = 2
+
+#: Reserve and Permit plugins under which a run's pods are assumed in one call: theirs
+#: read no accounting of the other pods (VolumeBinding: the pod's claims; DRA: its own).
+_BULK_SAFE = frozenset({VOLUME_BINDING, DYNAMIC_RESOURCES})
 
 
 def _member(sc: SchedulingCycle, info: QueuedPodInfo, first: Pod | None) -> Pod | None:
@@ -313,36 +323,57 @@ def _commit_all(
     sc.activate_failed_preemptors()
     hosts = result.hosts.tolist()
     found = result.found.tolist()
-    for i, (pod, state, host_row) in enumerate(zip(pods, states, hosts, strict=False)):
-        info, cycle = batch[i]
-        sc.queue.cycle_in_progress = cycle
-        began = time.perf_counter() - share
-        now = sc.clock.now()
-        if replay is not None and not replay(i, cycle, now):
-            _rewind(algorithm, rng_before, result, i - 1, n)
-            if algorithm.fast is not None:  # the cycle counts the rest's own
-                algorithm.fast.shape_hits -= len(hosts) - max(i, 1)
-            return i
-        sc.stats.on_pop(pod.key, now)
-        host = names[host_row]
-        assert host is not None
-        timed = fwk.metrics.enabled
-        if timed:
-            phase = phases[i]
-            if phase is not None:
-                record_shared_phase(fwk, "PreFilter", *phase)
-            record_compiled_phase(fwk, "Filter", (0, round(share * 1e9)))
-        if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
-            nodes = NodeSlice(table, np.asarray([host_row]))
-            reuse.pre_score(fwk, state, pod, snapshot, nodes, known_skips)
+    bulk = _assume_all(sc, fwk, pods, [names[r] for r in hosts])
+    reached = 0  # pods whose commit was called: the other bulk-assumed ones are forgotten
+    try:
+        for i, (pod, state, host_row) in enumerate(zip(pods, states, hosts, strict=False)):
+            info, cycle = batch[i]
+            sc.queue.cycle_in_progress = cycle
+            began = time.perf_counter() - share
+            now = sc.clock.now()
+            if replay is not None and not replay(i, cycle, now):
+                _rewind(algorithm, rng_before, result, i - 1, n)
+                if algorithm.fast is not None:  # the cycle counts the rest's own
+                    algorithm.fast.shape_hits -= len(hosts) - max(i, 1)
+                return i
+            sc.stats.on_pop(pod.key, now)
+            host = names[host_row]
+            assert host is not None
+            timed = fwk.metrics.enabled
             if timed:
-                window = (0, round(share * 1e9))
-                record_compiled_phase(fwk, "Score", window, also=("ScoreExtensionNormalize",))
-        sc.metrics.observe_algorithm(share)
-        if not sc.commit(fwk, state, pod, info, cycle, began, host):
-            _rewind(algorithm, rng_before, result, i, n)
-            return i + 1
-    return len(hosts)
+                phase = phases[i]
+                if phase is not None:
+                    record_shared_phase(fwk, "PreFilter", *phase)
+                record_compiled_phase(fwk, "Filter", (0, round(share * 1e9)))
+            if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
+                nodes = NodeSlice(table, np.asarray([host_row]))
+                reuse.pre_score(fwk, state, pod, snapshot, nodes, known_skips)
+                if timed:
+                    window = (0, round(share * 1e9))
+                    record_compiled_phase(fwk, "Score", window, also=("ScoreExtensionNormalize",))
+            sc.metrics.observe_algorithm(share)
+            assumed = bulk[i] if i < len(bulk) else None
+            reached = i + 1
+            if not sc.commit(fwk, state, pod, info, cycle, began, host, assumed):
+                _rewind(algorithm, rng_before, result, i, n)
+                return i + 1
+        return len(hosts)
+    finally:
+        for pod in reversed(bulk[reached:]):  # as if never assumed (Forget)
+            sc.cache.forget_pod(pod)
+
+
+def _assume_all(
+    sc: SchedulingCycle, fwk: Framework, pods: list[Pod], hosts: list[str]
+) -> list[Pod]:
+    """The run's decided pods on their hosts assumed in one call (``Cache.assume_pods``), when
+    no Reserve or Permit plugin could see the difference (the in-tree ones that read
+    nothing the later pods' accounting changes); the assumed prefix (empty: each pod's
+    commit assumes it)."""
+    if any(pl.name not in _BULK_SAFE for pl in (*fwk.reserve, *fwk.permit)):
+        return []
+    assumed = [evolve(p, node_name=h) for p, h in zip(pods, hosts, strict=False)]
+    return assumed[: sc.cache.assume_pods(assumed, hosts)]
 
 
 def _rewind(

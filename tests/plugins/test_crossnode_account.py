@@ -4,15 +4,14 @@ column, the pods per row (and their order), the interners and the pod index."""
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import numpy as np
 import pytest
 
 from cluster_sched.api.objects import Pod
 from cluster_sched.cache.cache import Cache
-from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.testing.builders import make_namespace, make_node, make_pod
+from tests.nodetable.table_state import table_state
 
 
 def _pods(rng: random.Random, n: int) -> list[Pod]:
@@ -29,19 +28,6 @@ def _pods(rng: random.Random, n: int) -> list[Pod]:
         if rng.random() < 0.15:
             b = b.host_port(rng.choice([80, 443]))
         out.append(b.obj())
-    return out
-
-
-def _state(t: NodeTable) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in vars(t).items():
-        if isinstance(value, np.ndarray):
-            out[name] = value.tolist()
-    out["row_pods"] = [list(d.items()) for d in t.row_pods]
-    out["resources"] = list(t.resources.values)
-    out["ports"] = list(t.ports.values)
-    out["pod_version"] = t.pod_version
-    out["index"] = [t.pod_index.pods_on(r) for r in range(t.size)]
     return out
 
 
@@ -64,9 +50,9 @@ def test_add_pods_equals_add_pod(seed: int) -> None:
     for r, p in zip(at, pods, strict=True):
         one.add_pod(r, p)
     bulk.add_pods(at, pods, 1)
-    assert _state(bulk) == _state(one)
+    assert table_state(bulk) == table_state(one)
     gone = rng.sample(range(len(pods)), 12)
     for i in gone:
         one.add_pod(at[i], pods[i], -1)
     bulk.add_pods([at[i] for i in gone], [pods[i] for i in gone], -1)
-    assert _state(bulk) == _state(one)
+    assert table_state(bulk) == table_state(one)
