@@ -11,6 +11,13 @@ per pod shape and node-table state (``fast_path`` does the same on the replica):
   rows it finds feasible (the shard's rows of the window: ``reduce`` checks that
   every shard's maximum is the same), ImageLocality pre-weighted.
 
+A column that holds one value over every row of the shard (no taint a pod does not
+tolerate, no preferred affinity, no image: the usual pod) is not read per row: the mask
+is dropped when every row passes, and a normalised or as-is score column becomes its
+weighted contribution, added to every total after the kernel (``_Shape.offset``) and
+reported as the window's maximum (``PreparedShape.constant``). The kernel then streams
+fewer columns per window row; the totals, best and tie sets are the same.
+
 A pod shape here is what those columns read of the pod (containers, tolerations,
 affinity, node selector, node name), the skips of its PreFilter and PreScore, and the
 cluster-wide facts ImageLocality reads. ``evaluate`` returns None where the kernel does
@@ -20,8 +27,8 @@ answer).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -49,6 +56,9 @@ from cluster_sched.scheduler.compiled_scores import (
     score_columns,
 )
 
+if TYPE_CHECKING:
+    from cluster_sched.scheduler.shards.ordered import OrderedColumns
+
 __all__ = ["PreparedShape", "ShardKernels"]
 
 #: Filter plugins taken as a verdict column (their verdicts are the node's and pod's own)
@@ -60,12 +70,65 @@ SHAPES = 256
 _SPEC_FIELDS = ("containers", "initContainers", "tolerations", "affinity", "nodeSelector")
 
 
+#: a constant normalised column is folded only below this (100 * value cannot wrap)
+_FOLD_LIMIT = 1 << 40
+
+
 @dataclass(slots=True)
 class _Shape:
     mask: np.ndarray | None
+    #: every normalised plugin's raw column (``PreparedShape.names``' order)
     normalized: tuple[NormalizedScore, ...]
     extra: np.ndarray | None
     requests: PodRequests
+    #: the normalised columns the kernel reads (the others are constant, folded)
+    varying: tuple[NormalizedScore, ...] = ()
+    #: the folded normalised columns' value (by position in ``normalized``)
+    constant: tuple[int | None, ...] = ()
+    #: what the folded columns add to every total: (with normalisation, without)
+    offset: tuple[int, int] = (0, 0)
+
+
+def _constant(col: np.ndarray, every: np.ndarray) -> int | None:
+    """The one value ``col`` holds on every row of ``every``, or None."""
+    if not len(every):
+        return None
+    values = col[every]
+    low, high = int(values.min()), int(values.max())
+    return low if low == high else None
+
+
+def _folded(score: NormalizedScore, value: int) -> int:
+    """DefaultNormalizeScore of a column holding ``value`` on every feasible row, weighted
+    (``fused._normalized_into``: maximum > 0 gives 100 per row, else the raw value),
+    reversed where the plugin reverses."""
+    s = 100 if value > 0 else value
+    return (100 - s if score.reverse else s) * score.weight
+
+
+def _fold(shape: _Shape, every: np.ndarray) -> _Shape:
+    """``shape`` with the columns constant over ``every`` folded (module docstring)."""
+    if shape.mask is not None and len(every) and bool(shape.mask[every].all()):
+        shape.mask = None
+    as_is = 0
+    if shape.extra is not None:
+        value = _constant(shape.extra, every)
+        if value is not None and abs(value) < _FOLD_LIMIT:
+            shape.extra, as_is = None, value
+    varying: list[NormalizedScore] = []
+    constant: list[int | None] = []
+    normalized = 0
+    for score in shape.normalized:
+        value = _constant(score.raw, every)
+        if value is None or not 0 <= value < _FOLD_LIMIT:
+            varying.append(score)
+            constant.append(None)
+        else:
+            constant.append(value)
+            normalized += _folded(score, value)
+    shape.varying, shape.constant = tuple(varying), tuple(constant)
+    shape.offset = (as_is + normalized, as_is)
+    return shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +141,12 @@ class PreparedShape:
     names: tuple[str, ...]
     #: (id(table), node_version) the columns were made for
     version: tuple[int, int]
+
+    def constant(self) -> dict[str, int]:
+        """The normalised plugins whose raw score is one value on every row: that value
+        (the maximum over any window of the shard)."""
+        got = zip(self.names, self.shape.constant, strict=True)
+        return {name: value for name, value in got if value is not None}
 
 
 class ShardKernels:
@@ -162,15 +231,45 @@ class ShardKernels:
         if prepared.version != (id(table), table.node_version):
             raise ValueError("a prepared shape of another node-table state")
         shape = prepared.shape
+        return ShardKernels._run(prepared, table, rows, shape.mask, shape.extra, normalize)
+
+    @staticmethod
+    def run_ordered(
+        prepared: PreparedShape, view: OrderedColumns, positions: np.ndarray
+    ) -> tuple[Evaluation, dict[str, np.ndarray]]:
+        """``run`` over ``view``'s copy of the columns (``ordered``): ``positions`` in its
+        order instead of rows (feasible "rows" come back as positions). ``view`` is synced
+        to the table ``prepared`` was made for."""
+        table = view.table
+        if table is None or prepared.version != (id(table), table.node_version):
+            raise ValueError("a prepared shape of another node-table state")
+        mask, extra, varying = view.shape_columns(prepared.shape)
+        table_like = cast(NodeTable, view)  # the columns and resources the kernel reads
+        return ShardKernels._run(prepared, table_like, positions, mask, extra, True, varying)
+
+    @staticmethod
+    def _run(
+        prepared: PreparedShape,
+        table: NodeTable,
+        rows: np.ndarray,
+        mask: np.ndarray | None,
+        extra: np.ndarray | None,
+        normalize: bool,
+        varying: tuple[NormalizedScore, ...] | None = None,
+    ) -> tuple[Evaluation, dict[str, np.ndarray]]:
+        shape = prepared.shape
         query = PodQuery(
             shape.requests,
             start=0,
-            masks=() if shape.mask is None else (shape.mask,),
-            normalized=shape.normalized if normalize else (),
-            extra=shape.extra,
+            masks=() if mask is None else (mask,),
+            normalized=(shape.varying if varying is None else varying) if normalize else (),
+            extra=extra,
             stable=True,
         )
         ev = evaluate_pod(table, prepared.profile, query, len(rows), rows)
+        offset = shape.offset[0 if normalize else 1]
+        if offset and len(ev.feasible_rows) >= 2:  # scored: the folded columns' share
+            ev = replace(ev, totals=ev.totals + offset, best=ev.best + offset)
         return ev, {name: n.raw for name, n in zip(prepared.names, shape.normalized, strict=True)}
 
     @staticmethod
@@ -211,7 +310,7 @@ class ShardKernels:
             mask = np.zeros(cap, dtype=np.bool_)
             mask[every] = fwk.run_filter(state, pod, nodes, only=frozenset(others)).passed
         normalized, extra = score_columns(fwk, state, pod, table, scoring, nodes, every)
-        return _Shape(mask, normalized, extra, requests)
+        return _fold(_Shape(mask, normalized, extra, requests), every)
 
     @staticmethod
     def _in_domain(table: NodeTable, pod: Pod) -> bool:

@@ -38,6 +38,7 @@ from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.scheduler.shards.compiled import ShardKernels
+from cluster_sched.scheduler.shards.ordered import OrderedColumns
 from cluster_sched.scheduler.shards.reduce import ShardWindows, reduce_payload
 from cluster_sched.scheduler.shards.replies import ChunkReduction
 
@@ -76,6 +77,8 @@ class ShardCore:
         self.windows = ShardWindows()
         #: the compiled kernels' per-shape columns over this shard's rows
         self.kernels = ShardKernels()
+        #: the kernel's columns in the replica's order (``reduce``)
+        self.ordered = OrderedColumns()
 
     # ------------------------------------------------------------------ deltas
 
@@ -98,10 +101,12 @@ class ShardCore:
                 pod = self._pod_on(d[2], d[1])
                 self._pods[pod.key] = pod
                 t.add_pod(t.index[d[1]], pod)
+                self.ordered.mark(t.index[d[1]])
             elif op == "pod-":
                 gone = self._pods.pop(d[2], None)
                 if gone is not None and d[1] in t.index:
                     t.remove_pod(t.index[d[1]], gone)
+                    self.ordered.mark(t.index[d[1]])
             elif op == "reset":
                 t = self.table = NodeTable()
                 self._pods = {}

@@ -132,6 +132,17 @@ class ShardWindows:
         self.n = len(order)
         self.version = version
 
+    def span(self, start: int, width: int) -> np.ndarray:
+        """The indices into ``rows`` of ``window``'s rows, in window order (a run unless
+        the window wraps): positions in ``ordered.OrderedColumns``."""
+        p, n = self.positions, self.n
+        end = start + width
+        i0 = int(np.searchsorted(p, start))
+        if end <= n:
+            return np.arange(i0, int(np.searchsorted(p, end)), dtype=np.int64)
+        i1 = int(np.searchsorted(p, end - n))
+        return np.concatenate((np.arange(i0, len(p)), np.arange(i1))).astype(np.int64)
+
     def window(self, start: int, width: int) -> tuple[np.ndarray, np.ndarray]:
         """This shard's rows among order positions ``start .. start+width-1`` (mod n), in
         window order, and their positions in the window."""
@@ -162,24 +173,49 @@ def _empty() -> PodReduction:
     return PodReduction(OK, -1, np.zeros(0, dtype=np.bool_), {}, frozenset())
 
 
-def _by_kernel(core: Any, known: _Known, rows: np.ndarray) -> PodReduction:
+def _by_kernel(
+    core: Any, known: _Known, rows: np.ndarray, windows: ShardWindows, ask: Mapping[str, Any]
+) -> PodReduction:
     """A compact ask: the shape's kernel inputs over the pod's rows of its window (one
     row is evaluated twice: the kernel scores two rows or more)."""
     if known.prepared is None:
         return PodReduction(UNSUPPORTED)
-    one = len(rows) == 1
-    ev, columns = core.kernels.run(known.prepared, core.table, np.repeat(rows, 2) if one else rows)
-    return _kernel_answer(ev, columns, rows, known.skipped, 2 if one else 1)
+    return _run_kernel(core, known.prepared, rows, windows, ask, known.skipped)
+
+
+def _run_kernel(
+    core: Any,
+    prepared: PreparedShape,
+    rows: np.ndarray,
+    windows: ShardWindows,
+    ask: Mapping[str, Any],
+    skipped: frozenset[str],
+) -> PodReduction:
+    """The kernel over the window's rows, read in the order's layout (``ordered``): one
+    run of positions rather than the shard's shuffled rows."""
+    k = 2 if len(rows) == 1 else 1
+    span = windows.span(int(ask["start"]), int(ask["width"]))
+    ev, columns = core.kernels.run_ordered(prepared, core.ordered, np.repeat(span, k))
+    return _kernel_answer(ev, columns, prepared, rows, skipped, k)
 
 
 def _kernel_answer(
-    ev: Any, columns: Mapping[str, np.ndarray], rows: np.ndarray, skipped: frozenset[str], k: int
+    ev: Any,
+    columns: Mapping[str, np.ndarray],
+    prepared: PreparedShape,
+    rows: np.ndarray,
+    skipped: frozenset[str],
+    k: int,
 ) -> PodReduction:
     if len(ev.feasible_rows) != len(rows) * k:
         return PodReduction(FAILED)
     if ev.status != STATUS_OK:
         return PodReduction(INVALID)
-    maxima = {name: int(col[rows].max()) for name, col in columns.items()}
+    # a column with one value on every row of the shard: that value, no gather
+    maxima = prepared.constant()
+    for name, col in columns.items():
+        if name not in maxima:
+            maxima[name] = int(col[rows].max())
     if k > 1:
         return PodReduction(OK, int(ev.totals[0]), np.ones(1, dtype=np.bool_), maxima, skipped)
     ties = np.zeros(len(rows), dtype=np.bool_)
@@ -196,7 +232,9 @@ def _reduce_pod(
         if not len(rows):
             return _empty()
         got = known.get(int(shape)) if shape is not None else None
-        return PodReduction(UNSUPPORTED) if got is None else _by_kernel(core, got, rows)
+        if got is None:
+            return PodReduction(UNSUPPORTED)
+        return _by_kernel(core, got, rows, windows, ask)
     fwk = core.frameworks[ask["profile"]]
     pod = core.pod_of(ask["pod"])
     state = decode_state(ask["state"])
@@ -226,8 +264,7 @@ def _reduce_pod(
     if not supported:
         return PodReduction(UNSUPPORTED)
     if prepared is not None and len(rows) > 1:
-        ev, columns = core.kernels.run(prepared, core.table, rows)
-        return _kernel_answer(ev, columns, rows, skipped, 1)
+        return _run_kernel(core, prepared, rows, windows, ask, skipped)
     # the plugins' numpy path: the same answer where the kernel does not model the pod
     if not fwk.run_filter(state, pod, nodes).passed.all():
         return PodReduction(FAILED)
@@ -258,6 +295,8 @@ def reduce_payload(
     if order is not None:
         windows.set_order(np.frombuffer(order, dtype=np.int64), int(doc["order_version"]))
     fresh = windows.version == int(doc["order_version"]) and windows.n == int(doc["n"])
+    if fresh:
+        core.ordered.sync(core.table, windows.rows, windows.version)
     known: dict[int, _Known] = {}
     out = [
         _reduce_pod(core, ask, windows, known) if fresh else PodReduction(STALE)
