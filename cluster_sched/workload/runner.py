@@ -136,7 +136,7 @@ class _Feeder:
         self.chunk = max(1, min(chunk, APPLY_BATCH))
         self.every = max(1, every)
         self.turn = 0
-        self.it = group.manifests()
+        self.it = group.manifests(shared=True)  # only the store reads them
         self.created = 0
         self.start = time.monotonic()
         self.done = group.count == 0

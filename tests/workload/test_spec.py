@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import textwrap
 from pathlib import Path
 
 import pytest
+import redis
 
 from cluster_sched.api.manifest import parse_node, parse_pod
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.store.store import Store
 from cluster_sched.workload.spec import load_workload
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -84,6 +87,28 @@ def test_workload_format(tmp_path: Path) -> None:
     first = next(web.manifests())
     first["metadata"]["labels"]["app"] = "changed"
     assert next(web.manifests())["metadata"]["labels"]["app"] == "web"
+
+
+def test_shared_manifests_equal_the_copies_and_the_store_leaves_them_as_they_are(
+    tmp_path: Path, redis_client: redis.Redis
+) -> None:
+    """The feeder's manifests share the template's parts below metadata: equal to the
+    fresh copies, and writing them changes neither them nor the template."""
+    w = load_workload(write(tmp_path, WORKLOAD))
+    web = w.pod_groups[0]
+    template = copy.deepcopy(web.template)
+    shared = list(web.manifests(shared=True))
+    assert shared == list(web.manifests())
+    assert shared[0]["spec"] is shared[1]["spec"]
+    assert shared[0]["metadata"] is not shared[1]["metadata"]
+    before = copy.deepcopy(shared)
+    redis_client.flushall()
+    store = Store(redis_client)
+    store.apply_many(w.objects)
+    store.apply_many(shared)
+    assert shared == before and web.template == template
+    stored = store.list("Pod")
+    assert [parse_pod(d).key for d in stored] == [f"team/web-{i}" for i in range(4)]
 
 
 def test_examples_load() -> None:
