@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 import redis
 
-from cluster_sched.api.evolve import evolve
 from cluster_sched.clock import Clock, SystemClock
 from cluster_sched.errors import StoreError
 from cluster_sched.framework.events import ClusterEvent, ClusterEventWithHint
@@ -195,8 +194,9 @@ class QueueBase:
     def _placement(
         self, info: QueuedPodInfo, dest: Location, now: float, expected_rev: str = ""
     ) -> Placement:
-        if dest is Location.ACTIVE and info.initial_attempt_timestamp is None:
-            info = evolve(info, initial_attempt_timestamp=now)
+        # entering activeQ stamps the first attempt's time; the record is packed with
+        # it (no copy of the info: the sort key and backoff do not read that field)
+        first = now if dest is Location.ACTIVE and info.initial_attempt_timestamp is None else None
         score, tiebreak = self._sort_key(info)
         dest_score = self.backoff_expiry(info) if dest is Location.BACKOFF else info.timestamp
         return Placement(
@@ -205,7 +205,7 @@ class QueueBase:
             score=None if dest is Location.IN_FLIGHT else dest_score,
             sort_score=float(score),
             sort_member=f"{tiebreak}\x00{info.pod_key}",
-            info=info.pack(),
+            info=info.pack(first),
             attempts=info.attempts,
             expected_rev=expected_rev,
         )

@@ -89,8 +89,11 @@ class QueuedPodInfo:
         """Plugins whose events may make the pod schedulable again."""
         return self.unschedulable_plugins | self.pending_plugins
 
-    def pack(self) -> bytes:
-        """msgpack bytes (a versioned array), the form stored in Redis."""
+    def pack(self, initial_attempt_timestamp: float | None = None) -> bytes:
+        """msgpack bytes (a versioned array), the form stored in Redis; with
+        ``initial_attempt_timestamp``, those of this info with that field set (what
+        entering activeQ records, without building the copy)."""
+        initial = self.initial_attempt_timestamp
         return msgpack.packb(
             [
                 _WIRE_VERSION,
@@ -98,7 +101,7 @@ class QueuedPodInfo:
                 self.priority,
                 float(self.timestamp),
                 self.attempts,
-                self.initial_attempt_timestamp,
+                initial if initial_attempt_timestamp is None else initial_attempt_timestamp,
                 sorted(self.unschedulable_plugins),
                 sorted(self.pending_plugins),
                 self.gated,
@@ -168,7 +171,8 @@ class Popped(NamedTuple):
 
 
 #: The QueueSort plugin's ordering: ``(score, tiebreak)``; activeQ pops the smallest
-#: score, and equal scores by smallest ``tiebreak`` compared as UTF-8 bytes.
+#: score, and equal scores by smallest ``tiebreak`` compared as UTF-8 bytes. It reads
+#: the info's priority and timestamp only (upstream's Less compares those).
 SortKey = Callable[[QueuedPodInfo], tuple[float, str]]
 
 #: Runs the profile's PreEnqueue plugins for a pod: returns the name of the plugin that
