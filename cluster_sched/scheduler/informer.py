@@ -387,10 +387,15 @@ def own_bound_pod(
     the store's reply alone (see own_bindings.py); None to decode the watch entry."""
     if old is None or old.raw is None or old.node_name or old.key != binding.key:
         return None
-    manifest = bound_manifest(old.raw, sys.intern(binding.node), rv, binding.condition)
+    fresh = binding.conditions
+    manifest = bound_manifest(old.raw, sys.intern(binding.node), rv, binding.condition, fresh)
     if manifest is None:
         return None
-    manifest["status"] = sharing.level_one("status", manifest["status"])
+    status = manifest["status"]
+    if status["conditions"] is not fresh:
+        # the old status' parts are shared already (the informer's manifests are): only
+        # a conditions list made for this pod needs the sharing pass
+        manifest["status"] = sharing.level_one("status", status)
     return _evolve_bound(old, manifest, "", manifest["metadata"]["resourceVersion"])
 
 

@@ -40,11 +40,14 @@ PRUNE_ABOVE = 8192
 @dataclass(frozen=True, slots=True)
 class OwnBinding:
     """What a binding at a known resourceVersion wrote: ``key`` bound to ``node`` with
-    the PodScheduled=True ``condition``."""
+    the PodScheduled=True ``condition``. ``conditions``: ``[condition]``, the conditions
+    list of a pod that had none, one list shared by the bindings of a reply whose
+    conditions are equal (read-only, as the informer's manifests are)."""
 
     key: str
     node: str
     condition: Mapping[str, Any]
+    conditions: list[Any] | None = None
 
 
 class ExpectedBindings:
@@ -61,11 +64,15 @@ class ExpectedBindings:
 
     def expect(self, results: Sequence[BindResult]) -> None:
         """Register the bound ones of ``results`` (store replies)."""
-        fresh = {
-            r.rv: OwnBinding(r.pod_key, r.node_name, r.condition)
-            for r in results
-            if r.outcome is BindOutcome.BOUND and r.rv > 0 and r.condition is not None
-        }
+        fresh: dict[int, OwnBinding] = {}
+        last: Mapping[str, Any] | None = None
+        listed: list[Any] = []
+        for r in results:
+            if r.outcome is not BindOutcome.BOUND or r.rv <= 0 or r.condition is None:
+                continue
+            if r.condition != last:  # a reply's bindings share one time, so one list
+                last, listed = r.condition, [dict(r.condition)]
+            fresh[r.rv] = OwnBinding(r.pod_key, r.node_name, r.condition, listed)
         if fresh:
             with self._lock:
                 self._by_rv.update(fresh)
@@ -90,7 +97,11 @@ class ExpectedBindings:
 
 
 def bound_manifest(
-    raw: Mapping[str, Any], node: str, rv: int, condition: Mapping[str, Any]
+    raw: Mapping[str, Any],
+    node: str,
+    rv: int,
+    condition: Mapping[str, Any],
+    fresh: list[Any] | None = None,
 ) -> dict[str, Any] | None:
     """The manifest bind.lua makes of ``raw`` when it binds it to ``node`` at ``rv``
     with ``condition``; None where bind.lua would rewrite a whole part that is not a map
@@ -99,7 +110,8 @@ def bound_manifest(
     spec.nodeName set; status.nominatedNodeName removed; in status.conditions the first
     PodScheduled entry replaced by ``condition`` unless its status is already "True",
     ``condition`` appended when there is none, the list made ``[condition]`` when there
-    is no list; metadata.resourceVersion the decimal ``rv``."""
+    is no list (``fresh`` when given: that list, shared); metadata.resourceVersion the
+    decimal ``rv``."""
     meta, spec, status = raw.get("metadata"), raw.get("spec"), raw.get("status")
     if not isinstance(meta, dict) or not isinstance(spec, dict):
         return None
@@ -113,7 +125,7 @@ def bound_manifest(
         if edited is None:
             return None
     else:
-        edited = [dict(condition)]
+        edited = fresh if fresh is not None else [dict(condition)]
     new_status = {k: v for k, v in status.items() if k != "nominatedNodeName"}
     new_status["conditions"] = edited
     return {

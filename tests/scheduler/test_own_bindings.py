@@ -143,3 +143,24 @@ def test_the_coordinator_confirms_its_bindings_without_decoding(h: Harness) -> N
         assert informer.pods[key] == parse_object(h.store.get("Pod", key))
         assert not h.cache.is_assumed(key), "the confirmation reached the cache"
     assert h.coord.stats.bound_node == {f"default/p{i}": "n1" for i in range(3)}
+
+
+def test_bindings_of_one_reply_share_one_conditions_list_and_each_is_its_parse(
+    store: Store,
+) -> None:
+    """Pods that had no conditions get the reply's one ``[condition]`` list (not a copy
+    each, nor a sharing pass), and each pod is still the parse of its stored manifest."""
+    keys = [_applied(store, None, {}) for _ in range(3)]
+    informer = recording_informer(store, [])
+    informer.list_and_watch()
+    results = store.bind_many([(k, f"n{i}", None) for i, k in enumerate(keys)])
+    assert all(r.ok for r in results)
+    informer.expected.expect(results)
+    informer.poll()
+    assert informer.own_confirmed == 3
+    pods = [informer.pods[k] for k in keys]
+    for k, p in zip(keys, pods, strict=True):
+        stored = store.get("Pod", k)
+        assert p == parse_object(stored) and p.raw == stored
+    lists = {id(p.raw["status"]["conditions"]) for p in pods if p.raw is not None}
+    assert len(lists) == 1
