@@ -50,3 +50,17 @@ def test_idle_collection_frees_cycles_that_died_frozen(monkeypatch: pytest.Monke
             gc.callbacks.remove(count)
         assert counts and counts[0] >= 50
     assert not gc_policy.collect_when_idle()  # outside the scope: never
+
+
+def test_young_collections_are_rarer_inside_the_scope_and_restored_after() -> None:
+    before = gc.get_threshold()
+    gc.set_threshold(700, *before[1:])
+    try:
+        with gc_policy.survivors_frozen():
+            assert gc.get_threshold() == (gc_policy.YOUNG_THRESHOLD, *before[1:])
+            with gc_policy.survivors_frozen():
+                assert gc.get_threshold()[0] == gc_policy.YOUNG_THRESHOLD
+            assert gc.get_threshold()[0] == gc_policy.YOUNG_THRESHOLD
+        assert gc.get_threshold() == (700, *before[1:])
+    finally:
+        gc.set_threshold(*before)
