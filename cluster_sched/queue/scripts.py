@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, NamedTuple
 
 import redis
 from redis.commands.core import Script
@@ -67,9 +66,9 @@ def as_text(value: Any) -> str:
 _ADD_CODES = {"a": "active", "u": "unschedulable", "-": ""}
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """Where one pod goes and what is recorded about it (one ARGV group)."""
+class Placement(NamedTuple):
+    """Where one pod goes and what is recorded about it (one ARGV group). A tuple: one
+    is built per pod added or moved, in a third of a frozen dataclass's time."""
 
     pod_key: str
     #: Location value: active, backoff, unschedulable (inflight: rewrite the record only)
@@ -86,8 +85,7 @@ class Placement:
     expected_rev: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class PopReply:
+class PopReply(NamedTuple):
     pod_key: str
     info: bytes
     attempts: int
