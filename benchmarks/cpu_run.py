@@ -3,7 +3,8 @@
 (user + system of this process, which holds the coordinator, its binding threads and the
 in-process executor; the Redis server is another process), and in brackets the same over
 the loop alone (``run_workload``: feeding, scheduling, binding; without start-up, the
-record and the report). For alternating old and new checkouts run by run:
+record and the report), and the longest time between two binds (a stall shows there).
+For alternating old and new checkouts run by run:
 
     PYTHONPATH=/tmp/old .venv/bin/python benchmarks/cpu_run.py run examples/topology-spreading.yaml
     .venv/bin/python benchmarks/cpu_run.py perf examples/scheduler_perf/performance-config.yaml \
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import resource
 import sys
@@ -31,10 +33,16 @@ from cluster_sched.workload import runner as runner_module
 _group_figures = summary_module.group_figures
 
 
+#: the longest time between two consecutive binds of the run (issue 23 item 4: no stall)
+_longest_gap = [0.0]
+
+
 def _with_last_bind(record: Any) -> dict[str, dict[str, object]]:
     """``group_figures`` plus each group's last bind (``stats.bound_at``), so a group's
     rate is its pods over the time since the previous group's last bind."""
     out = _group_figures(record)
+    times = sorted(record.stats.bound_at.values())
+    _longest_gap[0] = max((b - a for a, b in itertools.pairwise(times)), default=0.0)
     for name, keys in record.groups.items():
         ends = [record.stats.bound_at[k] for k in keys if k in record.stats.bound_at]
         out[name]["last_bind"] = max(ends, default=float("nan"))
@@ -115,6 +123,7 @@ def main(argv: list[str]) -> int:
         f"{float(summary['throughput']):.1f} pods/s [{per_group}], wall {wall:.1f} s, "
         f"CPU {cpu:.1f} s = {1e6 * cpu / max(pods, 1):.0f} us/pod "
         f"(loop {1e6 * _loop_cpu[0] / max(pods, 1):.0f}), "
+        f"longest gap between binds {1e3 * _longest_gap[0]:.0f} ms, "
         f"compiled {json.dumps(summary.get('compiled_path'))}"
     )
     return 0
