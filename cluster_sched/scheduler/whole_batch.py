@@ -63,8 +63,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.features import OPPORTUNISTIC_BATCHING
@@ -328,10 +326,11 @@ def _commit_all(
     sc.activate_failed_preemptors()
     hosts = result.hosts.tolist()
     found = result.found.tolist()
-    bulk = _assume_all(sc, fwk, pods, [names[r] for r in hosts])
+    host_names: list[str] = [names[r] for r in hosts]  # type: ignore[misc]
+    bulk = _assume_all(sc, fwk, pods, host_names)
     reached = 0  # pods whose commit was called: the other bulk-assumed ones are forgotten
     try:
-        for i, (pod, state, host_row) in enumerate(zip(pods, states, hosts, strict=False)):
+        for i, (pod, state, _) in enumerate(zip(pods, states, hosts, strict=False)):
             info, cycle = batch[i]
             sc.queue.cycle_in_progress = cycle
             began = time.perf_counter() - share
@@ -342,8 +341,7 @@ def _commit_all(
                     algorithm.fast.shape_hits -= len(hosts) - max(i, 1)
                 return i
             sc.stats.on_pop(pod.key, now)
-            host = names[host_row]
-            assert host is not None
+            host = host_names[i]
             timed = fwk.metrics.enabled
             if timed:
                 phase = phases[i]
@@ -351,7 +349,7 @@ def _commit_all(
                     record_shared_phase(fwk, "PreFilter", *phase)
                 record_compiled_phase(fwk, "Filter", (0, round(share * 1e9)))
             if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
-                nodes = NodeSlice(table, np.asarray([host_row]))
+                nodes = NodeSlice(table, result.hosts[i : i + 1])
                 reuse.pre_score(fwk, state, pod, snapshot, nodes, known_skips)
                 if timed:
                     window = (0, round(share * 1e9))
