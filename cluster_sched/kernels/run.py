@@ -40,6 +40,7 @@ from cluster_sched.kernels.spread import (
     NO_SPREAD,
     SpreadRun,
     spread_assume,
+    spread_groups,
     spread_limits,
     spread_verdicts,
 )
@@ -175,8 +176,9 @@ def evaluate_run_kernel(
         return 0
     s = start % n
     limits = np.empty(sp_params.shape[0], dtype=np.int64)
+    spread_limits(sp_counts, sp_domains, sp_params, limits)
+    passing, groups, members = spread_groups(sp_codes, sp_counts, limits, order)
     if sp_mask >= 0:
-        spread_limits(sp_counts, sp_domains, sp_params, limits)
         spread_verdicts(sp_codes, sp_counts, limits, order, masks[sp_mask])
     if af_mask >= 0:
         affinity_verdicts(af_codes, af_counts, af_kinds, af_self, order, masks[af_mask])
@@ -200,7 +202,7 @@ def evaluate_run_kernel(
         if sp_mask >= 0:
             spread_assume(
                 sp_codes, sp_counts, sp_domains, sp_counted, sp_params, limits,
-                host, order, masks[sp_mask],
+                passing, groups, members, host, masks[sp_mask],
             )  # fmt: skip
         if af_mask >= 0:
             affinity_assume(

@@ -43,7 +43,15 @@ from cluster_sched.plugins.podtopologyspread.filtering import (
     eligible_domains,
 )
 
-__all__ = ["NO_SPREAD", "SpreadRun", "spread_limits", "spread_run", "spread_verdicts"]
+__all__ = [
+    "NO_SPREAD",
+    "SpreadRun",
+    "spread_assume",
+    "spread_groups",
+    "spread_limits",
+    "spread_run",
+    "spread_verdicts",
+]
 
 _JIT = njit(cache=True, nogil=True, error_model="numpy")
 
@@ -146,23 +154,75 @@ def spread_verdicts(codes, counts, limits, order, mask):
 
 
 @_JIT
-def spread_assume(codes, counts, domains, counted, params, limits, host, order, mask):
-    """One run pod assumed on ``host``: its domains' counts, then the verdicts again
-    when a limit moved or a domain crossed its limit."""
+def spread_groups(codes, counts, limits, order):
+    """What ``spread_assume`` keeps beside the counts: ``passing[c, k]`` whether
+    constraint ``c``'s domain ``k`` is within its limit, and the rows of ``order``
+    grouped by domain, ``members[c, starts[c, k]:starts[c, k + 1]]`` those whose code
+    for ``c`` is ``k`` (a counting sort)."""
+    nc, d = counts.shape
+    n = order.shape[0]
+    passing = np.zeros((nc, d), dtype=np.uint8)
+    starts = np.zeros((nc, d + 1), dtype=np.int64)
+    members = np.empty((nc, n), dtype=np.int64)
+    fill = np.empty(d, dtype=np.int64)
+    for c in range(nc):
+        for k in range(d):
+            passing[c, k] = counts[c, k] <= limits[c]
+        for p in range(n):
+            k = codes[c, order[p]]
+            if k >= 0:
+                starts[c, k + 1] += 1
+        for k in range(d):
+            starts[c, k + 1] += starts[c, k]
+            fill[k] = starts[c, k]
+        for p in range(n):
+            r = order[p]
+            k = codes[c, r]
+            if k >= 0:
+                members[c, fill[k]] = r
+                fill[k] += 1
+    return passing, starts, members
+
+
+@_JIT
+def _regroup(codes, counts, limits, passing, starts, members, c, k, mask):
+    """Constraint ``c``'s domain ``k`` checked against its limit; when its verdict
+    flipped, the verdicts of its rows again (every constraint's domain of each)."""
+    ok = counts[c, k] <= limits[c]
+    if ok == (passing[c, k] != 0):
+        return
+    passing[c, k] = ok
+    for j in range(starts[c, k], starts[c, k + 1]):
+        r = members[c, j]
+        v = 1
+        for e in range(codes.shape[0]):
+            q = codes[e, r]
+            if q < 0 or passing[e, q] == 0:
+                v = 0
+                break
+        mask[r] = v
+
+
+@_JIT
+def spread_assume(
+    codes, counts, domains, counted, params, limits, passing, starts, members, host, mask
+):  # fmt: skip
+    """One run pod assumed on ``host``: its domains' counts, then the verdicts of the
+    rows whose domain crossed its limit (``spread_groups``' state): only the host's
+    domains may cross while a limit stays, every domain when it moves. ``mask`` ends
+    as ``spread_verdicts`` over the new counts would leave it."""
     nc = params.shape[0]
     if nc == 0:
         return
-    moved = False
+    before = np.empty(nc, dtype=np.int64)
     for c in range(nc):
+        before[c] = limits[c]
         if counted[c, host]:
-            k = codes[c, host]
-            counts[c, k] += 1
-            if counts[c, k] == limits[c] + 1:
-                moved = True
-    before = limits.copy()
+            counts[c, codes[c, host]] += 1
     spread_limits(counts, domains, params, limits)
     for c in range(nc):
         if limits[c] != before[c]:
-            moved = True
-    if moved:
-        spread_verdicts(codes, counts, limits, order, mask)
+            for k in range(counts.shape[1]):
+                _regroup(codes, counts, limits, passing, starts, members, c, k, mask)
+        elif counted[c, host]:
+            _regroup(codes, counts, limits, passing, starts, members, c, codes[c, host], mask)

@@ -225,6 +225,27 @@ class PreCycleReuse:
             self._current = entry
         return pre
 
+    def pre_filter_next(
+        self, fwk: Framework, state: CycleState, pod: Pod, snapshot: Snapshot, carry: CycleState
+    ) -> bool:
+        """``pre_filter(fwk, state, pod, snapshot, carry)`` for the next pod of a
+        whole-batch run, without the validity key and the lookup: ``pod`` has the
+        shape, namespace and labels of the run's first pod, whose ``pre_filter`` shared
+        the current entry with nothing assumed or changed since (``carry``: its state),
+        so the key and the entry are the ones found then. True when the entry's answer
+        is the pod's (its PER_POD states carried, as ``pre_filter`` takes them); False,
+        nothing written, when the caller must call ``pre_filter`` (metrics on: the
+        shared phase is timed there; no current entry; the carry does not apply)."""
+        entry = self._current
+        if entry is None or fwk.metrics.enabled:
+            return False
+        state.restore(entry.data, entry.skip_filter, frozenset())
+        if not _carry_pre_filter(entry.rerun, state, pod, snapshot, carry):
+            state.restore({}, frozenset(), frozenset())
+            return False
+        self.hits += 1
+        return True
+
     def settled_for(self, fwk: Framework, pod: Pod, snapshot: Snapshot) -> frozenset[str] | None:
         """Whether ``pre_filter`` would share, for ``pod``, a state whose PreScore is
         shared too with no plugin run again per pod in PreScore but InterPodAffinity (no

@@ -30,9 +30,11 @@ scheduling cycles (a gap is a flush the next cycle records).
 
 PodTopologySpread's Filter (DoNotSchedule constraints) is carried by the kernel
 (``kernels.spread``): the first pod's PreFilter counts, each assumed pod added to its
-host's domains, the verdicts redone when a limit moves (issue 23, item 5). The later
-pods' PreFilter does not run it again: their states take the first pod's (the counts as
-of the run's start, ``pre_cycle``'s ``carry``), which nothing after Filter reads.
+host's domains, the verdicts of the rows whose domain crossed its limit redone (issue 23,
+item 5). The later pods' PreFilter does not run it again: their states take the first
+pod's (the counts as of the run's start, ``pre_cycle``'s ``carry``), which nothing after
+Filter reads; nor is the shared state looked up again for them
+(``PreCycleReuse.pre_filter_next``: nothing changes between the run's PreFilters).
 
 InterPodAffinity's Filter (required affinity and anti-affinity terms, the pods' own
 and the existing pods') likewise (``kernels.affinity``): the first pod's PreFilter
@@ -60,8 +62,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
@@ -199,20 +199,23 @@ def _run(
             if drawn[-1][1]:
                 break
         carry = states[0] if states else None  # its PodTopologySpread state: no rerun
-        pre = fast.pre_cycle.pre_filter(fwk, state, pod, snapshot, carry, record=False)
-        settled = fast.pre_cycle.settled_skip_score()
-        if pre[0] is not None or not pre[1].is_success or settled is None:
-            break
-        if skip_score is not None and settled != skip_score:
-            break
+        phase = None
+        if carry is None or not fast.pre_cycle.pre_filter_next(fwk, state, pod, snapshot, carry):
+            pre = fast.pre_cycle.pre_filter(fwk, state, pod, snapshot, carry, record=False)
+            settled = fast.pre_cycle.settled_skip_score()
+            if pre[0] is not None or not pre[1].is_success or settled is None:
+                break
+            if skip_score is not None and settled != skip_score:
+                break
+            skip_score, phase = settled, fast.pre_cycle.shared_phase
+        # else the first pod's entry and answer, so its Skip sets
         if states and _spread_constraints(state) is not _spread_constraints(states[0]):
             break  # PodTopologySpread's constraints not the first pod's (another owner's)
         if states and not _same_affinity(state, states[0]):
             break  # InterPodAffinity's state not carried from the first pod's
-        skip_score = settled
         pods.append(pod)
         states.append(state)
-        phases.append(fast.pre_cycle.shared_phase)
+        phases.append(phase)
     if len(pods) < MIN_RUN or skip_score is None:
         return 0
     planned = fast.run_query(fwk, states[0], first, table, skip_score, len(pods))
@@ -323,10 +326,11 @@ def _commit_all(
     sc.activate_failed_preemptors()
     hosts = result.hosts.tolist()
     found = result.found.tolist()
-    bulk = _assume_all(sc, fwk, pods, [names[r] for r in hosts])
+    host_names: list[str] = [names[r] for r in hosts]  # type: ignore[misc]
+    bulk = _assume_all(sc, fwk, pods, host_names)
     reached = 0  # pods whose commit was called: the other bulk-assumed ones are forgotten
     try:
-        for i, (pod, state, host_row) in enumerate(zip(pods, states, hosts, strict=False)):
+        for i, (pod, state, _) in enumerate(zip(pods, states, hosts, strict=False)):
             info, cycle = batch[i]
             sc.queue.cycle_in_progress = cycle
             began = time.perf_counter() - share
@@ -337,8 +341,7 @@ def _commit_all(
                     algorithm.fast.shape_hits -= len(hosts) - max(i, 1)
                 return i
             sc.stats.on_pop(pod.key, now)
-            host = names[host_row]
-            assert host is not None
+            host = host_names[i]
             timed = fwk.metrics.enabled
             if timed:
                 phase = phases[i]
@@ -346,7 +349,7 @@ def _commit_all(
                     record_shared_phase(fwk, "PreFilter", *phase)
                 record_compiled_phase(fwk, "Filter", (0, round(share * 1e9)))
             if found[i] >= 2:  # a lone feasible node (or a hint) is taken unscored: no PreScore
-                nodes = NodeSlice(table, np.asarray([host_row]))
+                nodes = NodeSlice(table, result.hosts[i : i + 1])
                 reuse.pre_score(fwk, state, pod, snapshot, nodes, known_skips)
                 if timed:
                     window = (0, round(share * 1e9))

@@ -22,8 +22,14 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
 from cluster_sched.kernels.run import evaluate_run
 from cluster_sched.kernels.run_reference import run_reference, spread_mask
-from cluster_sched.kernels.spread import SpreadRun, spread_run
-from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.kernels.spread import (
+    SpreadRun,
+    spread_assume,
+    spread_groups,
+    spread_limits,
+    spread_run,
+    spread_verdicts,
+)
 from cluster_sched.plugins.podtopologyspread import filtering
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
@@ -48,8 +54,7 @@ from tests.scheduler.spread_specs import (
 
 
 @st.composite
-def spread_runs(draw: st.DrawFn, table: NodeTable) -> SpreadRun:
-    cap = table.allocatable.shape[1]
+def spread_runs(draw: st.DrawFn, cap: int) -> SpreadRun:
     k = draw(st.integers(1, 3))
     d = draw(st.integers(1, 6))
     codes = draw(hnp.arrays(np.int64, (k, cap), elements=st.integers(-1, d - 1)))
@@ -79,7 +84,7 @@ def test_spread_run_equals_reference(data: st.DataObject) -> None:
     to_find = data.draw(st.integers(1, n + 3))
     count = data.draw(st.integers(1, 24))
     vector = data.draw(pod_vectors(table))
-    spread = data.draw(spread_runs(table))
+    spread = data.draw(spread_runs(table.allocatable.shape[1]))
     seed = data.draw(st.integers(0, 2**32))
     rng, ref_rng = random.Random(seed), random.Random(seed)
     counts = spread.counts.copy()
@@ -92,6 +97,38 @@ def test_spread_run_equals_reference(data: st.DataObject) -> None:
     # neither the caller's counts nor the shape's (cached) mask columns are written
     assert np.array_equal(spread.counts, counts)
     assert all(np.array_equal(a, b) for a, b in zip(query.masks, masks, strict=True))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_verdicts_kept_by_domain_equal_the_reference_after_each_assume(
+    data: st.DataObject,
+) -> None:
+    """``spread_assume`` redoes only the rows of domains that crossed their limit: after
+    every assume (hosts drawn anywhere, counted or not, limits moving up as the least
+    eligible domain fills), the mask over the order's rows is ``spread_mask`` of the
+    counts so far, and rows outside the order keep what they had."""
+    cap = data.draw(st.integers(1, 40))
+    spread = data.draw(spread_runs(cap))
+    order = np.asarray(
+        data.draw(st.permutations(range(cap)).map(lambda p: p[: max(1, len(p) - 2)])),
+        dtype=np.int64,
+    )
+    counts = spread.counts.copy()
+    limits = np.empty(len(spread.params), dtype=np.int64)
+    spread_limits(counts, spread.domains, spread.params, limits)
+    mask = np.full(cap, 7, dtype=np.uint8)  # rows outside the order: never written
+    spread_verdicts(spread.codes, counts, limits, order, mask)
+    passing, starts, members = spread_groups(spread.codes, counts, limits, order)
+    outside = np.setdiff1d(np.arange(cap), order)
+    for host in data.draw(st.lists(st.sampled_from(order.tolist()), max_size=30)):
+        spread_assume(
+            spread.codes, counts, spread.domains, spread.counted, spread.params, limits,
+            passing, starts, members, host, mask,
+        )  # fmt: skip
+        want = spread_mask(dataclasses.replace(spread, counts=counts), counts)
+        assert mask[order].astype(bool).tolist() == want[order].tolist()
+        assert (mask[outside] == 7).all()
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import random
 
+from cluster_sched.api.evolve import evolve
 from cluster_sched.cache.cache import Cache
 from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
+from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
+from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.fast_path import FastPath
+from cluster_sched.scheduler.pre_cycle import PreCycleReuse
 from cluster_sched.scheduler.profile import new_framework
-from cluster_sched.testing.builders import HOSTNAME_LABEL, make_controller, make_node, make_pod
+from cluster_sched.testing.builders import (
+    HOSTNAME_LABEL,
+    ZONE_LABEL,
+    make_controller,
+    make_node,
+    make_pod,
+)
 
 
 def _run(fast: FastPath | None, events: list[str]) -> list[str]:
@@ -78,3 +88,42 @@ def test_a_controller_selecting_the_pods_ends_sharing() -> None:
     # (PodTopologySpread's system defaults now score it), the fourth shares only its
     # PreFilter (PreScore no longer Skips PodTopologySpread, so it is not shared)
     assert fast.pre_cycle.counters() == {"pre_cycle_hits": 2, "pre_cycle_misses": 2}
+
+
+def test_pre_filter_next_gives_a_runs_later_pod_what_pre_filter_gives() -> None:
+    """A whole-batch run's later pod (one spec, so the same parsed objects; a spread
+    constraint, so PodTopologySpread's state carried from the first pod): the state
+    ``pre_filter_next`` writes is the one ``pre_filter`` writes with the same carry;
+    without a current entry it declines and writes nothing."""
+    cache = Cache()
+    cache.load(
+        [
+            make_node(f"n{i}").capacity(cpu="8", memory="16Gi", pods=20).zone(f"z{i % 3}").obj()
+            for i in range(6)
+        ]
+    )
+    fwk = new_framework(default_config().profiles[0], Handle(snapshot=cache.snapshot))
+    spec = (
+        make_pod("web-0")
+        .req(cpu="1", memory="1Gi")
+        .label("app", "web")
+        .spread(1, ZONE_LABEL, "DoNotSchedule", {"app": "web"})
+        .obj()
+    )
+    pods = [evolve(spec, meta=evolve(spec.meta, name=f"web-{i}")) for i in range(3)]
+    reuse = PreCycleReuse()
+    assert not reuse.pre_filter_next(fwk, CycleState(), pods[1], cache.snapshot, CycleState())
+    first = CycleState()
+    reuse.pre_filter(fwk, first, pods[0], cache.snapshot)  # makes the entry
+    first = CycleState()
+    reuse.pre_filter(fwk, first, pods[0], cache.snapshot)  # shares it
+    assert isinstance(first.get(SPREAD_KEY), PreFilterState)
+    want = CycleState()
+    reuse.pre_filter(fwk, want, pods[1], cache.snapshot, first)
+    got = CycleState()
+    assert reuse.pre_filter_next(fwk, got, pods[2], cache.snapshot, first)
+    assert got.data_copy().keys() == want.data_copy().keys()
+    assert all(got.get(k) is v for k, v in want.data_copy().items())
+    assert got.get(SPREAD_KEY) is first.get(SPREAD_KEY)
+    assert got.skip_filter_plugins == want.skip_filter_plugins
+    assert got.skip_score_plugins == want.skip_score_plugins == set()
