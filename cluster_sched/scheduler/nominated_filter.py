@@ -9,7 +9,7 @@ node: the nominations and the pods they name do not change during one search.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +25,7 @@ from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins.crossnode import nodes_independent
 from cluster_sched.plugins.defaultpreemption.fitonly import AMOUNT_LIMIT, fit_only_plan
 from cluster_sched.plugins.noderesources.fit import fit_failures
-from cluster_sched.queue.nominator import NominatedPodsView
+from cluster_sched.queue.nominees import AtLeast
 
 #: node name -> pods nominated to it, only for nodes that have any (the nominator's view
 #: for this cycle). A mapping, so Filter touches only those few nodes individually.
@@ -42,6 +42,22 @@ class NominatedRows:
 
     rows: np.ndarray
     pods: dict[int, Sequence[Pod]]
+    #: the same nominees per node with their request sums (``AtLeast.totals``), when
+    #: they were read from one (the pod is left out by ``except_uid``)
+    kept: AtLeast | None = None
+    except_uid: str | None = None
+
+    def totals(self, table: NodeTable, names: tuple[str, ...]) -> dict[int, tuple[int, ...]] | None:
+        """row -> the request sums of ``names`` of its nominees, if ``kept`` knows them."""
+        if self.kept is None:
+            return None
+        index = table.index
+        out: dict[int, tuple[int, ...]] = {}
+        for name, (_, sums) in self.kept.totals(names, None, self.except_uid).items():
+            row = index.get(name)
+            if row is not None:
+                out[row] = sums
+        return out
 
 
 def nominated_rows(
@@ -52,12 +68,15 @@ def nominated_rows(
     prio, uid = pod.priority, pod.uid
     items: Iterable[tuple[str, Sequence[Pod]]]
     filtered = False
+    kept: AtLeast | None = None
     if among is not None and len(among) < _FEW_ROWS:
         items = _items_at(nominated, table, among)
-    elif isinstance(nominated, NominatedPodsView):
-        items, filtered = nominated.live_items(prio, uid), True  # filtered as it is read
     else:
-        items = nominated.items()
+        at_least = getattr(nominated, "at_least", None)
+        kept = at_least(prio) if at_least is not None else None
+        if kept is None:  # any other mapping: its nominees worked out here
+            kept = AtLeast.of(nominated.items(), prio)
+        items, filtered = kept.items(except_uid=uid), True  # filtered as it is read
     pods: dict[int, Sequence[Pod]] = {}
     for name, noms in items:
         row = index.get(name)
@@ -67,7 +86,7 @@ def nominated_rows(
         if ge:
             pods[row] = ge
     rows = np.fromiter(sorted(pods), dtype=np.int64, count=len(pods))
-    return NominatedRows(rows, pods)
+    return NominatedRows(rows, pods, kept, uid)
 
 
 def _items_at(
@@ -107,7 +126,9 @@ def filter_with_nominated(
         }
         return verdicts.with_overrides(special)
     if columns:
-        first = first_pass_on_columns(fwk, state, pod, table, rows[hits], ges, verdicts, hits)
+        first = first_pass_on_columns(
+            fwk, state, pod, table, rows[hits], ges, verdicts, hits, noms.totals
+        )
         if first is not None:
             return verdicts.overlay(hits, first)
     # Pass 1 for all those nodes at once on one copy of their rows (the pods added
@@ -148,6 +169,7 @@ def first_pass_on_columns(
     ges: Sequence[Sequence[Pod]],
     verdicts: FilterVerdicts,
     hits: np.ndarray,
+    totals: Callable[[NodeTable, tuple[str, ...]], dict[int, tuple[int, ...]] | None] | None = None,
 ) -> FilterVerdicts | None:
     """Pass 1 for rows ``at`` (``verdicts``' positions ``hits``) with their nominees
     ``ges``, on arrays, when only NodeResourcesFit reads a node's pods (``fitonly``'s
@@ -157,7 +179,8 @@ def first_pass_on_columns(
     node-only plugin before Fit failed already: then pass 1 is pass 2's answer and is
     left passing here (``overlay`` keeps pass 2). Where Fit passes with the nominees it
     passed without them too, and pass 1 is again pass 2's answer. None also for rows
-    near int64's range."""
+    near int64's range. ``totals`` (``NominatedRows.totals``) gives the nominees'
+    request sums per row without walking them, when it knows them."""
     plan = fit_only_plan(fwk, state, pod)
     if plan is None or list(verdicts.plugin_names) != list(fwk.filter_names):
         return None
@@ -168,9 +191,13 @@ def first_pass_on_columns(
     names = [n for n, _ in plan.checked]
     k = len(at)
     sums = np.zeros((len(names), k), dtype=np.int64)
+    known = totals(table, tuple(names)) if totals is not None else None
     for j, ge in enumerate(ges):
+        row_sums = known.get(int(at[j])) if known is not None else None
         for c, name in enumerate(names):
-            total = sum(p.requests.get(name, 0) for p in ge)
+            total = (
+                row_sums[c] if row_sums is not None else sum(p.requests.get(name, 0) for p in ge)
+            )
             if total >= AMOUNT_LIMIT:
                 return None
             sums[c, j] = total

@@ -32,7 +32,7 @@ from cluster_sched.plugins.defaultpreemption.fitonly import (
     fit_only_plan,
 )
 from cluster_sched.plugins.defaultpreemption.lower import lower_columns
-from cluster_sched.plugins.defaultpreemption.victims import NominatedLookup
+from cluster_sched.plugins.defaultpreemption.victims import NominatedLookup, nominees_at_least
 
 __all__ = ["screen", "screen_rows"]
 
@@ -77,26 +77,16 @@ def _nominees(
     if lookup is None or callable(lookup):
         return count, sums
     prio, uid, key = pod.priority, pod.uid, pod.key
-    live = getattr(lookup, "live_items", None)
-    items = live(prio, uid) if live is not None else lookup.items()
     index = table.index
     m = len(names)
     at: list[int] = []
     counts: list[int] = []
-    totals_at: list[list[int]] = []
-    for node, pods in items:
+    totals_at: list[tuple[int, ...]] = []
+    kept = nominees_at_least(lookup, prio)
+    assert kept is not None
+    for node, (n, totals) in kept.totals(tuple(names), key, uid).items():
         row = index.get(node)
-        if row is None:
-            continue
-        n = 0
-        totals = [0] * m
-        for p in pods:
-            if p.priority >= prio and p.key != key and p.meta.uid != uid:
-                n += 1
-                requests = p.requests
-                for c in range(m):
-                    totals[c] += requests.get(names[c], 0)
-        if n and max(totals, default=0) < AMOUNT_LIMIT:
+        if row is not None and max(totals, default=0) < AMOUNT_LIMIT:
             at.append(row)
             counts.append(n)
             totals_at.append(totals)
