@@ -16,29 +16,33 @@ nominated pod, in C (``map``), so the answers stay those of a fresh walk.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from itertools import compress
 from operator import is_not
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from cluster_sched.api.objects import Pod
+    from cluster_sched.nodetable.table import NodeTable
 
-__all__ = ["AtLeast", "NomineeIndex"]
+__all__ = ["AtLeast", "Columns", "NomineeIndex"]
 
 #: stands for "not looked up yet": never the object a lookup returns
 _UNSEEN = object()
 #: priority thresholds kept at once (a cluster has few priorities in play)
 _THRESHOLDS = 8
 
-Totals = tuple[int, tuple[int, ...]]
+Totals = tuple[int, tuple[int, ...] | None]
 
 
 class AtLeast:
     """Per node, the live nominated pods of priority >= ``priority`` in nomination order
     (only nodes with some), and per resource-name tuple their count and request sums."""
 
-    __slots__ = ("_key_nodes", "_sums", "_uid_nodes", "pods", "priority")
+    __slots__ = ("_columns", "_key_nodes", "_uid_nodes", "pods", "priority")
 
     def __init__(self, priority: int) -> None:
         self.priority = priority
@@ -46,7 +50,9 @@ class AtLeast:
         #: key / uid -> nodes holding a nominee with it (left out of its own answer)
         self._key_nodes: dict[str, set[str]] = {}
         self._uid_nodes: dict[str, set[str]] = {}
-        self._sums: dict[tuple[str, ...], dict[str, Totals]] = {}
+        self._columns: weakref.WeakKeyDictionary[NodeTable, dict[tuple[str, ...], Columns]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @classmethod
     def of(cls, items: Iterable[tuple[str, Sequence[Pod]]], priority: int) -> AtLeast:
@@ -61,8 +67,9 @@ class AtLeast:
         for p in self.pods.pop(node, ()):
             _unlink(self._key_nodes, p.key, node)
             _unlink(self._uid_nodes, p.meta.uid, node)
-        for sums in self._sums.values():
-            sums.pop(node, None)
+        for per in self._columns.values():
+            for col in per.values():
+                col.dirty.add(node)
         prio = self.priority
         ge = [p for p in live if p.priority >= prio]
         if ge:
@@ -108,31 +115,40 @@ class AtLeast:
             return pods
         return [p for p in pods if p.key != except_key]
 
-    def totals(
+    def columns(
         self,
+        table: NodeTable,
         names: tuple[str, ...],
+        limit: float,
         except_key: str | None = None,
         except_uid: str | None = None,
-    ) -> dict[str, Totals]:
-        """node -> (count, per name the sum of requests) over the nodes with some pods
-        left once ``except_key`` / ``except_uid`` are left out (exact Python ints)."""
-        sums = self._sums.get(names)
-        if sums is None:
-            sums = self._sums[names] = {}
-        for node, pods in self.pods.items():
-            if node not in sums:
-                sums[node] = _totals(pods, names)
-        touched = self._touched(except_key, except_uid)
-        if not touched:
-            return sums
-        out = dict(sums)
-        for node in touched:
-            kept = [p for p in self.pods[node] if p.key != except_key and p.meta.uid != except_uid]
-            if kept:
-                out[node] = _totals(kept, names)
-            else:
-                del out[node]
-        return out
+    ) -> Columns:
+        """The nominees' count and request sums of ``names`` on every row of ``table``,
+        kept per table and updated for the nodes that changed; the rows of the pod
+        ``except_key`` / ``except_uid`` (left out) come as ``overrides``."""
+        per = self._columns.get(table)
+        if per is None:
+            per = self._columns[table] = {}
+        col = per.get(names)
+        cap = len(table.row_version)
+        index = table.index
+        if col is None or col.version != table.node_version or len(col.count) != cap:
+            col = per[names] = Columns.empty(cap, len(names), table.node_version, limit)
+            for node, pods in self.pods.items():
+                col.fill(index.get(node), pods, names)
+        elif col.dirty:
+            for node in col.dirty:
+                col.fill(index.get(node), self.pods.get(node, ()), names)
+        col.dirty = set()
+        col.overrides = {}
+        for node in self._touched(except_key, except_uid):
+            row = index.get(node)
+            if row is not None:
+                kept = [
+                    p for p in self.pods[node] if p.key != except_key and p.meta.uid != except_uid
+                ]
+                col.overrides[row] = _totals(kept, names, limit)
+        return col
 
 
 def _unlink(nodes_of: dict[str, set[str]], name: str, node: str) -> None:
@@ -143,8 +159,52 @@ def _unlink(nodes_of: dict[str, set[str]], name: str, node: str) -> None:
             del nodes_of[name]
 
 
-def _totals(pods: Sequence[Pod], names: tuple[str, ...]) -> Totals:
-    return len(pods), tuple(sum(p.requests.get(n, 0) for p in pods) for n in names)
+def _totals(pods: Sequence[Pod], names: tuple[str, ...], limit: float) -> Totals:
+    """(count, sums of ``names``; None when one reaches ``limit``)."""
+    sums = tuple(sum(p.requests.get(n, 0) for p in pods) for n in names)
+    return len(pods), None if max(sums, default=0) >= limit else sums
+
+
+class Columns:
+    """Per row of one node table, the nominees' ``count`` (int64) and request ``sums``
+    (int64[len(names), rows]); ``big`` rows, whose sums reach the limit (kept exact in
+    Python ints no further), hold zero sums. ``overrides``: row -> (count, sums or None
+    when big) for the rows the last ``AtLeast.columns`` call left a pod out of."""
+
+    __slots__ = ("big", "count", "dirty", "limit", "overrides", "sums", "version")
+
+    def __init__(
+        self, count: np.ndarray, sums: np.ndarray, big: np.ndarray, version: int, limit: float
+    ) -> None:
+        self.count, self.sums, self.big = count, sums, big
+        self.version = version
+        self.limit = limit
+        #: nodes whose nominees changed since the last read
+        self.dirty: set[str] = set()
+        self.overrides: dict[int, Totals] = {}
+
+    @classmethod
+    def empty(cls, cap: int, m: int, version: int, limit: float) -> Columns:
+        zeros = np.zeros(cap, dtype=np.int64)
+        return cls(zeros, np.zeros((m, cap), dtype=np.int64), zeros.astype(bool), version, limit)
+
+    def fill(self, row: int | None, pods: Sequence[Pod], names: tuple[str, ...]) -> None:
+        if row is None:
+            return
+        n, sums = _totals(pods, names, self.limit)
+        self.count[row] = n
+        self.big[row] = sums is None
+        self.sums[:, row] = 0 if sums is None else sums
+
+    def at(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(count, sums, big) of ``rows``, the overrides applied."""
+        count, sums, big = self.count[rows], self.sums[:, rows], self.big[rows]
+        if self.overrides:
+            for i in np.flatnonzero(np.isin(rows, list(self.overrides))).tolist():
+                n, s = self.overrides[int(rows[i])]
+                count[i], big[i] = n, s is None
+                sums[:, i] = 0 if s is None else s
+        return count, sums, big
 
 
 class NomineeIndex:

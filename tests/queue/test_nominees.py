@@ -8,16 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.api.objects import Pod
+from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.queue import Nominator
 from cluster_sched.queue.nominees import AtLeast
-from cluster_sched.testing.builders import make_pod
+from cluster_sched.testing.builders import make_node, make_pod
 
 NAMES = ("cpu", "memory")
+#: sums at or above this are "big" (left to exact arithmetic elsewhere)
+LIMIT = 1000
 KEYS = [f"default/p{i}" for i in range(4)]
 NODES = ["n0", "n1", "n2"]
 
@@ -57,6 +61,7 @@ steps = st.lists(
             st.sampled_from([100, 500, 900]),
         ),
         st.tuples(st.just("delete_pod"), st.integers(0, 3)),
+        st.tuples(st.just("node"), st.integers(0, 2)),
         st.tuples(st.just("read"), st.integers(0, 2), st.integers(0, 4), st.booleans()),
     ),
     min_size=1,
@@ -72,6 +77,9 @@ def test_kept_nominees_are_a_fresh_walk(redis_client: redis.Redis, steps: list[A
     redis_client.flushall()
     pods: dict[str, Pod] = {}
     nominator = Nominator(redis_client, pod_lookup=pods.get)
+    table = NodeTable()
+    for node in NODES[:2]:
+        table.upsert_node(make_node(node).obj())
     for generation, step in enumerate(steps):
         if step[0] == "nominate":
             _, i, node = step
@@ -83,6 +91,12 @@ def test_kept_nominees_are_a_fresh_walk(redis_client: redis.Redis, steps: list[A
             pods[KEYS[i]] = _pod(i, prio, cpu, f"uid-{i}-{generation % 2}")
         elif step[0] == "delete_pod":
             pods.pop(KEYS[step[1]], None)
+        elif step[0] == "node":  # the table's nodes change: its rows are laid anew
+            _, i = step
+            if NODES[i] in table.index:
+                table.remove_node(NODES[i])
+            else:
+                table.upsert_node(make_node(NODES[i]).obj())
         else:
             _, prio, who, by_uid = step
             fresh = _fresh(nominator, pods, prio)
@@ -95,10 +109,16 @@ def test_kept_nominees_are_a_fresh_walk(redis_client: redis.Redis, steps: list[A
             live = nominator.nominated_pods().live_items(prio, uid)
             assert dict(live) == _without(fresh, None, uid)
             assert len(live) == len(dict(live))
-            assert kept.totals(NAMES, key, uid) == {
-                node: (len(ps), tuple(sum(p.requests.get(n, 0) for p in ps) for n in NAMES))
-                for node, ps in expected.items()
-            }
+            col = kept.columns(table, NAMES, LIMIT, key, uid)
+            rows = np.arange(len(table.row_version), dtype=np.int64)
+            count, sums, big = col.at(rows)
+            for node in table.index:
+                ps = expected.get(node, [])
+                want = [sum(p.requests.get(n, 0) for p in ps) for n in NAMES]
+                row = table.index[node]
+                assert count[row] == len(ps)
+                assert big[row] == (max(want) >= LIMIT)
+                assert list(sums[:, row]) == ([0, 0] if big[row] else want)
             for node in NODES:
                 assert kept.on(node, key) == [p for p in fresh.get(node, []) if p.key != key]
 
@@ -109,5 +129,25 @@ def test_a_uid_shared_by_pods_on_two_nodes_is_left_out_of_both() -> None:
     c = make_pod("c").uid("other").priority(5).req({"cpu": "3"}).obj()
     kept = AtLeast.of([("n0", [a, c]), ("n1", [b])], 5)
     assert kept.items(except_uid="same") == [("n0", [c])]
-    assert kept.totals(("cpu",), except_uid="same") == {"n0": (1, (3000,))}
-    assert kept.totals(("cpu",)) == {"n0": (2, (4000,)), "n1": (1, (2000,))}
+    table = NodeTable()
+    for node in ("n0", "n1"):
+        table.upsert_node(make_node(node).obj())
+    rows = np.asarray([table.index["n0"], table.index["n1"]])
+    count, sums, _ = kept.columns(table, ("cpu",), 2**61, None, "same").at(rows)
+    assert (count.tolist(), sums.tolist()) == ([1, 0], [[3000, 0]])
+    count, sums, _ = kept.columns(table, ("cpu",), 2**61).at(rows)
+    assert (count.tolist(), sums.tolist()) == ([2, 1], [[4000, 2000]])
+
+
+def test_columns_follow_the_tables_rows_when_its_nodes_change() -> None:
+    a = make_pod("a").uid("a").priority(5).req({"cpu": "1"}).obj()
+    kept = AtLeast.of([("n0", [a])], 5)
+    table = NodeTable()
+    table.upsert_node(make_node("n0").obj())
+    row = table.index["n0"]
+    assert kept.columns(table, ("cpu",), 2**61).at(np.asarray([row]))[0].tolist() == [1]
+    table.remove_node("n0")
+    table.upsert_node(make_node("n1").obj())  # may take n0's row
+    rows = np.asarray([table.index["n1"]])
+    count, sums, _ = kept.columns(table, ("cpu",), 2**61).at(rows)
+    assert (count.tolist(), sums.tolist()) == ([0], [[0]])

@@ -71,33 +71,15 @@ def _nominees(
     the dry run does only keeps more rows, so a nominee left out (a callable lookup, a
     ``live_items`` filter by uid on top of the dry run's by name) is never wrong; a
     node's nominees whose amounts reach ``AMOUNT_LIMIT`` are left out likewise."""
-    k = len(rows)
-    count = np.zeros(k, dtype=np.int64)
-    sums = np.zeros((len(names), k), dtype=np.int64)
     if lookup is None or callable(lookup):
-        return count, sums
-    prio, uid, key = pod.priority, pod.uid, pod.key
-    index = table.index
-    m = len(names)
-    at: list[int] = []
-    counts: list[int] = []
-    totals_at: list[tuple[int, ...]] = []
-    kept = nominees_at_least(lookup, prio)
+        k = len(rows)
+        return np.zeros(k, dtype=np.int64), np.zeros((len(names), k), dtype=np.int64)
+    kept = nominees_at_least(lookup, pod.priority)
     assert kept is not None
-    for node, (n, totals) in kept.totals(tuple(names), key, uid).items():
-        row = index.get(node)
-        if row is not None and max(totals, default=0) < AMOUNT_LIMIT:
-            at.append(row)
-            counts.append(n)
-            totals_at.append(totals)
-    if not at:
-        return count, sums
-    cap = len(table.row_version)
-    all_count = np.zeros(cap, dtype=np.int64)
-    all_count[at] = counts
-    all_sums = np.zeros((m, cap), dtype=np.int64)
-    all_sums[:, at] = np.asarray(totals_at, dtype=np.int64).reshape(len(at), m).T
-    return all_count[rows], all_sums[:, rows]
+    col = kept.columns(table, tuple(names), AMOUNT_LIMIT, pod.key, pod.uid)
+    count, sums, big = col.at(rows)
+    count[big] = 0  # left out: see above
+    return count, sums
 
 
 def screen_rows(
