@@ -369,10 +369,8 @@ class Store:
         pod_uid: str | None = None,
         cached: Mapping[str, Any] | None = None,
     ) -> ApplyResult | None:
-        """Set a status condition and/or status.nominatedNodeName ("" clears it) in one
-        write, as the scheduler's ``updatePod`` patches status; UNCHANGED (no event) when
-        neither differs. None if the pod is gone or has another uid than ``pod_uid``.
-        ``cached``: the pod as last seen, tried first unread (see ``Update``)."""
+        """Set a status condition and/or nominatedNodeName ("" clears it) in one write, as
+        ``updatePod`` patches status: UNCHANGED if neither differs, else as ``update``."""
         edit = pod_status_edit(condition, nominated_node_name, rfc3339(self._clock.now()))
         return self.update("Pod", pod_key, edit, pod_uid, cached)
 
