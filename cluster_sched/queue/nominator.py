@@ -30,6 +30,7 @@ import redis
 
 from cluster_sched.errors import StoreError
 from cluster_sched.queue.keys import DEFAULT_PREFIX, NominatorKeys
+from cluster_sched.queue.nominees import AtLeast, NomineeIndex
 from cluster_sched.queue.scripts import as_text, scripts_for
 from cluster_sched.queue.store_errors import translate_redis_errors
 
@@ -64,11 +65,14 @@ class Nominator:
         #: node -> pod keys nominated there, in nomination order (dict as ordered set)
         self._by_node: dict[str, dict[str, None]] = {}
         self._node_of: dict[str, str] = {}
+        #: per priority threshold, the nominees per node, kept up to date on read
+        self._index = NomineeIndex(self._by_node, self._node_of, self.pod_lookup)
 
     # ------------------------------------------------------------------ in-memory view
 
     def _remember(self, pod_key: str, node_name: str) -> None:
         old = self._node_of.pop(pod_key, None)
+        self._index.moved(pod_key, old, node_name)
         if old is not None:
             keys = self._by_node.get(old)
             if keys is not None:
@@ -85,6 +89,7 @@ class Nominator:
         nominations it holds."""
         self._by_node.clear()
         self._node_of.clear()
+        self._index.reset(self.pod_lookup)
         node_of: dict[str, str] = {}
         for k, v in self._client.hgetall(self._keys.node_of).items():
             try:
@@ -103,7 +108,15 @@ class Nominator:
 
     def nominated_pods(self) -> NominatedPodsView:
         """node -> nominated pods (as they are now), a live view for Filter."""
-        return NominatedPodsView(self._by_node, self.pod_lookup)
+        return NominatedPodsView(self._by_node, self.pod_lookup, self.at_least)
+
+    def at_least(self, priority: int) -> AtLeast:
+        """Per node, the nominated pods (as they are now) of ``priority`` or more, with
+        their request sums (``nominees``); kept between calls, so reading it does not
+        walk every nomination's pod again."""
+        if self._index.lookup is not self.pod_lookup:  # replaced since: start afresh
+            self._index.reset(self.pod_lookup)
+        return self._index.at_least(priority)
 
     def pods_nominated_to(self, node_name: str) -> list[Pod]:
         """The pods nominated to ``node_name`` in nomination order, from the view."""
@@ -219,11 +232,21 @@ class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
 
     Only nodes with at least one nominated pod the process still knows are listed."""
 
-    __slots__ = ("_by_node", "_lookup")
+    __slots__ = ("_at_least", "_by_node", "_lookup")
 
-    def __init__(self, by_node: dict[str, dict[str, None]], lookup: PodLookup) -> None:
+    def __init__(
+        self,
+        by_node: dict[str, dict[str, None]],
+        lookup: PodLookup,
+        at_least: Callable[[int], AtLeast] | None = None,
+    ) -> None:
         self._by_node = by_node
         self._lookup = lookup
+        self._at_least = at_least
+
+    def at_least(self, priority: int) -> AtLeast | None:
+        """The nominator's ``at_least`` answer, if the view has a nominator behind it."""
+        return None if self._at_least is None else self._at_least(priority)
 
     def __getitem__(self, node: str) -> Sequence[Pod]:
         pods = [p for p in map(self._lookup, self._by_node[node]) if p is not None]
@@ -247,7 +270,8 @@ class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
         """``(node, pods)`` for every node listed, each pod looked up once (``items()``
         looks each node's pods up twice: once to list the node, once to read it). With
         ``at_least``: only pods of that priority or more, other than ``except_uid``, and
-        only nodes left with some (the pods Filter adds before checking a node)."""
+        only nodes left with some (the pods Filter adds before checking a node), nodes
+        in no particular order, from the nominator's ``at_least`` when there is one."""
         lookup = self._lookup
         out = []
         if at_least is None:
@@ -256,6 +280,8 @@ class NominatedPodsView(Mapping[str, Sequence["Pod"]]):
                 if pods:
                     out.append((node, pods))
             return out
+        if self._at_least is not None:
+            return self._at_least(at_least).items(except_uid=except_uid)
         for node, keys in list(self._by_node.items()):
             pods = [
                 p

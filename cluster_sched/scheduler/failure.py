@@ -84,6 +84,8 @@ class FailureHandler:
                 },
                 nominated_node_name=nominated_node if nominated_node else None,
                 pod_uid=pod.uid or None,
+                # the informer's copy: one compare-and-set, read only when it is stale
+                cached=current.raw if current is not None else None,
             )
         except ClusterSchedError as exc:
             log.warning("could not record the failure of %s: %s", pod.key, exc)

@@ -367,12 +367,12 @@ class Store:
         condition: Mapping[str, Any] | None = None,
         nominated_node_name: str | None = None,
         pod_uid: str | None = None,
+        cached: Mapping[str, Any] | None = None,
     ) -> ApplyResult | None:
-        """Set a status condition and/or status.nominatedNodeName ("" clears it) in one
-        write, as the scheduler's ``updatePod`` patches status; UNCHANGED (no event) when
-        neither differs. None if the pod is gone or has another uid than ``pod_uid``."""
+        """Set a status condition and/or nominatedNodeName ("" clears it) in one write, as
+        ``updatePod`` patches status: UNCHANGED if neither differs, else as ``update``."""
         edit = pod_status_edit(condition, nominated_node_name, rfc3339(self._clock.now()))
-        return self.update("Pod", pod_key, edit, pod_uid)
+        return self.update("Pod", pod_key, edit, pod_uid, cached)
 
     def update(
         self,

@@ -24,7 +24,7 @@ cannot handle exactly (int64 sums near overflow), and the caller uses ``batch``.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from cluster_sched.plugins.defaultpreemption.victims import (
     importance_key,
     importance_order,
     nominated_for,
+    nominees_at_least,
     split_by_pdb_violation,
 )
 from cluster_sched.plugins.names import (
@@ -189,6 +190,7 @@ def _remembered_outcomes(
         memo = by_shape[shape] = {}
     row_pods, names, versions = table.row_pods, table.names, table.row_version
     node_version = table.node_version
+    nominees = _nominees_on(pod, lookup)
     out: list[Result | None] = [None] * len(rows)
     missed: list[int] = []
     reads: list[tuple[Any, ...]] = []
@@ -199,7 +201,7 @@ def _remembered_outcomes(
             int(versions[r]),
             node_version,
             tuple(row_pods[r].values()),
-            tuple(_nominees_of(pod, nominated_for(lookup, name))),
+            tuple(nominees(name)),
         )
         hit = memo.get(r)
         if hit is not None and _same(hit[0], read):
@@ -226,11 +228,19 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     )
 
 
-def _nominees_of(pod: Pod, found: Sequence[Pod]) -> list[Pod]:
-    """RunFilterPluginsWithNominatedPods' nominees: priority >= the pod's, not the pod."""
+def _nominees_on(pod: Pod, lookup: NominatedLookup) -> Callable[[str], Sequence[Pod]]:
+    """node name -> RunFilterPluginsWithNominatedPods' nominees there: priority >= the
+    pod's, not the pod (by namespace/name). From ``nominees_at_least`` when the lookup
+    lists its nodes (worked out once, not per node)."""
+    kept = nominees_at_least(lookup, pod.priority)
+    if kept is not None:
+        key = pod.key
+        return lambda name: kept.on(name, key)
     prio, ns, nm = pod.priority, pod.meta.namespace, pod.meta.name
-    return [
-        p for p in found if p.priority >= prio and (p.meta.name != nm or p.meta.namespace != ns)
+    return lambda name: [
+        p
+        for p in nominated_for(lookup, name)
+        if p.priority >= prio and (p.meta.name != nm or p.meta.namespace != ns)
     ]
 
 
@@ -264,8 +274,9 @@ def _fit_outcomes(
     nom_flat: list[Pod] = []
     nom_owner: list[int] = []
     if lookup is not None:
+        nominees = _nominees_on(pod, lookup)
         for j, i in enumerate(alive):
-            found = _nominees_of(pod, nominated_for(lookup, names[rows_list[i]]))  # type: ignore[arg-type]
+            found = nominees(names[rows_list[i]])  # type: ignore[arg-type]
             nom_flat.extend(found)
             nom_owner.extend([j] * len(found))
 

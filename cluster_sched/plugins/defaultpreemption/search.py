@@ -32,7 +32,7 @@ from cluster_sched.plugins.defaultpreemption.fitonly import (
     fit_only_plan,
 )
 from cluster_sched.plugins.defaultpreemption.lower import lower_columns
-from cluster_sched.plugins.defaultpreemption.victims import NominatedLookup
+from cluster_sched.plugins.defaultpreemption.victims import NominatedLookup, nominees_at_least
 
 __all__ = ["screen", "screen_rows"]
 
@@ -71,43 +71,15 @@ def _nominees(
     the dry run does only keeps more rows, so a nominee left out (a callable lookup, a
     ``live_items`` filter by uid on top of the dry run's by name) is never wrong; a
     node's nominees whose amounts reach ``AMOUNT_LIMIT`` are left out likewise."""
-    k = len(rows)
-    count = np.zeros(k, dtype=np.int64)
-    sums = np.zeros((len(names), k), dtype=np.int64)
     if lookup is None or callable(lookup):
-        return count, sums
-    prio, uid, key = pod.priority, pod.uid, pod.key
-    live = getattr(lookup, "live_items", None)
-    items = live(prio, uid) if live is not None else lookup.items()
-    index = table.index
-    m = len(names)
-    at: list[int] = []
-    counts: list[int] = []
-    totals_at: list[list[int]] = []
-    for node, pods in items:
-        row = index.get(node)
-        if row is None:
-            continue
-        n = 0
-        totals = [0] * m
-        for p in pods:
-            if p.priority >= prio and p.key != key and p.meta.uid != uid:
-                n += 1
-                requests = p.requests
-                for c in range(m):
-                    totals[c] += requests.get(names[c], 0)
-        if n and max(totals, default=0) < AMOUNT_LIMIT:
-            at.append(row)
-            counts.append(n)
-            totals_at.append(totals)
-    if not at:
-        return count, sums
-    cap = len(table.row_version)
-    all_count = np.zeros(cap, dtype=np.int64)
-    all_count[at] = counts
-    all_sums = np.zeros((m, cap), dtype=np.int64)
-    all_sums[:, at] = np.asarray(totals_at, dtype=np.int64).reshape(len(at), m).T
-    return all_count[rows], all_sums[:, rows]
+        k = len(rows)
+        return np.zeros(k, dtype=np.int64), np.zeros((len(names), k), dtype=np.int64)
+    kept = nominees_at_least(lookup, pod.priority)
+    assert kept is not None
+    col = kept.columns(table, tuple(names), AMOUNT_LIMIT, pod.key, pod.uid)
+    count, sums, big = col.at(rows)
+    count[big] = 0  # left out: see above
+    return count, sums
 
 
 def screen_rows(

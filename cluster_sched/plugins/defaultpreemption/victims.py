@@ -22,6 +22,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.status import SUCCESS, Status, error, unresolvable
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.queue.nominees import AtLeast
 
 ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
 
@@ -69,6 +70,17 @@ def nominated_for(lookup: NominatedLookup, node_name: str) -> Sequence[Pod]:
         return lookup[node_name]
     except KeyError:
         return ()
+
+
+def nominees_at_least(lookup: NominatedLookup, priority: int) -> AtLeast | None:
+    """The nominated pods of ``priority`` or more per node (``AtLeast``): the nominator's,
+    kept between attempts, when ``lookup`` is its view; built afresh from another
+    mapping; None for a callable (it cannot list its nodes) or no lookup."""
+    if lookup is None or callable(lookup):
+        return None
+    at_least = getattr(lookup, "at_least", None)
+    kept = at_least(priority) if at_least is not None else None
+    return kept if kept is not None else AtLeast.of(lookup.items(), priority)
 
 
 def filter_with_nominated(
