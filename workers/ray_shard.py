@@ -60,6 +60,7 @@ from cluster_sched.kernels import warm_up
 from cluster_sched.scheduler.shards.core import ShardCore
 from cluster_sched.scheduler.shards.replies import ChunkReduction
 from cluster_sched.scheduler.shards.source import Delta, ShardLostError
+from cluster_sched.scheduler.shards.window import warm_up as warm_up_window
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
@@ -103,6 +104,7 @@ class ShardActor:
     def __init__(self, shard_id: int, config: bytes, seed: int, trace_endpoint: str = "") -> None:
         doc = decode_value(config) if config else None
         warm_up()  # the compiled kernels (numba's on-disk cache) now, not in the first call
+        warm_up_window()
         self.core = ShardCore(shard_id, doc, seed=seed)
         self.shard_id = shard_id
         self._trace_endpoint = trace_endpoint or None

@@ -192,7 +192,7 @@ class ReducedBatch:
         self._shards: list[ShardWindows] = []
         #: (start, width) -> per shard, where its rows of that window sit in it: windows
         #: follow each other by numFeasibleNodesToFind rows, so the same few recur
-        self._windows: dict[tuple[int, int], list[np.ndarray]] = {}
+        self._windows: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self.hits = 0
         self.misses: Counter[str] = Counter()
         self.batches = 0
@@ -374,13 +374,18 @@ class ReducedBatch:
         if where is None:
             if len(self._windows) >= WINDOWS_KEPT:
                 self._windows.clear()
-            where = [w.window(start, width)[1] for w in self._shards]
+            parts = [w.window(start, width)[1] for w in self._shards]
+            bounds = np.zeros(len(parts) + 1, dtype=np.int64)
+            np.cumsum([len(p) for p in parts], out=bounds[1:])
+            where = (np.concatenate(parts).astype(np.int64), bounds)
             self._windows[(start, width)] = where
-        ties = merged.ties(at, where.__getitem__, width)
+        ties = merged.tie_bits(at, where[0], where[1], width)
         if ties is None:
             self._miss("rows")
             return None
         changed = self._changed(flight.touched, start, width)
+        added = changed[:0]
+        drop = False
         if len(changed):
             self.corrected += len(changed)
             shape = (
@@ -393,20 +398,18 @@ class ReducedBatch:
             fixed = self.changed.rescore(fwk, state, pod, table, rows[changed], maxima, shape)
             if fixed is None:
                 return None
-            ties[changed] = False
             top = int(fixed.max())
-            if top > best:
-                best = top
-                ties[:] = False
+            if top > best:  # the shards' ties no longer hold the best total
+                best, drop = top, True
             if top == best:
-                ties[changed[fixed == top]] = True
-            if not ties.any():
-                self._miss("best-changed")
-                return None
+                added = changed[fixed == top]
+        # changed rows leave the shards' tie set, those holding the best come back
+        t = ties.settle(changed, added, drop)
+        if not t:
+            self._miss("best-changed")
+            return None
         # the tie at a uniform rank in window order, drawn as ``select_host`` draws
-        tie_pos = np.flatnonzero(ties)
-        t = len(tie_pos)
-        chosen = int(tie_pos[rng.randrange(t)]) if t > 1 else int(tie_pos[0])
+        chosen = ties.select(rng.randrange(t) if t > 1 else 0)
         self.hits += 1
         return rows, int(rows[chosen]), best
 

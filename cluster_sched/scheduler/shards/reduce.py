@@ -53,9 +53,10 @@ import numpy as np
 from cluster_sched.errors import SchedulerError
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.state_codec import decode_state, decode_value
-from cluster_sched.kernels import STATUS_OK
 from cluster_sched.plugins import names
 from cluster_sched.scheduler.shards.compiled import PreparedShape
+from cluster_sched.scheduler.shards.ordered import OrderedColumns
+from cluster_sched.scheduler.shards.window import WINDOW_FAILED, WINDOW_INVALID, WindowCall
 
 __all__ = [
     "DEFAULT_NORMALIZED",
@@ -76,13 +77,23 @@ DEFAULT_NORMALIZED: Mapping[str, bool] = {names.TAINT_TOLERATION: True, names.NO
 
 @dataclass(slots=True)
 class PodReduction:
-    """One shard's answer for one pod (module docstring)."""
+    """One shard's answer for one pod (module docstring). The ties come as a bool per
+    row (``ties``) or already packed (``bits``, ``rows`` of them: the compiled path,
+    ``window``)."""
 
     status: int
     best: int = 0
     ties: np.ndarray | None = None
     maxima: dict[str, int] | None = None
     skipped: frozenset[str] = frozenset()
+    bits: np.ndarray | None = None
+    rows: int = 0
+
+    def mask(self) -> np.ndarray | None:
+        """The ties as a bool per row of the window, however they came."""
+        if self.bits is None:
+            return self.ties
+        return np.unpackbits(self.bits, count=self.rows).view(np.bool_)
 
 
 class ShardWindows:
@@ -97,6 +108,8 @@ class ShardWindows:
         #: positions in the order of this shard's rows, ascending, and those rows
         self.positions = np.zeros(0, dtype=np.int64)
         self.rows = np.zeros(0, dtype=np.int64)
+        #: 0, 1, ... len(positions) - 1 (``span``'s runs are views of it)
+        self._every = np.zeros(0, dtype=np.int64)
 
     def place(self, row: int, replica_row: int) -> None:
         """The shard's ``row`` mirrors the replica's ``replica_row`` (a node delta)."""
@@ -134,14 +147,17 @@ class ShardWindows:
 
     def span(self, start: int, width: int) -> np.ndarray:
         """The indices into ``rows`` of ``window``'s rows, in window order (a run unless
-        the window wraps): positions in ``ordered.OrderedColumns``."""
+        the window wraps): positions in ``ordered.OrderedColumns``. A run is a view of
+        one ``arange`` kept with the order (not written to)."""
         p, n = self.positions, self.n
         end = start + width
-        i0 = int(np.searchsorted(p, start))
+        if len(self._every) != len(p):
+            self._every = np.arange(len(p), dtype=np.int64)
+        i0 = int(p.searchsorted(start))
         if end <= n:
-            return np.arange(i0, int(np.searchsorted(p, end)), dtype=np.int64)
-        i1 = int(np.searchsorted(p, end - n))
-        return np.concatenate((np.arange(i0, len(p)), np.arange(i1))).astype(np.int64)
+            return self._every[i0 : int(p.searchsorted(end))]
+        i1 = int(p.searchsorted(end - n))
+        return np.concatenate((self._every[i0:], self._every[:i1]))
 
     def window(self, start: int, width: int) -> tuple[np.ndarray, np.ndarray]:
         """This shard's rows among order positions ``start .. start+width-1`` (mod n), in
@@ -162,10 +178,17 @@ class ShardWindows:
 class _Known:
     """What a chunk's full ask of a shape left for the compact asks of that shape: the
     kernel's inputs and the PreScore skips, or None (every pod of the shape UNSUPPORTED
-    here: the coordinator evaluates it)."""
+    here: the coordinator evaluates it); the compiled call made of them, once."""
 
     prepared: PreparedShape | None
     skipped: frozenset[str] = frozenset()
+    call: WindowCall | None = None
+
+    def window_call(self, view: OrderedColumns) -> WindowCall:
+        assert self.prepared is not None
+        if self.call is None:
+            self.call = WindowCall(self.prepared, view)
+        return self.call
 
 
 def _empty() -> PodReduction:
@@ -173,68 +196,32 @@ def _empty() -> PodReduction:
     return PodReduction(OK, -1, np.zeros(0, dtype=np.bool_), {}, frozenset())
 
 
-def _by_kernel(
-    core: Any, known: _Known, rows: np.ndarray, windows: ShardWindows, ask: Mapping[str, Any]
-) -> PodReduction:
-    """A compact ask: the shape's kernel inputs over the pod's rows of its window (one
-    row is evaluated twice: the kernel scores two rows or more)."""
-    if known.prepared is None:
-        return PodReduction(UNSUPPORTED)
-    return _run_kernel(core, known.prepared, rows, windows, ask, known.skipped)
-
-
-def _run_kernel(
-    core: Any,
-    prepared: PreparedShape,
-    rows: np.ndarray,
-    windows: ShardWindows,
-    ask: Mapping[str, Any],
-    skipped: frozenset[str],
-) -> PodReduction:
-    """The kernel over the window's rows, read in the order's layout (``ordered``): one
-    run of positions rather than the shard's shuffled rows."""
-    k = 2 if len(rows) == 1 else 1
-    span = windows.span(int(ask["start"]), int(ask["width"]))
-    ev, columns = core.kernels.run_ordered(prepared, core.ordered, np.repeat(span, k))
-    return _kernel_answer(ev, columns, prepared, rows, skipped, k)
-
-
-def _kernel_answer(
-    ev: Any,
-    columns: Mapping[str, np.ndarray],
-    prepared: PreparedShape,
-    rows: np.ndarray,
-    skipped: frozenset[str],
-    k: int,
-) -> PodReduction:
-    if len(ev.feasible_rows) != len(rows) * k:
+def _run_kernel(core: Any, known: _Known, positions: np.ndarray) -> PodReduction:
+    """The window's rows by the compiled call over the order's layout (``ordered``,
+    ``window``): one run of positions rather than the shard's shuffled rows."""
+    call = known.window_call(core.ordered)
+    outcome, best, bits = call(positions)
+    if outcome == WINDOW_FAILED:
         return PodReduction(FAILED)
-    if ev.status != STATUS_OK:
+    if outcome == WINDOW_INVALID:
         return PodReduction(INVALID)
-    # a column with one value on every row of the shard: that value, no gather
-    maxima = prepared.constant()
-    for name, col in columns.items():
-        if name not in maxima:
-            maxima[name] = int(col[rows].max())
-    if k > 1:
-        return PodReduction(OK, int(ev.totals[0]), np.ones(1, dtype=np.bool_), maxima, skipped)
-    ties = np.zeros(len(rows), dtype=np.bool_)
-    ties[ev.ties] = True
-    return PodReduction(OK, ev.best, ties, maxima, skipped)
+    maxima = call.maxima(positions)
+    return PodReduction(OK, best, None, maxima, known.skipped, bits, len(positions))
 
 
 def _reduce_pod(
     core: Any, ask: Mapping[str, Any], windows: ShardWindows, known: dict[int, _Known]
 ) -> PodReduction:
-    rows, _ = windows.window(int(ask["start"]), int(ask["width"]))
+    positions = windows.span(int(ask["start"]), int(ask["width"]))
     shape = ask.get("shape")
     if "pod" not in ask:  # a compact ask: a pod of a shape this chunk already carried
-        if not len(rows):
+        if not len(positions):
             return _empty()
         got = known.get(int(shape)) if shape is not None else None
-        if got is None:
+        if got is None or got.prepared is None:
             return PodReduction(UNSUPPORTED)
-        return _by_kernel(core, got, rows, windows, ask)
+        return _run_kernel(core, got, positions)
+    rows = windows.rows[positions]
     fwk = core.frameworks[ask["profile"]]
     pod = core.pod_of(ask["pod"])
     state = decode_state(ask["state"])
@@ -257,14 +244,15 @@ def _reduce_pod(
         if supported
         else None
     )
+    entry = _Known(prepared, skipped) if supported else _Known(None)
     if shape is not None:
-        known[int(shape)] = _Known(prepared, skipped) if supported else _Known(None)
+        known[int(shape)] = entry
     if not len(rows):
         return _empty()
     if not supported:
         return PodReduction(UNSUPPORTED)
     if prepared is not None and len(rows) > 1:
-        return _run_kernel(core, prepared, rows, windows, ask, skipped)
+        return _run_kernel(core, entry, positions)
     # the plugins' numpy path: the same answer where the kernel does not model the pod
     if not fwk.run_filter(state, pod, nodes).passed.all():
         return PodReduction(FAILED)

@@ -15,13 +15,14 @@ per pod hardly grows with the shard count (README "Distributed execution").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
+from cluster_sched.scheduler.shards.ties import TieBits
 
 __all__ = ["NORMALIZED_NAMES", "ChunkReduction", "MergedChunk"]
 
@@ -47,10 +48,19 @@ class ChunkReduction:
     @classmethod
     def pack(cls, pods: Sequence[PodReduction]) -> ChunkReduction:
         n = len(pods)
-        rows = np.array([0 if p.ties is None else len(p.ties) for p in pods], dtype=np.int64)
+        rows = np.array(
+            [p.rows if p.bits is not None else 0 if p.ties is None else len(p.ties) for p in pods],
+            dtype=np.int64,
+        )
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum((rows + 7) // 8, out=offsets[1:])
-        bits = [np.packbits(p.ties) for p in pods if p.ties is not None and len(p.ties)]
+        bits = []
+        for p in pods:
+            if p.bits is not None:
+                if p.rows:
+                    bits.append(p.bits)
+            elif p.ties is not None and len(p.ties):
+                bits.append(np.packbits(p.ties))
         maxima = np.full((n, len(NORMALIZED_NAMES)), -1, dtype=np.int64)
         skips: dict[frozenset[str], int] = {}
         skip_of = np.zeros(n, dtype=np.int32)
@@ -141,18 +151,25 @@ class MergedChunk:
             name: int(m) for name, m in zip(NORMALIZED_NAMES, self.maxima[i], strict=True) if m >= 0
         }
 
-    def ties(self, i: int, positions: Callable[[int], np.ndarray], width: int) -> np.ndarray | None:
-        """Which positions of pod ``i``'s window (``width`` long) hold its best total, over
-        every shard, as a mask; ``positions(s)``: where shard ``s``'s rows of the window
-        sit in it, in order. None when a shard's row count is not the coordinator's
-        (never trusted then)."""
-        mask = np.zeros(width, dtype=np.bool_)
-        for s in np.flatnonzero(self.winners[:, i]):
-            r = self.replies[int(s)]
-            pos = positions(int(s))
+    def tie_bits(
+        self, i: int, positions: np.ndarray, pos_off: np.ndarray, width: int
+    ) -> TieBits | None:
+        """Pod ``i``'s tie set over its window (``width`` long) from the shards holding
+        its best total (``ties``); ``positions[pos_off[s]:pos_off[s + 1]]``: where shard
+        ``s``'s rows of the window sit in it, in order. None when a shard's row count is
+        not the coordinator's (never trusted then)."""
+        byte_off = np.full(len(self.replies), -1, dtype=np.int64)
+        rows = np.zeros(len(self.replies), dtype=np.int64)
+        parts = []
+        at = 0
+        for s in np.flatnonzero(self.winners[:, i]).tolist():
+            r = self.replies[s]
             n = int(r.rows[i])
-            if len(pos) != n:
+            if int(pos_off[s + 1] - pos_off[s]) != n:
                 return None
-            bits = np.unpackbits(r.bits[r.offsets[i] : r.offsets[i + 1]], count=n)
-            mask[pos] = bits.view(np.bool_)
-        return mask
+            part = r.bits[r.offsets[i] : r.offsets[i + 1]]
+            byte_off[s], rows[s] = at, n
+            parts.append(part)
+            at += len(part)
+        bits = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+        return TieBits(bits, byte_off, rows, positions, pos_off, width)

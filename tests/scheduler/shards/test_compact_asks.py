@@ -54,8 +54,9 @@ def _answers(core: ShardCore, asks: list[dict[str, Any]], order: bool) -> list[P
 
 
 def _same(a: PodReduction, b: PodReduction) -> bool:
-    ties = (a.ties is None and b.ties is None) or (
-        a.ties is not None and b.ties is not None and a.ties.tolist() == b.ties.tolist()
+    ma, mb = a.mask(), b.mask()  # a bool per row, whether sent packed or not
+    ties = (ma is None and mb is None) or (
+        ma is not None and mb is not None and ma.tolist() == mb.tolist()
     )
     return (a.status, a.best, a.maxima, a.skipped) == (
         b.status,
