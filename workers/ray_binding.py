@@ -18,13 +18,17 @@ Where each phase runs:
 - **PreBind, Bind, PostBind** run in the Ray task (``bind_jobs``), through Frameworks
   the worker builds from the same configuration (cached per worker process, as is its
   Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
-  task returns ``[code, reasons, plugin]`` per job as msgpack.
+  task returns ``[code, reasons, plugin]`` per job as msgpack, followed by ``rv,
+  condition`` for a pod bound through the store (the store's reply to ``bind_many``).
 
 Batching is adaptive: a batch leaves when ``batch`` jobs wait, or when fewer than
-``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (20 ms) ago or
+``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (50 ms) ago or
 more: an idle cluster binds at once, a busy one sends at most one task per slot per
-BATCH_WAIT. ``poll`` never blocks (``ray.wait(timeout=0)``), and
-asks Ray at most every ``POLL_INTERVAL``.
+BATCH_WAIT. ``poll`` never blocks and never asks Ray: each task's completion callback
+(on Ray's thread) decodes its reply, hands the bindings it made to ``confirm`` (the
+informer's ``ExpectedBindings``: their watch entries are then not decoded, as with the
+in-process binder) and queues the reply for ``poll``. The executor's workers are warmed
+up when it is built (``_warm_up``).
 
 Every task carries the coordinator's fencing token (``[lease key, token]``, token 0 when
 leader election is off); the worker's writes carry it, so a task sent before its leader
@@ -44,11 +48,12 @@ the task (``worker_tracing``: one exporter per endpoint per worker process, else
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -68,6 +73,7 @@ from cluster_sched.framework.state_codec import (
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
 from cluster_sched.scheduler.binding_cycle import (
+    Confirm,
     bind_jobs,
     statuses_from_store,
     store_binder,
@@ -75,9 +81,12 @@ from cluster_sched.scheduler.binding_cycle import (
 )
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.store.fence import Fence, is_fenced_message
+from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -93,14 +102,16 @@ DEFAULT_BATCH: Final = 256
 """Most jobs one binding task carries."""
 DEFAULT_MAX_IN_FLIGHT: Final = 2
 """Binding tasks running at once before jobs wait for the next batch."""
-BATCH_WAIT: Final = 0.02
-"""Seconds between two batches sent into a free slot: a task costs the coordinator
-~1 ms to send, so sending one per pod (as soon as a slot freed) cost more than the
-pod's cycle."""
-POLL_INTERVAL: Final = 0.01
-"""Seconds between two ``ray.wait`` calls of ``poll``: one costs ~0.2 ms of the
-coordinator's time, so asking after every pod cost more than the pod's cycle; an outcome
-waits at most this long longer to be read."""
+BATCH_WAIT: Final = 0.05
+"""Seconds between two batches sent into a free slot. A task costs this machine ~4 ms of
+CPU over all its processes (the coordinator's submission, the raylet's lease, the
+worker's call and reply: ``benchmarks/ray_binding_bench.py``) against ~40 µs per job in
+the worker, so at 2,000-3,000 pods/s tasks every 20 ms cost ~80 µs per pod, every 50 ms
+~30; a binding waits at most this long longer to leave."""
+WARM_UP_TIMEOUT: Final = 120.0
+"""Seconds the executor waits, when built, for its workers to have imported the binding
+code and built their store and Frameworks (a new worker takes seconds: the first
+bindings of a run would otherwise wait for it)."""
 DEFAULT_WAITERS: Final = 8
 """Coordinator threads holding pods parked by Permit (WaitOnPermit)."""
 BINDING_TASK_CPUS: Final = 1.0
@@ -217,11 +228,20 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
             jobs.append(None)
             decode_errors[i] = Status(Code.ERROR, (f"binding job unreadable: {exc}",))
     runnable = [j for j in jobs if j is not None]
-    done = iter(bind_jobs(store, frameworks, runnable, tracing))
+    results: list[BindResult] = []
+    done = iter(bind_jobs(store, frameworks, runnable, tracing, confirm=results.extend))
+    bound = {
+        r.pod_key: [r.rv, dict(r.condition)]
+        for r in results
+        if r.outcome is BindOutcome.BOUND and r.rv > 0 and r.condition is not None
+    }
     out = []
     for i, job in enumerate(jobs):
         s = decode_errors[i] if job is None else next(done)
-        out.append([int(s.code), list(s.reasons), s.plugin])
+        reply = [int(s.code), list(s.reasons), s.plugin]
+        if job is not None and s.is_success and job.pod.key in bound:
+            reply.extend(bound[job.pod.key])  # what bind.lua wrote: the watch need not say
+        out.append(reply)
     return encode_value(out)
 
 
@@ -242,6 +262,16 @@ def _remote_bind_task() -> Any:
 
 
 # ---------------------------------------------------------------------------- coordinator side
+
+
+def _bindings_of(jobs: list[BindingJob], reply: list[Any]) -> list[BindResult]:
+    """The store bindings a task's reply reports (``[code, reasons, plugin, rv,
+    condition]`` for a pod bound through the store), as the store's replies."""
+    return [
+        BindResult(job.pod.key, job.node_name, BindOutcome.BOUND, rv=bound[0], condition=bound[1])
+        for job, (_, _, _, *bound) in zip(jobs, reply, strict=True)
+        if len(bound) == 2
+    ]
 
 
 def redis_url_of(store: Store) -> str:
@@ -272,6 +302,7 @@ class RayBindingExecutor:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         waiters: int = DEFAULT_WAITERS,
         address: str | None = None,
+        confirm: Confirm | None = None,
     ) -> None:
         ensure_ray(address)
         self._store = store
@@ -286,6 +317,12 @@ class RayBindingExecutor:
         self._buffer: list[BindingJob] = []
         #: object ref -> the jobs its task carries
         self._in_flight: dict[Any, list[BindingJob]] = {}
+        #: finished tasks (ref, decoded reply or the task's error), queued by Ray's
+        #: completion callbacks: ``poll`` reads this queue, it never asks Ray
+        self._finished: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        #: told the bindings the tasks made, as soon as a task's reply arrives (the
+        #: informer then knows them without decoding their watch events)
+        self._confirm = confirm
         #: outcomes decided on waiter threads (rejected in WaitOnPermit)
         self._done: queue.Queue[BindingOutcome] = queue.Queue()
         #: jobs allowed by WaitOnPermit, to be sent by the coordinator's thread
@@ -299,9 +336,9 @@ class RayBindingExecutor:
         )
         #: binding tasks that failed as a whole (fault tests, metrics)
         self.failed_tasks = 0
-        self._last_wait = 0.0
         #: when the last batch left
         self._last_send = 0.0
+        self._warm_up()
 
     # -- BindingExecutor
 
@@ -316,8 +353,6 @@ class RayBindingExecutor:
         self._flush()
 
     def poll(self) -> list[BindingOutcome]:
-        import ray
-
         out: list[BindingOutcome] = []
         while True:
             try:
@@ -325,13 +360,12 @@ class RayBindingExecutor:
             except queue.Empty:
                 break
         self._take_allowed()
-        now = time.monotonic()
-        if self._in_flight and now - self._last_wait >= POLL_INTERVAL:
-            self._last_wait = now
-            refs = list(self._in_flight)
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-            for ref in ready:
-                out.extend(self._collect(ref, self._in_flight.pop(ref)))
+        while True:
+            try:
+                ref, reply = self._finished.get_nowait()
+            except queue.Empty:
+                break
+            out.extend(self._collect(reply, self._in_flight.pop(ref)))
         self._flush()
         self._pending -= len(out)
         return out
@@ -341,9 +375,8 @@ class RayBindingExecutor:
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until every submitted job's outcome is ready for ``poll``: no job held
-        in WaitOnPermit, every job sent, every task finished. False after ``timeout``."""
-        import ray
-
+        in WaitOnPermit, every job sent, every task's reply queued. False after
+        ``timeout``."""
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
@@ -351,10 +384,7 @@ class RayBindingExecutor:
             if not held:
                 self._take_allowed()
                 self._flush(force=True)
-                refs = list(self._in_flight)
-                remaining = max(0.0, deadline - time.monotonic())
-                ready, _ = ray.wait(refs, num_returns=len(refs), timeout=remaining)
-                if len(ready) == len(refs) and self._allowed.empty():
+                if self._finished.qsize() >= len(self._in_flight) and self._allowed.empty():
                     return True
             if time.monotonic() >= deadline:
                 return False
@@ -436,18 +466,50 @@ class RayBindingExecutor:
         )
         ref = _remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
         self._in_flight[ref] = sendable
+        ref.future().add_done_callback(lambda done, ref=ref: self._on_finished(ref, done))
 
-    def _collect(self, ref: Any, jobs: list[BindingJob]) -> list[BindingOutcome]:
+    def _on_finished(self, ref: Any, done: Future[bytes]) -> None:
+        """On Ray's thread, as a task finishes: its reply decoded, the bindings it made
+        confirmed at once (before the informer meets their watch entries, mostly), then
+        queued for ``poll``. Never raises: Ray would only log it."""
+        try:
+            reply: Any = decode_value(done.result())
+        except Exception as exc:  # the task failed as a whole (worker died, bad reply)
+            reply = exc
+        else:
+            if self._confirm is not None:
+                try:
+                    self._confirm(_bindings_of(self._in_flight[ref], reply))
+                except Exception:  # a malformed reply fails in ``_collect``
+                    log.warning("binding task reply without its bindings", exc_info=True)
+        self._finished.put((ref, reply))
+
+    def _warm_up(self) -> None:
+        """One empty task per slot, waited for (``WARM_UP_TIMEOUT``): each worker imports
+        the binding code and builds its store and Frameworks before the first pod."""
         import ray
 
+        fence = self._store.fence
+        payload = encode_value(
+            {"config": self._config, "jobs": [], "fence": [fence.key, fence.token]}
+        )
+        refs = [
+            _remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
+            for _ in range(self._max_in_flight)
+        ]
+        ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)
+
+    def _collect(self, reply: Any, jobs: list[BindingJob]) -> list[BindingOutcome]:
+        """Outcomes from a task's decoded reply, or from the store when it failed."""
         try:
-            reply = decode_value(ray.get(ref))
+            if isinstance(reply, BaseException):
+                raise reply
             out = [
                 BindingOutcome(
                     job,
                     SUCCESS if code == Code.SUCCESS else Status(Code(code), tuple(reasons), plugin),
                 )
-                for job, (code, reasons, plugin) in zip(jobs, reply, strict=True)
+                for job, (code, reasons, plugin, *_) in zip(jobs, reply, strict=True)
             ]
         except Exception as exc:  # the task failed as a whole (worker died, bad reply)
             self.failed_tasks += 1
@@ -474,6 +536,7 @@ def ray_binding_executor(
     address: str | None = None,
     batch: int = DEFAULT_BATCH,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    confirm: Confirm | None = None,
 ) -> Callable[[Store, dict[str, Framework]], RayBindingExecutor]:
     """The ``binding_executor`` factory for Coordinator: binding cycles as Ray tasks whose
     Frameworks come from the configuration file at ``config_path`` (None: defaults)."""
@@ -489,6 +552,7 @@ def ray_binding_executor(
             batch=batch,
             max_in_flight=max_in_flight,
             address=address,
+            confirm=confirm,
         )
 
     return factory

@@ -24,6 +24,7 @@ from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
 from cluster_sched.scheduler.binding_cycle import store_binder
+from cluster_sched.scheduler.own_bindings import ExpectedBindings, OwnBinding, bound_manifest
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.store.fence import is_fenced_message
 from cluster_sched.store.store import Store
@@ -108,6 +109,38 @@ def test_batches_bind_each_pod_once_and_report_each_outcome(
     assert bound_node(store, taken.key) == "n0"
     scheduled = [e["key"] for e in store.events(reason="Scheduled")]
     assert sorted(scheduled) == sorted(p.key for p in pods[:11])
+
+
+def test_bindings_the_tasks_make_are_confirmed_with_what_the_store_wrote(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    """The coordinator is told each binding a task made (resourceVersion, condition), so
+    its informer can skip decoding the watch entry: the told binding must rebuild the
+    stored manifest exactly. A binding refused (already bound) is not told."""
+    store = Store(redis_client)
+    pods = cluster(store, 5)
+    store.bind(pods[4].key, "n0")
+    expected = ExpectedBindings()
+    ex = ray_binding_executor(redis_url=redis_url, batch=3, confirm=expected.expect)(
+        store, frameworks(store)
+    )
+    try:
+        for i, pod in enumerate(pods):
+            ex.submit(job(pod, f"n{i % 3}", cycle=i))
+        outcomes = {o.job.pod.key: o.status for o in drain(ex, len(pods))}
+    finally:
+        ex.close()
+    assert [outcomes[p.key].is_success for p in pods] == [True] * 4 + [False]
+    assert len(expected) == 4
+    for i, pod in enumerate(pods[:4]):
+        stored = store.get("Pod", pod.key)
+        assert stored is not None
+        rv = int(stored["metadata"]["resourceVersion"])
+        told = expected.pop(rv)
+        assert isinstance(told, OwnBinding)
+        assert (told.key, told.node) == (pod.key, f"n{i % 3}")
+        assert pod.raw is not None
+        assert bound_manifest(pod.raw, told.node, rv, told.condition) == stored
 
 
 def test_wait_on_permit_runs_in_the_coordinator(redis_client: redis.Redis, redis_url: str) -> None:
