@@ -13,7 +13,9 @@ run. The copy is made again when the order, the node-table state (``node_version
 its resources change; between those only pods change the columns, and the rows their
 deltas touched (``mark``) are copied over before the next evaluation (``sync``). The
 kernel reads the same values in the same order as over the table, so its answer is the
-same: feasible "rows" are positions here, which ``reduce`` does not read.
+same: feasible "rows" are positions here, which ``reduce`` does not read. The view also
+keeps each shape's ``window.WindowCall`` (its packed arguments and row scores over this
+layout): dropped with the layout, their row scores refreshed for the rows ``sync`` copies.
 """
 
 from __future__ import annotations

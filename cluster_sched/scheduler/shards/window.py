@@ -28,7 +28,7 @@ from cluster_sched.kernels.evaluate import pack_pod_call, warm_up_inputs
 from cluster_sched.kernels.scalar import REQUESTED_TO_CAPACITY_RATIO
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.shards.compiled import PreparedShape, ShardKernels
-from cluster_sched.scheduler.shards.ordered import SHAPES, OrderedColumns
+from cluster_sched.scheduler.shards.ordered import OrderedColumns
 
 __all__ = [
     "WINDOW_FAILED",
@@ -42,6 +42,10 @@ __all__ = [
     "window_reduce",
     "window_reduce_reference",
 ]
+
+#: shapes whose ``WindowCall`` a view keeps (each with its row scores: 9 bytes per row of
+#: the shard, 4.5 MB at 500,000 rows; cleared when full)
+CALLS_KEPT = 16
 
 #: ``window_reduce``'s outcomes: every row passed and was scored; a row failed Filter; a
 #: score left [0, 100] (the plugins' path raises the framework's error)
@@ -283,7 +287,7 @@ def window_call(view: OrderedColumns, prepared: PreparedShape) -> WindowCall:
     drops them with its layout and refreshes their row scores through pod deltas)."""
     got = view.calls.get(id(prepared.shape))
     if got is None or got[0] is not prepared.shape:
-        if len(view.calls) >= SHAPES:
+        if len(view.calls) >= CALLS_KEPT:
             view.calls.clear()
         got = (prepared.shape, WindowCall(prepared, view))
         view.calls[id(prepared.shape)] = got
