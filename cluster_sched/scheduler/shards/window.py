@@ -52,6 +52,24 @@ CALLS_KEPT = 16
 WINDOW_OK, WINDOW_FAILED, WINDOW_INVALID = range(3)
 
 
+@njit(cache=True, nogil=True)
+def _pack_ties(totals, best, bits):  # type: ignore[no-untyped-def]
+    """One bit per entry of ``totals``, set where it is ``best``, in ``np.packbits``
+    order (the first entry in the high bit), into ``bits``."""
+    n = totals.shape[0]
+    full = n >> 3
+    for b in range(full):  # eight rows per byte, no branch
+        v = np.int64(0)
+        for j in range(8):
+            v |= np.int64(totals[8 * b + j] == best) << (7 - j)
+        bits[b] = v
+    if n & 7:
+        v = np.int64(0)
+        for j in range(n - 8 * full):
+            v |= np.int64(totals[8 * full + j] == best) << (7 - j)
+        bits[full] = v
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def window_reduce(
     allocatable, requested, free, nonzero, pod_count, allowed_pods,
@@ -80,17 +98,7 @@ def window_reduce(
     )  # fmt: skip
     if status != fused.STATUS_OK:
         return WINDOW_INVALID, 0
-    full = n >> 3
-    for b in range(full):  # eight rows per byte, no branch
-        v = np.int64(0)
-        for j in range(8):
-            v |= np.int64(totals[8 * b + j] == best) << (7 - j)
-        bits[b] = v
-    if n & 7:
-        v = np.int64(0)
-        for j in range(n - 8 * full):
-            v |= np.int64(totals[8 * full + j] == best) << (7 - j)
-        bits[full] = v
+    _pack_ties(totals[:n], best, bits)
     return WINDOW_OK, best
 
 
@@ -152,17 +160,7 @@ def _from_run(failed, totals, bits):  # type: ignore[no-untyped-def]
     best = np.iinfo(np.int64).min
     for k in range(n):
         best = max(best, totals[k])
-    full = n >> 3
-    for b in range(full):
-        v = np.int64(0)
-        for j in range(8):
-            v |= np.int64(totals[8 * b + j] == best) << (7 - j)
-        bits[b] = v
-    if n & 7:
-        v = np.int64(0)
-        for j in range(n - 8 * full):
-            v |= np.int64(totals[8 * full + j] == best) << (7 - j)
-        bits[full] = v
+    _pack_ties(totals, best, bits)
     return WINDOW_OK, best
 
 
@@ -170,29 +168,12 @@ def _from_run(failed, totals, bits):  # type: ignore[no-untyped-def]
 def window_from_rows(failed, totals, positions, bits):  # type: ignore[no-untyped-def]
     """``window_reduce``'s answer from the rows' own verdicts and totals
     (``evaluate_rows``) for ``positions`` as ``ShardWindows.span`` gives them: one
-    ascending run, or two (a window wrapping the order's end)."""
+    ascending run, or two (a window wrapping the order's end: gathered)."""
     n = positions.shape[0]
     p0 = positions[0]
     if positions[n - 1] - p0 == n - 1:  # ascending and distinct: one run
         return _from_run(failed[p0 : p0 + n], totals[p0 : p0 + n], bits)
-    best = np.iinfo(np.int64).min
-    for k in range(n):
-        p = positions[k]
-        if failed[p]:
-            return WINDOW_FAILED, 0
-        best = max(best, totals[p])
-    full = n >> 3
-    for b in range(full):
-        v = np.int64(0)
-        for j in range(8):
-            v |= np.int64(totals[positions[8 * b + j]] == best) << (7 - j)
-        bits[b] = v
-    if n & 7:
-        v = np.int64(0)
-        for j in range(n - 8 * full):
-            v |= np.int64(totals[positions[8 * full + j]] == best) << (7 - j)
-        bits[full] = v
-    return WINDOW_OK, best
+    return _from_run(failed[positions], totals[positions], bits)
 
 
 class WindowCall:
