@@ -13,7 +13,9 @@ run. The copy is made again when the order, the node-table state (``node_version
 its resources change; between those only pods change the columns, and the rows their
 deltas touched (``mark``) are copied over before the next evaluation (``sync``). The
 kernel reads the same values in the same order as over the table, so its answer is the
-same: feasible "rows" are positions here, which ``reduce`` does not read.
+same: feasible "rows" are positions here, which ``reduce`` does not read. The view also
+keeps each shape's ``window.WindowCall`` (its packed arguments and row scores over this
+layout): dropped with the layout, their row scores refreshed for the rows ``sync`` copies.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class OrderedColumns:
         self.dirty: set[int] = set()
         #: per _Shape (by identity): its columns in this order
         self.shapes: dict[int, tuple[Any, Any, np.ndarray | None, tuple[NormalizedScore, ...]]] = {}
+        #: per _Shape (by identity): its ``window.WindowCall`` over this layout
+        self.calls: dict[int, tuple[Any, Any]] = {}
         self.resources: Any = None
         self.allocatable = self.requested = self.free = self.nonzero = np.zeros((0, 0), np.int64)
         self.pod_count = self.allowed_pods = np.zeros(0, dtype=np.int64)
@@ -68,6 +72,7 @@ class OrderedColumns:
                 setattr(self, name, np.ascontiguousarray(col[..., rows]))
             self.dirty.clear()
             self.shapes.clear()
+            self.calls.clear()
             return
         if not self.dirty:
             return
@@ -79,6 +84,8 @@ class OrderedColumns:
         changed, at = changed[keep], at[keep]
         for name in _COLUMNS:
             getattr(self, name)[..., at] = getattr(table, name)[..., changed]
+        for _, call in self.calls.values():  # their row scores of those rows
+            call.refresh(at)
 
     def shape_columns(
         self, shape: Any

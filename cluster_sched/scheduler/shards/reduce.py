@@ -56,7 +56,12 @@ from cluster_sched.framework.state_codec import decode_state, decode_value
 from cluster_sched.plugins import names
 from cluster_sched.scheduler.shards.compiled import PreparedShape
 from cluster_sched.scheduler.shards.ordered import OrderedColumns
-from cluster_sched.scheduler.shards.window import WINDOW_FAILED, WINDOW_INVALID, WindowCall
+from cluster_sched.scheduler.shards.window import (
+    WINDOW_FAILED,
+    WINDOW_INVALID,
+    WindowCall,
+    window_call,
+)
 
 __all__ = [
     "DEFAULT_NORMALIZED",
@@ -187,7 +192,7 @@ class _Known:
     def window_call(self, view: OrderedColumns) -> WindowCall:
         assert self.prepared is not None
         if self.call is None:
-            self.call = WindowCall(self.prepared, view)
+            self.call = window_call(view, self.prepared)
         return self.call
 
 

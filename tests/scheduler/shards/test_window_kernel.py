@@ -1,6 +1,7 @@
 """The shard's one-call window reduction (``window``) answers as the fused kernel's
 evaluation it replaces (``window_reduce_reference``): outcome, best total, tie bits and
-maxima, on windows of every size (one row, wrapping the order's end, rows that fail)."""
+maxima, on windows of every size (one row, wrapping the order's end, rows that fail),
+also from the rows' remembered scores after pod deltas changed some rows."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from cluster_sched.nodetable.images import normalized_image_name
 from cluster_sched.scheduler.shards.core import ShardCore
 from cluster_sched.scheduler.shards.window import (
     WINDOW_OK,
-    WindowCall,
+    window_call,
     window_reduce_reference,
 )
 from tests.scheduler.shards.shard_runs import reducible_workload
@@ -55,6 +56,26 @@ def test_window_call_answers_as_the_fused_evaluation(seed: int) -> None:
     core.set_snapshot(N_NODES, {normalized_image_name(IMAGE): (300 << 20, max(1, holding))})
     view = core.ordered
     view.sync(core.table, core.windows.rows, core.windows.version)
+    checked = _check_pods(core, pods, rng)
+    # pods come and go: the remembered row scores follow the rows the deltas touched
+    extra = [
+        [
+            "pod+",
+            nodes[rng.choice(mine)]["metadata"]["name"],
+            {**p, "metadata": {**p["metadata"], "name": f"y{k}"}},
+        ]
+        for k, p in enumerate(rng.sample(pods, 10))
+    ]
+    core.apply(extra)
+    core.apply([["pod-", d[1], f"default/x{k}"] for k, d in enumerate(extra[:4])])
+    core.apply([["pod-", d[1], f"default/{d[2]['metadata']['name']}"] for d in extra[4:7]])
+    view.sync(core.table, core.windows.rows, core.windows.version)
+    checked += _check_pods(core, pods, rng)
+    assert checked, "some window was answered"
+
+
+def _check_pods(core: ShardCore, pods: list[dict[str, object]], rng: random.Random) -> int:
+    view = core.ordered
     checked = 0
     for doc in pods:
         pod = parse_object(doc)
@@ -68,7 +89,7 @@ def test_window_call_answers_as_the_fused_evaluation(seed: int) -> None:
         prepared = core.kernels.prepare(fwk, state, pod, doc, None, core.table)
         if prepared is None:
             continue
-        call = WindowCall(prepared, view)
+        call = window_call(view, prepared)
         for _ in range(6):
             start = rng.randrange(N_NODES)
             width = rng.choice([1, 2, 3, 9, 40, N_NODES])
@@ -84,9 +105,7 @@ def test_window_call_answers_as_the_fused_evaluation(seed: int) -> None:
             assert best == want[1]
             assert bits.tolist() == want[2].tolist()
             # maxima: each normalised plugin's raw column over the window's shard rows
-            _, columns = core.kernels.run(
-                prepared, core.table, np.repeat(core.windows.rows[positions], 2)
-            )
-            expect = {n: int(c[core.windows.rows[positions]].max()) for n, c in columns.items()}
-            assert call.maxima(positions) == expect
-    assert checked, "some window was answered"
+            rows = core.windows.rows[positions]
+            _, columns = core.kernels.run(prepared, core.table, np.repeat(rows, 2))
+            assert call.maxima(positions) == {n: int(c[rows].max()) for n, c in columns.items()}
+    return checked
