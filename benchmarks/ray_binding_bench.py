@@ -24,7 +24,7 @@ from cluster_sched.framework.state_codec import encode_state, encode_value
 from cluster_sched.redis_server import RedisServer, connect
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
-from workers.ray_binding import _remote_bind_task
+from workers.binding_task import remote_bind_task
 from workers.ray_runtime import ensure_ray
 
 
@@ -74,7 +74,7 @@ def main() -> None:
         total = args.tasks * args.jobs
         store.apply_many([make_pod(f"p{i}").req(cpu="1m").manifest() for i in range(total)])
         fence = [store.fence.key, store.fence.token]
-        remote = _remote_bind_task()
+        remote = remote_bind_task()
 
         def send(payload: bytes) -> Any:
             return remote.remote(payload, server.url, store.keys.prefix, "")

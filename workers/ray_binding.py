@@ -1,4 +1,5 @@
-"""Binding cycles as Ray tasks: ``RayBindingExecutor`` and the task it runs.
+"""Binding cycles as Ray tasks: ``RayBindingExecutor`` (the task it runs, as a worker
+runs it, is ``workers/binding_task.py``).
 
 The coordinator hands each assumed pod over as a BindingJob and never waits for it
 (cluster_sched/scheduler/binding.py). This executor ships jobs to Ray tasks in batches:
@@ -54,37 +55,24 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from cluster_sched.api.manifest import parse_object
-from cluster_sched.api.objects import Pod
-from cluster_sched.config.load import default_config, parse_config
-from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.handle import Handle
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.state_codec import (
     StateCodecError,
-    decode_state,
     decode_value,
     encode_state,
     encode_value,
 )
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
-from cluster_sched.scheduler.binding_cycle import (
-    Confirm,
-    bind_jobs,
-    statuses_from_store,
-    store_binder,
-    wait_on_permit,
-)
-from cluster_sched.scheduler.profile import new_frameworks
-from cluster_sched.store.fence import Fence, is_fenced_message
+from cluster_sched.scheduler.binding_cycle import Confirm, statuses_from_store, wait_on_permit
+from cluster_sched.store.fence import is_fenced_message
 from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
-from workers.ray_runtime import config_document, ensure_ray, worker_tracing
+from workers.binding_task import MISSING_FENCE, bind_task, remote_bind_task
+from workers.ray_runtime import config_document, ensure_ray
 
 log = logging.getLogger(__name__)
 
@@ -114,151 +102,6 @@ code and built their store and Frameworks (a new worker takes seconds: the first
 bindings of a run would otherwise wait for it)."""
 DEFAULT_WAITERS: Final = 8
 """Coordinator threads holding pods parked by Permit (WaitOnPermit)."""
-BINDING_TASK_CPUS: Final = 1.0
-"""Logical CPUs one binding task reserves."""
-
-
-# ---------------------------------------------------------------------------- worker side
-
-
-@dataclass(slots=True)
-class _WorkerJob:
-    """A BindingJob as a task decodes it (a ``CycleJob``); never waiting, as WaitOnPermit
-    ran in the coordinator before the job was sent."""
-
-    pod: Pod
-    node_name: str
-    profile: str
-    state: CycleState
-    scheduling_cycle: int
-    trace_carrier: dict[str, str] = field(default_factory=dict)
-    waiting: bool = False
-    nominate: bool = False
-
-
-_worker_lock = threading.Lock()
-_STORES: dict[tuple[str, str, str, int], Store] = {}
-_FRAMEWORKS: dict[tuple[bytes, str, str, int, int], dict[str, Framework]] = {}
-
-
-def _worker_store(redis_url: str, prefix: str, fence: Fence) -> Store:
-    """The worker's store for the coordinator's term: its writes carry the fencing token
-    the coordinator sent (one store per token; a new term is a new leader)."""
-    key = (redis_url, prefix, fence.key, fence.token)
-    with _worker_lock:
-        store = _STORES.get(key)
-        if store is None:
-            store = _STORES[key] = Store.from_url(redis_url, prefix, fence=fence)
-        return store
-
-
-def _worker_frameworks(
-    config: bytes, store: Store, redis_url: str, prefix: str, tracing: Tracing
-) -> dict[str, Framework]:
-    key = (config, redis_url, prefix, id(tracing), id(store))
-    with _worker_lock:
-        hit = _FRAMEWORKS.get(key)
-        if hit is not None:
-            return hit
-        cfg = parse_config(decode_value(config)) if config else default_config()
-        frameworks = new_frameworks(
-            cfg, lambda p: Handle(profile_name=p.scheduler_name, binder=store_binder(store))
-        )
-        if tracing.enabled:
-            from cluster_sched.telemetry.metrics import Metrics
-
-            for fwk in frameworks.values():
-                fwk.instrument(tracing, Metrics.disabled())
-        _FRAMEWORKS[key] = frameworks
-        return frameworks
-
-
-def _decode_pod(obj: Any, node: str) -> Pod:
-    pod = obj if isinstance(obj, Pod) else parse_object(obj)
-    if not isinstance(pod, Pod):
-        raise StateCodecError(f"binding job holds a {type(pod).__name__}, not a Pod")
-    if pod.node_name != node:
-        pod = replace(pod, node_name=node)
-    return pod
-
-
-#: The outcome of every job of a task that carries no fencing token (a payload from a
-#: coordinator that forgot it, or from another program): refused, nothing written.
-MISSING_FENCE: Final = "binding task carries no fencing token: refused, nothing written"
-
-
-def _task_fence(wire: Any) -> Fence | None:
-    """The task's ``[lease key, token]`` as a Fence; None when absent or malformed. Token
-    0 is the coordinator saying "leader election is off", never a default."""
-    if not isinstance(wire, (list, tuple)) or len(wire) != 2:
-        return None
-    key, token = wire
-    if not isinstance(key, str) or not isinstance(token, int) or isinstance(token, bool):
-        return None
-    return Fence(key, token)
-
-
-def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) -> bytes:
-    """The body of one binding task (plain function; ``_remote_bind_task`` wraps it)."""
-    req = decode_value(payload)
-    fence = _task_fence(req.get("fence"))
-    if fence is None:
-        # No token, no write: an unfenced write from a deposed leader's task would land.
-        refused = [int(Code.ERROR), [MISSING_FENCE], ""]
-        return encode_value([refused for _ in req.get("jobs") or ()])
-    tracing = worker_tracing(trace_endpoint)
-    store = _worker_store(redis_url, prefix, fence)
-    frameworks = _worker_frameworks(req["config"], store, redis_url, prefix, tracing)
-    jobs: list[_WorkerJob | None] = []
-    decode_errors: dict[int, Status] = {}
-    for i, (pod_doc, node, profile, state, cycle, carrier, *nominate) in enumerate(req["jobs"]):
-        try:
-            jobs.append(
-                _WorkerJob(
-                    _decode_pod(pod_doc, node),
-                    node,
-                    profile,
-                    decode_state(state),
-                    cycle,
-                    dict(carrier),
-                    nominate=bool(nominate and nominate[0]),
-                )
-            )
-        except Exception as exc:  # a job that cannot be read fails alone
-            jobs.append(None)
-            decode_errors[i] = Status(Code.ERROR, (f"binding job unreadable: {exc}",))
-    runnable = [j for j in jobs if j is not None]
-    results: list[BindResult] = []
-    done = iter(bind_jobs(store, frameworks, runnable, tracing, confirm=results.extend))
-    bound = {
-        r.pod_key: [r.rv, dict(r.condition)]
-        for r in results
-        if r.outcome is BindOutcome.BOUND and r.rv > 0 and r.condition is not None
-    }
-    out = []
-    for i, job in enumerate(jobs):
-        s = decode_errors[i] if job is None else next(done)
-        reply = [int(s.code), list(s.reasons), s.plugin]
-        if job is not None and s.is_success and job.pod.key in bound:
-            reply.extend(bound[job.pod.key])  # what bind.lua wrote: the watch need not say
-        out.append(reply)
-    return encode_value(out)
-
-
-_REMOTE: Any = None
-
-
-def _remote_bind_task() -> Any:
-    """The one place ``bind_task`` becomes a Ray task. No retries: a retried task could
-    land a binding after its job was already reported failed and requeued."""
-    import ray
-
-    global _REMOTE
-    if _REMOTE is None:
-        _REMOTE = ray.remote(bind_task).options(
-            num_cpus=BINDING_TASK_CPUS, max_retries=0, retry_exceptions=False
-        )
-    return _REMOTE
 
 
 # ---------------------------------------------------------------------------- coordinator side
@@ -464,7 +307,7 @@ class RayBindingExecutor:
         payload = encode_value(
             {"config": self._config, "jobs": wire, "fence": [fence.key, fence.token]}
         )
-        ref = _remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
+        ref = remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
         self._in_flight[ref] = sendable
         ref.future().add_done_callback(lambda done, ref=ref: self._on_finished(ref, done))
 
@@ -494,7 +337,7 @@ class RayBindingExecutor:
             {"config": self._config, "jobs": [], "fence": [fence.key, fence.token]}
         )
         refs = [
-            _remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
+            remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
             for _ in range(self._max_in_flight)
         ]
         ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)

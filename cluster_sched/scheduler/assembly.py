@@ -109,7 +109,10 @@ def _binding_executor(
         if options.redis_url is None:
             raise ValueError("the Ray binding executor needs the store's redis_url")
         factory = ray_binding_executor(
-            redis_url=options.redis_url, config_path=options.config_path, tracing=tracing
+            redis_url=options.redis_url,
+            config_path=options.config_path,
+            tracing=tracing,
+            confirm=confirm,
         )
         return factory(store, frameworks)  # type: ignore[no-any-return]
     return LocalBindingExecutor(store, frameworks, tracing=tracing, confirm=confirm)
@@ -163,7 +166,11 @@ def new_scheduler(
             router,
             clients,
             prefetch=options.shard_prefetch,
-            dispatch=DispatchRule(options.shard_dispatch, pipeline=options.shard_pipeline),
+            dispatch=DispatchRule(
+                options.shard_dispatch,
+                pipeline=options.shard_pipeline,
+                shards_apart=options.executor == "ray",
+            ),
         )
     stats = RunStats()
     pods: dict[str, Pod] = {}  # the informer's pods, read by every part below

@@ -1,47 +1,97 @@
 """Dispatch by measured cost: the compiled path on the replica, or the shards' reductions.
 
-An attempt the compiled path can take costs ``per_row_us`` per row of its window
-(numFeasibleNodesToFind rows) on the coordinator's replica, beyond what every attempt
-costs. Answered by the shards' reductions (``merge``) it costs ``per_pod_us`` beyond
-that (the prediction's PreFilter, the state encoded once, PreScore, the changed rows
-rescored on the coordinator; the shards' own work where it shares the machine's cores
-with the coordinator) plus ``per_shard_us`` per shard (its Ray call, one per batch, and
-its reply decoded: ``replies``). The batch goes to the shards when that is cheaper:
+The rule compares the rate each side can sustain, not the coordinator's CPU alone. A
+pod's attempt costs, in CPU per pod (µs), with W the window (numFeasibleNodesToFind
+rows) and S the shards:
 
-    per_row_us * width  >  per_pod_us + per_shard_us * shards
+- on the replica: the coordinator ``replica_us + replica_row_us * W`` (the compiled
+  path evaluates the whole window there);
+- through the shards' reductions: the coordinator ``coordinator_us + coordinator_row_us
+  * W + per_shard_us * S`` (prediction, the shared payload, merging the reductions,
+  the changed rows rescored: what grows with W is the tie bits and the rows corrected),
+  and each shard ``shard_us + shard_row_us * W / S`` (its share of the window);
+- on either side ``rest_us``: Redis, Ray's daemons and the binding tasks' workers.
 
-The defaults are this 2-core machine's measurements (README "Distributed execution"):
-``per_row_us`` from full in-process runs at 100,000 and 1,000,000 nodes (801 and
-1,475 µs per pod: 0.015 µs per extra window row), ``per_pod_us`` from full runs forced
-through 2 Ray shards against in-process (at 100,000 nodes 2.2-3.2 ms against 0.8 ms per
-pod in an earlier round; at 1,000,000 nodes / 10,000 pods, with the shards loaded
-before the first pop, 2.48 ms against 2.16 ms, where the replica's window costs ~750
-µs: ~1,070 µs more), ``per_shard_us`` from ``benchmarks/shard_protocol_bench.py``
-(coordinator CPU per pod at 1, 2 and 3 shards: 6.3-11.4 µs per extra shard with one
-call per shard per batch). So here the shards take a batch only from windows of about
-100,000 rows (2,000,000 nodes or more); on machines where the shards have cores of
-their own, ``per_pod_us`` is the coordinator's part alone. ``mode`` forces one side
-("shards", "replica").
+The coordinator is serial and so is each shard; everything shares ``cores`` (the host's,
+when the shards are Ray actors on it). So a side's time per pod is the largest of its
+serial parts and its total CPU over the cores:
+
+    replica:  max(R, (R + rest) / cores)
+    shards:   max(C, H, (C + S*H + rest) / cores)       R, C, H: the parts above
+
+and a batch goes to the shards when theirs is the shorter (the higher rate). The
+previous rule compared the coordinator's CPU alone (``per_row_us * W`` against a fixed
+per-pod cost standing for the shards' work) and so could not tell that at 1,000,000
+nodes on 2 cores the shards' CPU, although it competes with the coordinator's, is
+spread over both cores while the replica's window is the coordinator's alone: it kept
+1,000,000-node windows on the replica where forced shards ran 1.15-1.19x faster.
+In-process shards (``shards_apart`` False) run in the coordinator's thread, so
+nothing overlaps: auto keeps their attempts on the replica (they exist to check the
+protocol; the parts above were measured with Ray actors).
+
+Constants: this 2-core machine's measurements at two sizes, 100,000 nodes / 10,000
+pods (W = 5,000) and 1,000,000 nodes / 30,000 pods (W = 50,000), SchedulingBasic's
+3-zone shape, each process's CPU per pod over the scheduling window, fitted as lines in
+W through the two sizes: ``PYTHONPATH=. .venv/bin/python benchmarks/dispatch_bench.py
+run --nodes N --pods P --modes local auto shards --save PN`` at both sizes, then
+``benchmarks/dispatch_bench.py fit P100K P1M`` (issue 22, this stop):
+
+- ``replica_us``, ``replica_row_us``: the coordinator with the Ray executor and its
+  attempts on the replica (auto at 100,000 nodes): 363 µs per pod at 100,000 nodes; at
+  1,000,000 nodes the in-process coordinator (1,642-1,726 µs) plus the 14 µs the Ray
+  executor added at 100,000 (1,698);
+- ``coordinator_us``, ``coordinator_row_us``, ``shard_us``, ``shard_row_us``: the
+  coordinator and each shard with 2 Ray shards answering every attempt (forced at
+  100,000 nodes, auto at 1,000,000): 469 and 158 µs at 100,000 nodes, 742 and 578 µs
+  at 1,000,000;
+- ``per_shard_us``: ``benchmarks/shard_protocol_bench.py --nodes 20000 --attempt-pods
+  1280`` (coordinator CPU per pod at 1, 2 and 3 shards: 8.2 µs per extra shard, stop
+  31), taken out of ``coordinator_us``;
+- ``rest_us``: Redis + Ray's daemons + binding workers over those Ray runs (303 µs at
+  100,000 nodes, 369 at 1,000,000; the mean).
+
+So with 2 shards on 2 cores the shards take windows from about 17,000 rows (340,000
+nodes); 100,000 nodes stay on the replica (predicted 2,755 pods/s there against 1,784
+through the shards), 1,000,000 go to the shards (895 against 589). ``mode`` forces one
+side ("shards", "replica"). ``summary.json``'s ``shard_speculation`` counts where the
+attempts went: ``reduced_attempts`` (answered by the shards), ``dispatched_to_replica``
+(attempts of batches the rule kept on the replica).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 
 __all__ = ["DISPATCH_MODES", "DispatchRule"]
 
 DISPATCH_MODES = ("auto", "shards", "replica")
 
 
+def _host_cores() -> float:
+    return float(os.cpu_count() or 1)
+
+
 @dataclass(frozen=True, slots=True)
 class DispatchRule:
     mode: str = "auto"
-    #: the compiled path's evaluation per window row on the coordinator (µs)
-    per_row_us: float = 0.015
-    #: the reduced protocol's coordinator work per pod beyond a compiled attempt's (µs)
-    per_pod_us: float = 1400.0
-    #: and per shard per pod (µs)
-    per_shard_us: float = 10.0
+    #: the coordinator's CPU per pod on the replica path, and per window row (µs)
+    replica_us: float = 214.7
+    replica_row_us: float = 0.02966
+    #: the coordinator's CPU per pod through the shards' reductions, per window row, and
+    #: per shard (µs)
+    coordinator_us: float = 422.2
+    coordinator_row_us: float = 0.00607
+    per_shard_us: float = 8.2
+    #: each shard's CPU per pod, and per row of its share of the window (µs)
+    shard_us: float = 111.4
+    shard_row_us: float = 0.01865
+    #: Redis, Ray's daemons and binding workers per pod, on either side (µs)
+    rest_us: float = 336.0
+    #: cores the coordinator, the shards and the rest share (this host's)
+    cores: float = field(default_factory=_host_cores)
+    #: the shards run in processes of their own (Ray actors), not in the coordinator's
+    shards_apart: bool = True
     #: the share of a batch given to the shards whose first pods take the compiled path
     #: on the replica instead, while the shards evaluate the others (one call per shard
     #: per batch: the coordinator would otherwise wait for the whole batch's answers)
@@ -53,11 +103,19 @@ class DispatchRule:
         if self.mode not in DISPATCH_MODES:
             raise ValueError(f"shard dispatch mode {self.mode!r}: one of {DISPATCH_MODES}")
 
-    def replica_cost_us(self, width: int) -> float:
-        return self.per_row_us * width
+    def replica_time_us(self, width: int) -> float:
+        """Time per pod on the replica path (module docstring)."""
+        coordinator = self.replica_us + self.replica_row_us * width
+        return max(coordinator, (coordinator + self.rest_us) / self.cores)
 
-    def shard_cost_us(self, shards: int) -> float:
-        return self.per_pod_us + self.per_shard_us * shards
+    def shard_time_us(self, width: int, shards: int) -> float:
+        """Time per pod through the shards' reductions (module docstring)."""
+        coordinator = (
+            self.coordinator_us + self.coordinator_row_us * width + self.per_shard_us * shards
+        )
+        shard = self.shard_us + self.shard_row_us * width / max(1, shards)
+        total = coordinator + shards * shard + self.rest_us
+        return max(coordinator, shard, total / self.cores)
 
     def leading(self, pods: int) -> int:
         """How many of a batch's ``pods`` given to the shards the replica takes first."""
@@ -68,4 +126,8 @@ class DispatchRule:
         ``shards`` (module docstring; a lone pod has nothing to overlap with)."""
         if self.mode != "auto":
             return self.mode == "shards"
-        return batch > 1 and self.replica_cost_us(width) > self.shard_cost_us(shards)
+        return (
+            self.shards_apart
+            and batch > 1
+            and self.shard_time_us(width, shards) < self.replica_time_us(width)
+        )

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from cluster_sched.plugins._helpers import default_normalize_score
 from cluster_sched.scheduler.assembly import ExecutorOptions
-from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.reduce import ShardWindows
 from cluster_sched.scheduler.shards.rescore import _normalized
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
@@ -114,16 +113,3 @@ def test_normalising_under_the_global_maximum_is_default_normalize_score(
     expect = default_normalize_score(whole, reverse)
     got = _normalized(whole[: len(raw)], int(whole.max()), reverse)
     assert got.tolist() == expect[: len(raw)].tolist()
-
-
-def test_dispatch_rule_is_measured_cost() -> None:
-    rule = DispatchRule()
-    assert not rule.use_shards(500, 2, 64)  # 5,000 nodes: the replica is cheaper
-    assert not rule.use_shards(50_000, 2, 64)  # 1,000,000 nodes: still, measured here
-    assert rule.use_shards(200_000, 2, 64)  # 4,000,000 nodes: the shards
-    assert not rule.use_shards(200_000, 2, 1)  # a lone pod has nothing to overlap with
-    assert not rule.use_shards(200_000, 200, 64)  # each shard costs the coordinator too
-    assert DispatchRule("shards").use_shards(1, 64, 1)
-    assert not DispatchRule("replica").use_shards(10**6, 1, 64)
-    with pytest.raises(ValueError, match="dispatch mode"):
-        DispatchRule("sometimes")
