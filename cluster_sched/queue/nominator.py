@@ -65,14 +65,20 @@ class Nominator:
         #: node -> pod keys nominated there, in nomination order (dict as ordered set)
         self._by_node: dict[str, dict[str, None]] = {}
         self._node_of: dict[str, str] = {}
+        #: the priority each nomination was last written with (unknown after ``load``)
+        self._priority_of: dict[str, int] = {}
         #: per priority threshold, the nominees per node, kept up to date on read
         self._index = NomineeIndex(self._by_node, self._node_of, self.pod_lookup)
 
     # ------------------------------------------------------------------ in-memory view
 
-    def _remember(self, pod_key: str, node_name: str) -> None:
+    def _remember(self, pod_key: str, node_name: str, priority: int | None = None) -> None:
         old = self._node_of.pop(pod_key, None)
         self._index.moved(pod_key, old, node_name)
+        if node_name and priority is not None:
+            self._priority_of[pod_key] = priority
+        else:
+            self._priority_of.pop(pod_key, None)
         if old is not None:
             keys = self._by_node.get(old)
             if keys is not None:
@@ -89,6 +95,7 @@ class Nominator:
         nominations it holds."""
         self._by_node.clear()
         self._node_of.clear()
+        self._priority_of.clear()
         self._index.reset(self.pod_lookup)
         node_of: dict[str, str] = {}
         for k, v in self._client.hgetall(self._keys.node_of).items():
@@ -133,7 +140,22 @@ class Nominator:
         node, priority = pipe.execute()
         return (as_text(node) if node else "", int(priority) if priority else 0)
 
+    def _unchanged(self, pod_key: str, node_name: str, priority: int) -> bool:
+        """Nominating the pod to the node it is already the last nominee of, with the
+        priority it was written with: the script would leave node, priority and order
+        as they are (upstream's delete-then-append of the last pod), so it is not run.
+        The informer's echo of the failure handler's own nomination is one."""
+        if not node_name or self._node_of.get(pod_key) != node_name:
+            return False
+        keys = self._by_node.get(node_name)
+        return (
+            self._priority_of.get(pod_key) == priority
+            and next(reversed(keys or {}), None) == pod_key
+        )
+
     def _set(self, pod_key: str, node_name: str, priority: int | None) -> None:
+        if priority is not None and self._unchanged(pod_key, node_name, priority):
+            return
         if priority is not None:
             # First try this process's view as the current node: one round trip when
             # no other process changed it (the script checks, and refuses otherwise).
@@ -141,7 +163,7 @@ class Nominator:
             if self._scripts.nominate(
                 self._keys, pod_key, current_node=guess, node=node_name, priority=priority
             ):
-                self._remember(pod_key, node_name)
+                self._remember(pod_key, node_name, priority)
                 return
         for _ in range(_MAX_RETRIES):
             current, current_priority = self._current(pod_key)
@@ -153,7 +175,9 @@ class Nominator:
                 priority=current_priority if priority is None else priority,
             )
             if applied:
-                self._remember(pod_key, node_name)
+                self._remember(
+                    pod_key, node_name, current_priority if priority is None else priority
+                )
                 return
         raise StoreError(f"nomination of pod {pod_key} kept changing under concurrent writers")
 

@@ -141,3 +141,27 @@ def test_a_nomination_changed_by_another_process_is_reread_not_overwritten_blind
     b.update_nominated_pod("ns/p", "ns/p", "", old_node_name="node-3", priority=7)  # stale view
     assert a.nominated_node_for_pod("ns/p") is None
     assert a.nominated_pods_for_node("node-3") == []
+
+
+def test_renominating_the_last_nominee_unchanged_is_not_written(redis_client: redis.Redis) -> None:
+    """Same node, already its last nominee, same priority: the script would change
+    nothing (upstream's delete-then-append of the last pod), so it is not run; any other
+    re-nomination is written and moves the pod to the end."""
+    nominator = Nominator(redis_client)
+    nominator.add_nominated_pod("ns/a", "node-1", 5)
+    nominator.add_nominated_pod("ns/b", "node-1", 5)
+    runs = _calls(redis_client, "evalsha")
+    nominator.add_nominated_pod("ns/b", "node-1", 5)
+    nominator.update_nominated_pod("ns/b", "ns/b", "node-1", old_node_name="", priority=5)
+    assert _calls(redis_client, "evalsha") == runs
+    nominator.add_nominated_pod("ns/a", "node-1", 5)  # not the last one: moved to the end
+    assert _calls(redis_client, "evalsha") == runs + 1
+    assert nominator.nominated_pods_for_node("node-1") == ["ns/b", "ns/a"]
+    nominator.add_nominated_pod("ns/a", "node-1", 7)  # another priority
+    assert _calls(redis_client, "evalsha") == runs + 2
+    assert nominator.nominated_pods_with_priority("node-1") == [("ns/b", 5), ("ns/a", 7)]
+    assert [k for k, _ in nominator.nominated_pods().live_items()] == []  # no pod known
+    restarted = Nominator(redis_client)
+    restarted.load()  # priorities unknown after a load: written again
+    restarted.add_nominated_pod("ns/a", "node-1", 7)
+    assert _calls(redis_client, "evalsha") == runs + 3
