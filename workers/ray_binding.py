@@ -23,7 +23,7 @@ Where each phase runs:
   condition`` for a pod bound through the store (the store's reply to ``bind_many``).
 
 Batching is adaptive: a batch leaves when ``batch`` jobs wait, or when fewer than
-``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (50 ms) ago or
+``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (100 ms) ago or
 more: an idle cluster binds at once, a busy one sends at most one task per slot per
 BATCH_WAIT. ``poll`` never blocks and never asks Ray: each task's completion callback
 (on Ray's thread) decodes its reply, hands the bindings it made to ``confirm`` (the
@@ -90,12 +90,13 @@ DEFAULT_BATCH: Final = 256
 """Most jobs one binding task carries."""
 DEFAULT_MAX_IN_FLIGHT: Final = 2
 """Binding tasks running at once before jobs wait for the next batch."""
-BATCH_WAIT: Final = 0.05
+BATCH_WAIT: Final = 0.1
 """Seconds between two batches sent into a free slot. A task costs this machine ~4 ms of
 CPU over all its processes (the coordinator's submission, the raylet's lease, the
-worker's call and reply: ``benchmarks/ray_binding_bench.py``) against ~40 µs per job in
-the worker, so at 2,000-3,000 pods/s tasks every 20 ms cost ~80 µs per pod, every 50 ms
-~30; a binding waits at most this long longer to leave."""
+worker's call and reply: ``benchmarks/ray_binding_bench.py``) against ~40-65 µs per job
+in the worker: at 2,500 pods/s a task every 20 ms cost ~80 µs per pod, every 100 ms
+(~250 jobs, about ``DEFAULT_BATCH``) ~16. A binding waits at most this long longer to
+leave; an idle loop sends at once (``wait_idle``)."""
 WARM_UP_TIMEOUT: Final = 120.0
 """Seconds the executor waits, when built, for its workers to have imported the binding
 code and built their store and Frameworks (a new worker takes seconds: the first
