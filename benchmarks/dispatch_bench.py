@@ -12,7 +12,8 @@ process kind, peak RSS); each run is printed with the load average and appended 
 each mode's runs at each): the replica side from ``replica`` runs (else ``auto`` runs
 that sent nothing to the shards, else the in-process coordinator plus what the Ray
 executor added to it at the other size), the shards side from ``shards`` runs (else ``auto``
-runs that did), ``rest`` (Redis, Ray's daemons and binding workers) over all Ray runs;
+runs that did), the rest (Redis, Ray's daemons and binding workers) per side over its
+Ray runs;
 then each size's predicted time per pod on either side against the measured rates.
 
 Run (wrap each in ``flock /work/wt/bench.lock``; a 1,000,000-node run takes minutes):
@@ -106,6 +107,17 @@ def _mean(runs: list[dict[str, Any]], kind: str) -> float:
     return statistics.fmean(r["cpu_per_pod"].get(kind, 0.0) for r in runs) * 1e6
 
 
+def _rest(runs: list[dict[str, Any]]) -> float:
+    """Redis, Ray's daemons and workers: everything but the coordinator and the shards."""
+    return (
+        statistics.fmean(
+            sum(v for k, v in r["cpu_per_pod"].items() if k not in ("coordinator", "shards"))
+            for r in runs
+        )
+        * 1e6
+    )
+
+
 def _sides(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The runs whose attempts went to the replica, and those answered by the shards."""
     replica = [r for r in runs if r["mode"] == "replica"] or [
@@ -136,7 +148,6 @@ def fit(paths: list[Path]) -> None:
         local = [r for r in at if r["mode"] == "local"]
         if not shards or not (replica or (local and added)):
             raise SystemExit(f"{n:,} nodes: runs of both sides needed (replica and shards)")
-        ray = [r for r in at if r["mode"] != "local"]
         parts[n] = {
             "width": num_feasible_nodes_to_find(0, n),
             "replica": _mean(replica, "coordinator")
@@ -144,12 +155,10 @@ def fit(paths: list[Path]) -> None:
             else _mean(local, "coordinator") + statistics.fmean(added),
             "coordinator": _mean(shards, "coordinator"),
             "shard": _mean(shards, "shards") / SHARDS,
-            "rest": statistics.fmean(
-                sum(v for k, v in r["cpu_per_pod"].items() if k not in ("coordinator", "shards"))
-                for r in ray
-            )
-            * 1e6,
+            "shard_rest": _rest(shards),
         }
+        if replica:
+            parts[n]["replica_rest"] = _rest(replica)
         print(f"{n:,} nodes: " + ", ".join(f"{k} {v:,.0f}" for k, v in parts[n].items()))
     lo, hi = parts[sizes[0]], parts[sizes[1]]
     dw = hi["width"] - lo["width"]
@@ -162,7 +171,9 @@ def fit(paths: list[Path]) -> None:
     coordinator_us, coordinator_row_us = line("coordinator")
     coordinator_us -= DispatchRule().per_shard_us * SHARDS  # the per-shard part, measured apart
     shard_us, shard_row_us = line("shard", SHARDS)
-    rest_us = (lo["rest"] + hi["rest"]) / 2
+    # the binding path's own cost does not follow the window: one mean per side
+    replica_rest = [p["replica_rest"] for p in parts.values() if "replica_rest" in p]
+    shard_rest = statistics.fmean(p["shard_rest"] for p in parts.values())
     rule = DispatchRule(
         replica_us=round(replica_us, 1),
         replica_row_us=round(replica_row_us, 5),
@@ -170,7 +181,8 @@ def fit(paths: list[Path]) -> None:
         coordinator_row_us=round(coordinator_row_us, 5),
         shard_us=round(shard_us, 1),
         shard_row_us=round(shard_row_us, 5),
-        rest_us=round(rest_us, 1),
+        replica_rest_us=round(statistics.fmean(replica_rest), 1),
+        shard_rest_us=round(shard_rest, 1),
     )
     print(f"\nfitted: {rule}")
     for n in sizes:

@@ -10,14 +10,16 @@ rows) and S the shards:
   * W + per_shard_us * S`` (prediction, the shared payload, merging the reductions,
   the changed rows rescored: what grows with W is the tie bits and the rows corrected),
   and each shard ``shard_us + shard_row_us * W / S`` (its share of the window);
-- on either side ``rest_us``: Redis, Ray's daemons and the binding tasks' workers.
+- beside them Redis, Ray's daemons and the binding tasks' workers: ``replica_rest_us``
+  on the replica path, ``shard_rest_us`` through the shards (their calls and the
+  pipeline's queue peeks cost Ray's daemons and Redis more).
 
 The coordinator is serial and so is each shard; everything shares ``cores`` (the host's,
 when the shards are Ray actors on it). So a side's time per pod is the largest of its
 serial parts and its total CPU over the cores:
 
-    replica:  max(R, (R + rest) / cores)
-    shards:   max(C, H, (C + S*H + rest) / cores)       R, C, H: the parts above
+    replica:  max(R, (R + replica_rest) / cores)
+    shards:   max(C, H, (C + S*H + shard_rest) / cores)       R, C, H: the parts above
 
 and a batch goes to the shards when theirs is the shorter (the higher rate). The
 previous rule compared the coordinator's CPU alone (``per_row_us * W`` against a fixed
@@ -37,22 +39,22 @@ run --nodes N --pods P --modes local auto shards --save PN`` at both sizes, then
 ``benchmarks/dispatch_bench.py fit P100K P1M`` (issue 22, this stop):
 
 - ``replica_us``, ``replica_row_us``: the coordinator with the Ray executor and its
-  attempts on the replica (auto at 100,000 nodes): 363 µs per pod at 100,000 nodes; at
-  1,000,000 nodes the in-process coordinator (1,642-1,726 µs) plus the 14 µs the Ray
-  executor added at 100,000 (1,698);
+  attempts on the replica (auto at 100,000 nodes, 4 runs: 314-398 µs per pod, mean 358);
+  at 1,000,000 nodes the in-process coordinator (1,642-1,726 µs, 2 runs) plus the 40 µs
+  the Ray executor added to it at 100,000 nodes (in-process 281-349, 4 runs): 1,723;
 - ``coordinator_us``, ``coordinator_row_us``, ``shard_us``, ``shard_row_us``: the
   coordinator and each shard with 2 Ray shards answering every attempt (forced at
-  100,000 nodes, auto at 1,000,000): 469 and 158 µs at 100,000 nodes, 742 and 578 µs
-  at 1,000,000;
+  100,000 nodes, 1 run: 469 and 158 µs; auto at 1,000,000, 2 runs: 720-742 and 559-578);
 - ``per_shard_us``: ``benchmarks/shard_protocol_bench.py --nodes 20000 --attempt-pods
   1280`` (coordinator CPU per pod at 1, 2 and 3 shards: 8.2 µs per extra shard, stop
   31), taken out of ``coordinator_us``;
-- ``rest_us``: Redis + Ray's daemons + binding workers over those Ray runs (303 µs at
-  100,000 nodes, 369 at 1,000,000; the mean).
+- ``replica_rest_us``, ``shard_rest_us``: Redis + Ray's daemons + binding workers per
+  pod over those runs of each side (replica 242; shards 344 at 100,000 nodes and 436 at
+  1,000,000, mean 390).
 
-So with 2 shards on 2 cores the shards take windows from about 17,000 rows (340,000
-nodes); 100,000 nodes stay on the replica (predicted 2,755 pods/s there against 1,784
-through the shards), 1,000,000 go to the shards (895 against 589). ``mode`` forces one
+So with 2 shards on 2 cores the shards take windows from about 18,000 rows (360,000
+nodes); 100,000 nodes stay on the replica (predicted 2,795 pods/s there against 1,702
+through the shards), 1,000,000 go to the shards (886 against 580). ``mode`` forces one
 side ("shards", "replica"). ``summary.json``'s ``shard_speculation`` counts where the
 attempts went: ``reduced_attempts`` (answered by the shards), ``dispatched_to_replica``
 (attempts of batches the rule kept on the replica).
@@ -76,18 +78,19 @@ def _host_cores() -> float:
 class DispatchRule:
     mode: str = "auto"
     #: the coordinator's CPU per pod on the replica path, and per window row (µs)
-    replica_us: float = 214.7
-    replica_row_us: float = 0.02966
+    replica_us: float = 206.0
+    replica_row_us: float = 0.03035
     #: the coordinator's CPU per pod through the shards' reductions, per window row, and
     #: per shard (µs)
-    coordinator_us: float = 422.2
-    coordinator_row_us: float = 0.00607
+    coordinator_us: float = 423.5
+    coordinator_row_us: float = 0.00583
     per_shard_us: float = 8.2
     #: each shard's CPU per pod, and per row of its share of the window (µs)
-    shard_us: float = 111.4
-    shard_row_us: float = 0.01865
-    #: Redis, Ray's daemons and binding workers per pod, on either side (µs)
-    rest_us: float = 336.0
+    shard_us: float = 112.4
+    shard_row_us: float = 0.01824
+    #: Redis, Ray's daemons and binding workers per pod, on each side (µs)
+    replica_rest_us: float = 241.8
+    shard_rest_us: float = 390.2
     #: cores the coordinator, the shards and the rest share (this host's)
     cores: float = field(default_factory=_host_cores)
     #: the shards run in processes of their own (Ray actors), not in the coordinator's
@@ -106,7 +109,7 @@ class DispatchRule:
     def replica_time_us(self, width: int) -> float:
         """Time per pod on the replica path (module docstring)."""
         coordinator = self.replica_us + self.replica_row_us * width
-        return max(coordinator, (coordinator + self.rest_us) / self.cores)
+        return max(coordinator, (coordinator + self.replica_rest_us) / self.cores)
 
     def shard_time_us(self, width: int, shards: int) -> float:
         """Time per pod through the shards' reductions (module docstring)."""
@@ -114,7 +117,7 @@ class DispatchRule:
             self.coordinator_us + self.coordinator_row_us * width + self.per_shard_us * shards
         )
         shard = self.shard_us + self.shard_row_us * width / max(1, shards)
-        total = coordinator + shards * shard + self.rest_us
+        total = coordinator + shards * shard + self.shard_rest_us
         return max(coordinator, shard, total / self.cores)
 
     def leading(self, pods: int) -> int:
