@@ -158,11 +158,8 @@ def _deployment() -> list[dict[str, Any]]:
 def test_spread_runs_happen_and_match(redis_client: redis.Redis, settled: None) -> None:
     docs = _deployment()
     off, none = _outcome(redis_client, docs, 3, False, False, 64)
-    probe: dict[str, int] = {}
-    on, runs = _outcome(redis_client, docs, 3, True, False, 64, probe=probe)
-    # runs decide nearly every placed pod (pops grow while batches go whole, so a few
-    # runs of up to 256 pods, not one per 64-pod pop)
-    assert none == 0 and runs > 3 and probe["handled"] >= 1400, (runs, probe)
+    on, runs = _outcome(redis_client, docs, 3, True, False, 64)
+    assert none == 0 and runs > 10
     assert on == off
     placed = [v for k, v in on.items() if k.startswith("p") and v]
     assert len(placed) == 1480  # 150 nodes x 10 pods, minus the 20 bound ones' room
