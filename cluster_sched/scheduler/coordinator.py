@@ -88,14 +88,6 @@ class SchedulerParts:
 
 #: Pods popped per Redis round trip (``--batch-size``); 1 is the plain serial loop.
 DEFAULT_BATCH_SIZE = 64
-#: A batch whose pods all went through whole-batch runs lets the next pop take twice as
-#: many, up to this many times ``batch_size``; any other batch (a pod on its own cycle,
-#: a failure, pods given back) brings it back to ``batch_size``. A batch's fixed costs
-#: (the pop, the run's column copies, the binder's hand-over) then spread over more pods
-#: when every pod fits, while a workload with failures keeps small batches (fewer pods
-#: given back when one of them sends an earlier one back to activeQ). Exact either way:
-#: a batch decides what single pops would.
-GROWTH = 4
 
 
 class Coordinator:
@@ -103,8 +95,6 @@ class Coordinator:
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         self.batch_size = batch_size
-        #: pods the next pop takes (see GROWTH)
-        self.pop_size = batch_size
         self.parts = parts
         self.store = parts.store
         self.config = parts.config
@@ -235,15 +225,13 @@ class Coordinator:
         """
         self.housekeeping()
         pop_started_ns = time.time_ns() if self.tracing.enabled else 0
-        size = self.pop_size
-        self.pop_size = self.batch_size  # unless this batch goes whole (below)
-        batch = self.queue.pop_many(size, timeout=0)
+        batch = self.queue.pop_many(self.batch_size, timeout=0)
         if not batch and self.poll_informer():
             # activeQ was empty but the watch had news (new pods, moves): take those
             # before blocking, so a burst of arrivals is not made to wait for the timer.
-            batch = self.queue.pop_many(size, timeout=0)
+            batch = self.queue.pop_many(self.batch_size, timeout=0)
         if not batch and pop_timeout > 0:
-            batch = self.queue.pop_many(size, timeout=pop_timeout)
+            batch = self.queue.pop_many(self.batch_size, timeout=pop_timeout)
         if not batch:
             self.flush_done()
             self.poll_informer()
@@ -259,7 +247,6 @@ class Coordinator:
             # answer: a whole-batch run stops before it (it would decide it on the replica,
             # the same decision, the shards' work wasted)
             asked = getattr(self.source, "asked", _never)
-            popped, whole = len(batch), True
             k = 0
             while k < len(batch):
                 if k:
@@ -277,7 +264,6 @@ class Coordinator:
                     if handled:
                         k += handled
                         continue
-                whole = False
                 info, cycle = batch[k]
                 self.queue.cycle_in_progress = cycle
                 if self.tracing.enabled:
@@ -288,10 +274,6 @@ class Coordinator:
         finally:
             self.queue.cycle_in_progress = None
             self.cycle.end_batch()
-        if whole and len(batch) == popped == size and asked is _never and size > 1:
-            # every pod went whole and activeQ had more: a shard source sizes its own
-            # flights by batch_size, so only the in-process table grows
-            self.pop_size = min(2 * size, GROWTH * self.batch_size)
         return True
 
     def _traced_schedule_one(
