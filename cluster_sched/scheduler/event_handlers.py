@@ -209,11 +209,9 @@ class EventHandlers:
         QueueSort ties break by arrival, as upstream's per-pod timestamps do, whatever
         the batching. Nominations carried by the pods are recorded by the queue."""
         infos = []
-        now, last = self.clock.now(), self._last_queue_ts  # one batch, one reading
         for pod in pods:
-            last = max(now, last + 1e-6)
-            infos.append(queued_info_for(pod, last))
-        self._last_queue_ts = last
+            self._last_queue_ts = max(self.clock.now(), self._last_queue_ts + 1e-6)
+            infos.append(queued_info_for(pod, self._last_queue_ts))
         self.queue.add_many(infos)
 
     def on_invalid(self, kind: str, key: str, err: InvalidObjectError) -> None:
