@@ -207,10 +207,15 @@ class EventHandlers:
     def add_to_queue(self, pods: list[Pod]) -> None:
         """queue.add for a batch of pods. Timestamps strictly increase in watch order:
         QueueSort ties break by arrival, as upstream's per-pod timestamps do, whatever
-        the batching. Nominations carried by the pods are recorded by the queue."""
+        the batching. Nominations carried by the pods are recorded by the queue. Each
+        step is one whole microsecond, the queue's resolution (``timestamp_tiebreak``):
+        ``last + 1e-6`` in floats at epoch scale rounds to the same microsecond about
+        one step in seven, and a frozen or coarse clock then let the pod key, not the
+        arrival, order a burst."""
         infos = []
         for pod in pods:
-            self._last_queue_ts = max(self.clock.now(), self._last_queue_ts + 1e-6)
+            following = (round(self._last_queue_ts * 1_000_000) + 1) / 1_000_000
+            self._last_queue_ts = max(self.clock.now(), following)
             infos.append(queued_info_for(pod, self._last_queue_ts))
         self.queue.add_many(infos)
 

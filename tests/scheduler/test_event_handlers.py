@@ -109,6 +109,17 @@ def test_unassigned_add_goes_to_the_queue(h: Harness) -> None:
     assert h.cache.get_pod("default/p") is None
 
 
+def test_a_burst_on_a_frozen_clock_is_queued_in_arrival_order(h: Harness) -> None:
+    """The clock does not move during the burst: every pod's timestamp must still be a
+    microsecond of its own, so activeQ orders them as they arrived, not by pod key
+    (the names arrive in descending order: any two sharing a timestamp would swap)."""
+    names = [f"p-{999 - i}" for i in range(300)]
+    for name in names:
+        h.coord.handlers.on_pod(None, with_uid(pod(name), name))
+    h.coord.handlers.flush()
+    assert h.queue.peek_active(len(names)) == [f"default/{n}" for n in names]
+
+
 def test_add_then_delete_in_one_batch_never_reaches_the_queue(h: Harness) -> None:
     p = with_uid(pod("p"), "p")
     h.coord.handlers.on_pod(None, p)
