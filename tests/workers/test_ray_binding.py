@@ -81,6 +81,16 @@ def drain(
     return out
 
 
+def bind_round_robin(ex: RayBindingExecutor, pods: list[Pod]) -> dict[str, Any]:
+    """Pod i bound to node n{i % 3} through ``ex`` (closed after): each pod's status."""
+    try:
+        for i, pod in enumerate(pods):
+            ex.submit(job(pod, f"n{i % 3}", cycle=i))
+        return {o.job.pod.key: o.status for o in drain(ex, len(pods))}
+    finally:
+        ex.close()
+
+
 def bound_node(store: Store, key: str) -> str | None:
     return ((store.get("Pod", key) or {}).get("spec") or {}).get("nodeName")
 
@@ -95,12 +105,7 @@ def test_batches_bind_each_pod_once_and_report_each_outcome(
     ex = ray_binding_executor(redis_url=redis_url, batch=4, max_in_flight=1)(
         store, frameworks(store)
     )
-    try:
-        for i, pod in enumerate(pods):
-            ex.submit(job(pod, f"n{i % 3}", cycle=i))
-        outcomes = {o.job.pod.key: o.status for o in drain(ex, len(pods))}
-    finally:
-        ex.close()
+    outcomes = bind_round_robin(ex, pods)
     assert all(outcomes[p.key].is_success for p in pods[:11])
     assert outcomes[taken.key].code == Code.ERROR
     assert "already bound" in outcomes[taken.key].message()
@@ -124,12 +129,7 @@ def test_bindings_the_tasks_make_are_confirmed_with_what_the_store_wrote(
     ex = ray_binding_executor(redis_url=redis_url, batch=3, confirm=expected.expect)(
         store, frameworks(store)
     )
-    try:
-        for i, pod in enumerate(pods):
-            ex.submit(job(pod, f"n{i % 3}", cycle=i))
-        outcomes = {o.job.pod.key: o.status for o in drain(ex, len(pods))}
-    finally:
-        ex.close()
+    outcomes = bind_round_robin(ex, pods)
     assert [outcomes[p.key].is_success for p in pods] == [True] * 4 + [False]
     assert len(expected) == 4
     for i, pod in enumerate(pods[:4]):
