@@ -7,6 +7,15 @@ process of its tree once a second (CPU time, RSS): the coordinator (this process
 shard actors, Redis and the rest (Ray's daemons and binding workers). CPU per pod of each
 is its CPU between the two notes over the run's pods; the peak RSS is the tree's sum; the
 cores other jobs on the machine took meanwhile (its non-idle CPU time minus the tree's).
+
+Also reported (issue 22's start-up and memory figures):
+- ``peak_rss_gib_by_kind``: per finer kind (``_rss_kind``: coordinator, redis, shards,
+  raylet, gcs, binding workers, other Ray processes), the largest sum of that kind's RSS
+  over the samples, and ``peak_rss_gib_largest`` the largest single process per kind;
+- ``phases_s``: wall seconds of each start-up phase (``_PHASES``: the workload file
+  parsed, the scheduler built, nodes and pods written to the store, the informer's
+  listing, the shards' preload), then start to first scheduling turn, the scheduling
+  window, and the summary after the last turn.
 A benchmark helper: it measures, asserts nothing.
 """
 
@@ -39,6 +48,59 @@ def _kind(proc: Any, me: int) -> str:
     return "other"
 
 
+def _rss_kind(proc: Any, me: int) -> str:
+    """Finer than ``_kind``: Ray's daemons and workers apart (memory per process kind)."""
+    kind = _kind(proc, me)
+    if kind != "other":
+        return kind
+    name = proc.name()
+    cmd = " ".join(proc.cmdline())
+    if "raylet" in name:
+        return "raylet"
+    if "gcs_server" in name:
+        return "gcs"
+    if cmd.startswith("ray::") and "Agent" not in cmd and "Monitor" not in cmd:
+        return "ray_workers"  # the binding tasks run in these
+    return "other"
+
+
+#: (phase, module, owner, attribute) wrapped with a timer by ``_time_phases``
+_PHASES = (
+    ("load_workload", "cluster_sched.workload.runner", None, "load_workload"),
+    ("new_scheduler", "cluster_sched.workload.runner", None, "new_scheduler"),
+    ("store_load", "cluster_sched.store.store", "Store", "apply_many"),
+    ("listing", "cluster_sched.scheduler.informer", "Informer", "list_and_watch"),
+    ("preload", "cluster_sched.scheduler.shards.source", "ShardedSource", "preload"),
+)
+
+
+def _time_phases(spans: dict[str, list[float]], steps: list[float]) -> None:
+    """Wrap each ``_PHASES`` callable so its calls before the first scheduling turn
+    (``steps`` still empty) add to ``spans[phase]`` = [seconds, first start, last end]."""
+    import importlib
+
+    def wrap(phase: str, fn: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if steps:
+                return fn(*args, **kwargs)
+            t0 = time.time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                t1 = time.time()
+                span = spans.setdefault(phase, [0.0, t0, t1])
+                span[0] += t1 - t0
+                span[2] = t1
+
+        return timed
+
+    for phase, module, owner, attr in _PHASES:
+        target: Any = importlib.import_module(module)
+        if owner is not None:
+            target = getattr(target, owner)
+        setattr(target, attr, wrap(phase, getattr(target, attr)))
+
+
 def child(workload: str, extra: list[str]) -> dict[str, Any]:
     """One run in this process (see the module docstring)."""
     import psutil
@@ -59,20 +121,32 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         return got
 
     coordinator_module.Coordinator.step = noted  # type: ignore[method-assign]
+    started = time.time()
+    spans: dict[str, list[float]] = {}
+    _time_phases(spans, steps)
     samples: list[tuple[float, dict[int, tuple[str, float]]]] = []
     busy: list[float] = []  # the machine's non-idle CPU seconds at each sample
     peak = [0]
+    kind_peak: dict[str, int] = {}
+    largest: dict[str, int] = {}
     done = threading.Event()
 
     def watch() -> None:
         me = psutil.Process()
         while not done.is_set():
             row, rss = {}, 0
+            by_kind: dict[str, int] = {}
             for proc in [me, *me.children(recursive=True)]:
                 with contextlib.suppress(psutil.Error):
                     cpu = proc.cpu_times()
                     row[proc.pid] = (_kind(proc, me.pid), cpu.user + cpu.system)
-                    rss += proc.memory_info().rss
+                    one = proc.memory_info().rss
+                    rss += one
+                    kind = _rss_kind(proc, me.pid)
+                    by_kind[kind] = by_kind.get(kind, 0) + one
+                    largest[kind] = max(largest.get(kind, 0), one)
+            for kind, got in by_kind.items():
+                kind_peak[kind] = max(kind_peak.get(kind, 0), got)
             t = psutil.cpu_times()
             busy.append(sum(t) - t.idle - getattr(t, "iowait", 0.0))
             samples.append((time.time(), row))
@@ -85,6 +159,7 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         with contextlib.redirect_stdout(io.StringIO()):
             rc = cli_main([*argv, *extra])
         done.set()
+        ended = time.time()
         summary = json.loads((Path(out) / "summary.json").read_text())
     if rc != 0 or len(steps) < 2:
         raise SystemExit(f"cluster-sched run exited {rc}")
@@ -105,6 +180,11 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     # cores the rest of the machine (other jobs) took meanwhile
     others = max(0.0, (busy[i1] - busy[i0] - sum(cpu.values())) / span)
     spec = summary.get("shard_speculation") or {}
+    phases = {k: round(v[0], 2) for k, v in spans.items()}
+    phases["start_to_first_turn"] = round(steps[0] - started, 2)
+    phases["scheduling"] = round(steps[1] - steps[0], 2)
+    phases["summary"] = round(ended - steps[1], 2)
+    gib = 2**30
     return {
         "throughput": float(summary["throughput"]),
         "cpu_per_pod": {k: v / pods for k, v in cpu.items()},
@@ -113,6 +193,9 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         "shard_wait_us_per_pod": spec.get("shard_wait_us_per_pod"),
         "reduced_attempts": spec.get("reduced_attempts"),
         "pods": pods,
+        "phases_s": phases,
+        "peak_rss_gib_by_kind": {k: round(v / gib, 3) for k, v in sorted(kind_peak.items())},
+        "peak_rss_gib_largest": {k: round(v / gib, 3) for k, v in sorted(largest.items())},
     }
 
 
