@@ -49,6 +49,8 @@ def wire_deltas(deltas: Sequence[Delta]) -> list[Delta]:
         op = d[0]
         if op == "node":
             out.append(["node", _wire_object(d[1]), *d[2:]])
+        elif op == "nodes":
+            out.append(["nodes", [_wire_object(n) for n in d[1]], d[2], d[3]])
         elif op in ("pod+", "pod="):
             out.append([op, d[1], _wire_object(d[2])])
         else:

@@ -10,6 +10,8 @@ Deltas are plain lists (msgpack-able), applied in order:
 - ``["node", manifest, row, replica_row]``   add or update a node at the
   coordinator-chosen row (``replica_row``: the row it mirrors in the coordinator's
   replica, which the reduced protocol's windows are in; ``reduce``)
+- ``["nodes", manifests, rows, replica_rows]``  many ``"node"`` deltas in one (rows as
+  int64 arrays; what the coordinator sends for new nodes, ``router``)
 - ``["node-", name]``           remove a node
 - ``["pod+", node, manifest]``  account a pod on a node
 - ``["pod-", node, pod_key]``   un-account it
@@ -86,12 +88,12 @@ class ShardCore:
         t = self.table
         for d in deltas:
             op = d[0]
-            if op == "node":
-                node = d[1] if isinstance(d[1], Node) else parse_object(d[1])
-                assert isinstance(node, Node)
-                row = t.upsert_node(node, row=d[2] if node.name not in t.index else None)
-                if len(d) > 3:
-                    self.windows.place(row, int(d[3]))
+            if op == "nodes":
+                rows, replica = np.asarray(d[2]).tolist(), np.asarray(d[3]).tolist()
+                for obj, row, replica_row in zip(d[1], rows, replica, strict=True):
+                    self._put_node(obj, row, replica_row)
+            elif op == "node":
+                self._put_node(d[1], d[2], int(d[3]) if len(d) > 3 else None)
             elif op == "node-":
                 at = t.index.get(d[1])
                 t.remove_node(d[1])
@@ -118,6 +120,16 @@ class ShardCore:
             else:
                 raise ValueError(f"unknown shard delta {op!r}")
         return len(deltas)
+
+    def _put_node(self, obj: Node | Mapping[str, Any], row: int, replica_row: int | None) -> None:
+        """A node delta: the node at the coordinator-chosen ``row`` (if new here),
+        mirroring ``replica_row`` of the replica (when given)."""
+        node = obj if isinstance(obj, Node) else parse_object(obj)
+        assert isinstance(node, Node)
+        t = self.table
+        at = t.upsert_node(node, row=row if node.name not in t.index else None)
+        if replica_row is not None:
+            self.windows.place(at, replica_row)
 
     @staticmethod
     def _pod_on(obj: Pod | Mapping[str, Any], node: str) -> Pod:

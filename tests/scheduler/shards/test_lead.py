@@ -16,6 +16,7 @@ from cluster_sched.clock import FakeClock
 from cluster_sched.config.load import load_config
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
+from cluster_sched.scheduler.shards.router import weight
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
@@ -106,7 +107,8 @@ def test_shards_batches_may_go_to_hold_the_cluster_before_the_first_pop(
     replica = _started(redis_client, "replica")
     try:
         src = replica.source
-        assert sum(len(q) for q in src.router.deltas) >= 40
+        # the 40 nodes wait (a "nodes" delta carries many: ``weight``)
+        assert sum(weight(d) for q in src.router.deltas for d in q) >= 40
         assert sum(c.core.table.n_nodes for c in src.clients) == 0
     finally:
         replica.close()
