@@ -263,9 +263,8 @@ class ShardRouter:
             self._new_nodes.append(node)
             self._new_rows.append(replica_row)
             return
-        if shard == _PENDING:  # updated before it was placed: its first delta goes first
-            self.place_pending()
-            shard = int(self._shard_of_row[replica_row])
+        self.place_pending()  # nodes noted before this update: their deltas go first
+        shard = int(self._shard_of_row[replica_row])
         self._push(shard, ["node", node, int(self._shard_row[replica_row]), replica_row])
 
     def remove_node(self, name: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.api.objects import Node, Pod
@@ -65,7 +65,8 @@ _OPS = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=500, deadline=None)
+@example(1, [("add", 1), ("update", 0), ("add", 1), ("update", 0)], (4096, 2))
 @given(
     st.integers(1, 4),
     _OPS,
