@@ -42,14 +42,15 @@ from cluster_sched.testing.workload_file import write_basic_workload
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import shard_cpu_parts
 
-RAY = ("--executor", "ray", "--shards", "2")
-MODES: dict[str, tuple[str, ...]] = {
-    "local": (),
-    "auto": RAY,
-    "shards": (*RAY, "--shard-dispatch", "shards"),
-    "replica": (*RAY, "--shard-dispatch", "replica"),
+RAY = ("--executor", "ray", "--shards")
+#: each mode's arguments and its shard count (0: in-process, no shards)
+MODES: dict[str, tuple[tuple[str, ...], int]] = {
+    "local": ((), 0),
+    "auto": ((*RAY, "2"), 2),
+    "shards": ((*RAY, "2", "--shard-dispatch", "shards"), 2),
+    "shards1": ((*RAY, "1", "--shard-dispatch", "shards"), 1),
+    "replica": ((*RAY, "2", "--shard-dispatch", "replica"), 2),
 }
-SHARDS = 2
 
 
 def _kind(proc: Any, me: int) -> str:
@@ -72,7 +73,7 @@ def measure(workload: Path, *extra: str) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _line(run: dict[str, Any]) -> str:
+def _printed(run: dict[str, Any]) -> str:
     cpu = ", ".join(f"{k} {v * 1e6:.0f}" for k, v in sorted(run["cpu_per_pod"].items()))
     return (
         f"{run['nodes']:,} nodes, {run['mode']}: {run['throughput']:.1f} pods/s; CPU per pod "
@@ -82,25 +83,31 @@ def _line(run: dict[str, Any]) -> str:
     )
 
 
-def run(args: argparse.Namespace) -> None:
+def run_modes(
+    nodes: int, pods: int, modes: list[str], rounds: int = 1, save: Path | None = None
+) -> list[dict[str, Any]]:
+    """``rounds`` of one run per mode at ``nodes`` / ``pods``, each printed and appended
+    to ``save`` (its earlier runs kept); returns every run saved."""
     saved: list[dict[str, Any]] = []
-    if args.save is not None and args.save.exists():
-        saved = json.loads(args.save.read_text())
+    if save is not None and save.exists():
+        saved = json.loads(save.read_text())
     with tempfile.TemporaryDirectory() as tmp:
-        wl = write_basic_workload(Path(tmp) / "w.yaml", args.nodes, args.pods, ("a", "b", "c"))
-        for _ in range(args.rounds):
-            for mode in args.modes:
-                got = measure(wl, *MODES[mode])
+        wl = write_basic_workload(Path(tmp) / "w.yaml", nodes, pods, ("a", "b", "c"))
+        for _ in range(rounds):
+            for mode in modes:
+                got = measure(wl, *MODES[mode][0])
                 got.update(
                     mode=mode,
-                    nodes=args.nodes,
+                    shards=MODES[mode][1],
+                    nodes=nodes,
                     at=time.strftime("%H:%M:%S"),
                     load=" ".join(f"{x:.2f}" for x in os.getloadavg()),
                 )
-                print(_line(got), flush=True)
+                print(_printed(got), flush=True)
                 saved.append(got)
-                if args.save is not None:
-                    args.save.write_text(json.dumps(saved))
+                if save is not None:
+                    save.write_text(json.dumps(saved))
+    return saved
 
 
 def _mean(runs: list[dict[str, Any]], kind: str) -> float:
@@ -123,80 +130,128 @@ def _sides(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[
     replica = [r for r in runs if r["mode"] == "replica"] or [
         r for r in runs if r["mode"] == "auto" and not r.get("reduced_attempts")
     ]
-    shards = [r for r in runs if r["mode"] == "shards"] or [
+    shards = [r for r in runs if r["mode"] in ("shards", "shards1")] or [
         r for r in runs if r["mode"] == "auto" and r.get("reduced_attempts")
     ]
     return replica, shards
 
 
-def fit(paths: list[Path]) -> None:
-    runs = [r for p in paths for r in json.loads(p.read_text())]
+def _fitted_line(xs: list[float], ys: list[float], floor: bool = False) -> tuple[float, float]:
+    """Least squares ``y = intercept + slope * x``; ``floor``: a slope below 0 (noise on a
+    part that cannot shrink with x) is taken as 0, the intercept as the mean."""
+    fitted = statistics.linear_regression(xs, ys)
+    if floor and fitted.slope < 0:
+        return statistics.fmean(ys), 0.0
+    return fitted.intercept, fitted.slope
+
+
+def shard_groups(runs: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """The runs answered by the shards, by (nodes, shards)."""
+    groups: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for n in sorted({r["nodes"] for r in runs}):
+        for r in _sides([r for r in runs if r["nodes"] == n])[1]:
+            groups.setdefault((n, int(r.get("shards", 2))), []).append(r)
+    return groups
+
+
+def fit_rule(runs: list[dict[str, Any]], per_shard_us: float) -> DispatchRule:
+    """The rule's constants from runs at two sizes (module docstring), with the
+    coordinator's cost per extra shard ``per_shard_us`` measured apart.
+
+    Shards side, over every (size, shard count) measured, each group's mean: the
+    coordinator's ``c - per_shard_us * S`` as a line in W, each shard's ``shards CPU / S``
+    as a line in W / S, the rest's mean, the coordinator's wait for the shards' replies
+    (``shard_wait_us_per_pod``) its mean. Replica side: the coordinator as a line in W
+    through the two sizes, the rest's mean, and the coordinator's time off its CPU
+    (1 / pods/s less its CPU per pod) its median over the runs (a run that shared the
+    machine with other jobs waits longer: one such run should not move it)."""
     sizes = sorted({r["nodes"] for r in runs})
     if len(sizes) != 2:
-        raise SystemExit(f"fit needs runs at two sizes, got {sizes}")
-    parts: dict[int, dict[str, float]] = {}
+        raise SystemExit(f"a fit needs runs at two sizes, got {sizes}")
+    groups = shard_groups(runs)
+    if {n for n, _ in groups} != set(sizes):
+        raise SystemExit(f"runs answered by the shards needed at {sizes}, got {sorted(groups)}")
+    width = {n: num_feasible_nodes_to_find(0, n) for n in sizes}
+    keys = sorted(groups)
+    coordinator_us, coordinator_row_us = _fitted_line(
+        [width[n] for n, _ in keys],
+        [_mean(groups[k], "coordinator") - per_shard_us * k[1] for k in keys],
+    )
+    shard_us, shard_row_us = _fitted_line(
+        [width[n] / s for n, s in keys],
+        [_mean(groups[k], "shards") / k[1] for k in keys],
+        floor=True,
+    )
+    shard_rest = statistics.fmean(_rest(groups[k]) for k in keys)
     # a size without Ray runs on the replica: its in-process coordinator plus what the
     # Ray executor added to it where both were measured
+    at = {n: [r for r in runs if r["nodes"] == n] for n in sizes}
+    local = {n: [r for r in at[n] if r["mode"] == "local"] for n in sizes}
+    replica = {n: _sides(at[n])[0] for n in sizes}
     added = [
-        _mean(_sides(at)[0], "coordinator") - _mean(local, "coordinator")
-        for at in ([r for r in runs if r["nodes"] == n] for n in sizes)
-        if _sides(at)[0] and (local := [r for r in at if r["mode"] == "local"])
+        _mean(replica[n], "coordinator") - _mean(local[n], "coordinator")
+        for n in sizes
+        if replica[n] and local[n]
     ]
+    coordinator = {}
     for n in sizes:
-        at = [r for r in runs if r["nodes"] == n]
-        replica, shards = _sides(at)
-        local = [r for r in at if r["mode"] == "local"]
-        if not shards or not (replica or (local and added)):
-            raise SystemExit(f"{n:,} nodes: runs of both sides needed (replica and shards)")
-        parts[n] = {
-            "width": num_feasible_nodes_to_find(0, n),
-            "replica": _mean(replica, "coordinator")
-            if replica
-            else _mean(local, "coordinator") + statistics.fmean(added),
-            "coordinator": _mean(shards, "coordinator"),
-            "shard": _mean(shards, "shards") / SHARDS,
-            "shard_rest": _rest(shards),
-        }
-        if replica:
-            parts[n]["replica_rest"] = _rest(replica)
-        print(f"{n:,} nodes: " + ", ".join(f"{k} {v:,.0f}" for k, v in parts[n].items()))
-    lo, hi = parts[sizes[0]], parts[sizes[1]]
-    dw = hi["width"] - lo["width"]
-
-    def line(key: str, per: float = 1.0) -> tuple[float, float]:
-        slope = (hi[key] - lo[key]) / (dw / per)
-        return lo[key] - slope * lo["width"] / per, slope
-
-    replica_us, replica_row_us = line("replica")
-    coordinator_us, coordinator_row_us = line("coordinator")
-    coordinator_us -= DispatchRule().per_shard_us * SHARDS  # the per-shard part, measured apart
-    shard_us, shard_row_us = line("shard", SHARDS)
-    # the binding path's own cost does not follow the window: one mean per side
-    replica_rest = [p["replica_rest"] for p in parts.values() if "replica_rest" in p]
-    shard_rest = statistics.fmean(p["shard_rest"] for p in parts.values())
-    rule = DispatchRule(
+        if not (replica[n] or (local[n] and added)):
+            raise SystemExit(f"{n:,} nodes: runs on the replica needed (replica, auto or local)")
+        coordinator[n] = (
+            _mean(replica[n], "coordinator")
+            if replica[n]
+            else _mean(local[n], "coordinator") + statistics.fmean(added)
+        )
+    replica_us, replica_row_us = _fitted_line(
+        [width[n] for n in sizes], [coordinator[n] for n in sizes]
+    )
+    replica_rest = [_rest(replica[n]) for n in sizes if replica[n]]
+    # the coordinator's time off its CPU: the wall time per pod less its CPU, where the
+    # attempts were on the replica; and its wait for the shards' replies (it measures it)
+    wait = [
+        1e6 / r["throughput"] - r["cpu_per_pod"]["coordinator"] * 1e6
+        for n in sizes
+        for r in replica[n] or local[n]
+    ]
+    shard_wait = [
+        statistics.fmean(r.get("shard_wait_us_per_pod") or 0.0 for r in groups[k]) for k in keys
+    ]
+    return DispatchRule(
         replica_us=round(replica_us, 1),
         replica_row_us=round(replica_row_us, 5),
         coordinator_us=round(coordinator_us, 1),
         coordinator_row_us=round(coordinator_row_us, 5),
+        per_shard_us=per_shard_us,
         shard_us=round(shard_us, 1),
-        shard_row_us=round(shard_row_us, 5),
+        shard_row_us=round(shard_row_us, 6),
         replica_rest_us=round(statistics.fmean(replica_rest), 1),
         shard_rest_us=round(shard_rest, 1),
+        wait_us=round(statistics.median(wait), 1),
+        shard_wait_us=round(statistics.fmean(shard_wait), 1),
     )
-    print(f"\nfitted: {rule}")
-    for n in sizes:
-        w = int(parts[n]["width"])
-        rep, sh = rule.replica_time_us(w), rule.shard_time_us(w, SHARDS)
+
+
+def break_even(rule: DispatchRule, shards: int = 2) -> int | None:
+    """The smallest window (in steps of 500 rows) whose batches the rule gives to
+    ``shards`` shards."""
+    return next((w for w in range(500, 1_000_001, 500) if rule.use_shards(w, shards, 64)), None)
+
+
+def fit(paths: list[Path], per_shard_us: float) -> None:
+    runs = [r for p in paths for r in json.loads(p.read_text())]
+    rule = fit_rule(runs, per_shard_us)
+    print(f"fitted: {rule}")
+    for n in sorted({r["nodes"] for r in runs}):
+        w = num_feasible_nodes_to_find(0, n)
+        rep, sh = rule.replica_time_us(w), rule.shard_time_us(w, 2)
         at = [r for r in runs if r["nodes"] == n]
         got = {
             m: statistics.fmean(r["throughput"] for r in at if r["mode"] == m)
             for m in MODES
             if any(r["mode"] == m for r in at)
         }
-        print(f"{n:,} nodes: replica {1e6 / rep:,.0f} pods/s, shards {1e6 / sh:,.0f} -> {'shards' if rule.use_shards(w, SHARDS, 64) else 'replica'}; measured " + ", ".join(f"{m} {v:,.0f}" for m, v in got.items()))  # fmt: skip
-    w = next((w for w in range(1_000, 400_000, 1_000) if rule.use_shards(w, SHARDS, 64)), None)
-    print(f"break-even window with {SHARDS} shards on {rule.cores:g} cores: {w}")
+        print(f"{n:,} nodes: 2 shards, replica {1e6 / rep:,.0f} pods/s, shards {1e6 / sh:,.0f} -> {'shards' if rule.use_shards(w, 2, 64) else 'replica'}; measured " + ", ".join(f"{m} {v:,.0f}" for m, v in got.items()))  # fmt: skip
+    print(f"break-even window with 2 shards on {rule.cores:g} cores: {break_even(rule)}")
 
 
 def main() -> None:
@@ -214,11 +269,17 @@ def main() -> None:
     r.add_argument("--save", type=Path)
     f = sub.add_parser("fit")
     f.add_argument("parts", type=Path, nargs="+")
+    f.add_argument(
+        "--per-shard-us",
+        type=float,
+        default=DispatchRule().per_shard_us,
+        help="the coordinator's CPU per extra shard per pod (shard_protocol_bench.py)",
+    )
     args = ap.parse_args()
     if args.cmd == "run":
-        run(args)
+        run_modes(args.nodes, args.pods, args.modes, args.rounds, args.save)
     else:
-        fit(args.parts)
+        fit(args.parts, args.per_shard_us)
 
 
 if __name__ == "__main__":

@@ -1,34 +1,59 @@
 """The reduced protocol's scaling model, refitted from full runs: CPU per pod by process,
 predicted pods/s at 1-64 shards, validated against the measured runs it came from.
 
+The model is the dispatch rule's shard side (``scheduler/shards/dispatch.py``,
+``DispatchRule.shard_time_us``), with the same constants, fitted by the same code
+(``dispatch_bench.fit_rule``) from the same runs: one model, one fit.
+
 Parts (``shard_cpu_parts``: whole ``cluster-sched run``s, each process's CPU over the
 scheduling window divided by the pods), at each ``--nodes`` size N, window
-W = numFeasibleNodesToFind(N) (5,000 at 100k nodes, 50,000 at 1M):
+W = numFeasibleNodesToFind(N) (5,000 at 100k nodes, 50,000 at 1M), SchedulingBasic's
+3-zone shape (``write_basic_workload``); modes (``dispatch_bench.MODES``):
 
-- in-process: the pods/s and the coordinator's CPU per pod (the compiled path on the
-  replica: window evaluation included);
-- Ray with S = 1 and 2 shards, every attempt the compiled path can take sent to them
-  (``--shard-dispatch shards``, pipelined): the coordinator's CPU per pod
-  ``c(S) = a + b*S`` (``b``: the coordinator's cost per extra shard), each shard's
-  ``h(S) = f + g*W/S`` (its evaluation scales with its share of the window: that is what
-  shards take over), and the rest ``o`` (Redis, Ray's daemons and binding workers).
+- ``local`` (in-process): the pods/s and the coordinator's CPU per pod (the compiled path
+  on the replica: window evaluation included);
+- ``shards1``, ``shards``: Ray with S = 1 and 2 shards, every attempt the compiled path
+  can take sent to them (``--shard-dispatch shards``, pipelined): the coordinator's CPU
+  per pod ``c(S) = a + b*S`` (``a = coordinator_us + coordinator_row_us * W``; ``b``, the
+  coordinator's cost per extra shard, from ``shard_protocol_bench.py``: the full runs'
+  difference is within their noise), each shard's ``h(S) = f + g*W/S``
+  (``shard_us + shard_row_us * W / S``: with row scores cached a window's answer is a max
+  and a compare over the shard's rows of it, ``shards/window.py``, so ``g`` is that scan
+  and ``f`` the rest, per pod: the chunk's decode, its deltas, the rows pod deltas
+  changed recomputed, the reply), and the rest ``o`` (Redis, Ray's daemons and binding
+  workers; ``shard_rest_us``); ``a`` and ``f + g*x`` are least-squares lines over both
+  sizes and both shard counts;
+- ``replica``: Ray with 2 shards and every attempt on the replica (the dispatch rule's
+  other side, not in the model).
+
+The coordinator's time per pod is not its CPU alone: ``q`` (``wait_us``) is its time off
+the CPU where the attempts stay on the replica (1 / pods/s less its CPU per pod in the
+``replica`` runs: its loop's Redis round trips, and being descheduled by the others on
+shared cores), ``r`` (``shard_wait_us``) its wait for the shards' replies
+(``summary.json``'s ``shard_wait_us_per_pod``, measured by the coordinator). Since row
+scores are cached a shard answers far faster than the coordinator commits, so the
+coordinator is the bound and these waits decide its rate: without them the model
+predicted 1.3-1.6x the measured rates (the form before had ``max(c(S), h(S), ...)``, right
+while a shard's evaluation, ~1 ms per pod at 1M nodes, was the bound).
 
 Model, C cores: the coordinator is serial, each shard is serial, everything shares the
-cores (for the validation, the machine's cores less those other jobs took during the run,
-``shard_cpu_parts``; this machine is shared):
+cores:
 
-    pods/s(S) = 1 / max(c(S), h(S), (c(S) + S*h(S) + o) / C)
+    pods/s(S) = 1 / max(c(S) + q + r, h(S), (c(S) + S*h(S) + o) / C)
 
-``1 / c(S)`` is the coordinator's serial bound, printed beside. Validation: the model with
-this machine's cores against the measured 1- and 2-shard runs (the throughput is not an
+``1 / (c(S) + q + r)`` is the coordinator's serial bound, printed beside. Validation: the model with
+the cores each run had (this machine's, less what other jobs took meanwhile:
+``shard_cpu_parts``) against the measured 1- and 2-shard runs (the throughput is not an
 input: the parts are CPU times). The table gives every shard a core of its own
 (C = S + 2: the coordinator's and one for the rest), so pods/s rise with S while the
-shards' evaluation h(S) is the bound and stop at the coordinator's serial bound.
+shards' evaluation h(S) or the total CPU is the bound and stop at the coordinator's
+serial bound.
 
-Run (each full run under ~5 minutes; 1M nodes needs ~8 GiB for the run's processes):
-PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py --nodes 100000 1000000
-[--pods 10000] [--per-shard-us B]; ``--parts FILE`` reads parts saved by an earlier
-invocation (``--save``; several files are merged).
+Run (wrap each in ``flock /work/wt/bench.lock``; one 1M-node run takes ~3-5 minutes and
+~9 GiB): PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py --nodes 100000 --pods
+10000 --save P1 [--modes local shards1 shards replica]; the same with --nodes 1000000
+--pods 30000 --save P2 (``--modes`` one at a time: each invocation appends to ``--save``);
+then ``--parts P1 P2 --per-shard-us B`` (B: ``shard_protocol_bench.py``).
 A benchmark: it prints figures and asserts nothing.
 """
 
@@ -37,106 +62,90 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
-from cluster_sched.testing.workload_file import write_basic_workload
+from cluster_sched.scheduler.shards.dispatch import DispatchRule
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shard_cpu_parts import measure
+from dispatch_bench import MODES, break_even, fit_rule, run_modes, shard_groups
 
 SHARDS = (1, 2, 4, 16, 64)
-RAY = ("--executor", "ray", "--shard-dispatch", "shards", "--shards")
 
 
-def parts_at(nodes: int, pods: int) -> dict[str, Any]:
-    """In-process, 1 and 2 forced Ray shards at ``nodes`` (module docstring)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        wl = write_basic_workload(Path(tmp) / "w.yaml", nodes, pods, zones=("a", "b", "c"))
-        runs = {"local": measure(wl)}
-        for s in (1, 2):
-            runs[f"ray{s}"] = measure(wl, *RAY, str(s))
-    for name, r in runs.items():
-        cpu = ", ".join(f"{k} {v * 1e6:.0f}" for k, v in sorted(r["cpu_per_pod"].items()))
-        print(f"  {nodes:,} nodes, {name}: {r['throughput']:.0f} pods/s; CPU per pod (µs): {cpu}; peak RSS {r['peak_rss_gib']:.1f} GiB")  # fmt: skip
-    return runs
-
-
-class Fit:
-    """a + b*S (coordinator), f + g*W/S (each shard), o (the rest), per pod, seconds."""
-
-    def __init__(self, nodes: int, runs: dict[str, Any], per_shard: float | None) -> None:
-        self.nodes = nodes
-        self.width = num_feasible_nodes_to_find(0, nodes)
-        self.local = runs["local"]["throughput"]
-        cpu = {s: runs[f"ray{s}"]["cpu_per_pod"] for s in (1, 2)}
-        self.measured = {s: runs[f"ray{s}"]["throughput"] for s in (1, 2)}
-        #: the cores the 1- and 2-shard runs had (the machine's, less what other jobs took)
-        self.cores = {s: runs[f"ray{s}"].get("other_jobs_cores", 0.0) for s in (1, 2)}
-        c = {s: cpu[s].get("coordinator", 0.0) for s in (1, 2)}
-        # the full runs' difference is within their noise (tens of percent between runs
-        # here): ``--per-shard-us`` takes shard_protocol_bench.py's measurement instead
-        self.b = max(0.0, c[2] - c[1]) if per_shard is None else per_shard
-        self.a = (c[1] + c[2] - 3 * self.b) / 2
-        h = {s: cpu[s].get("shards", 0.0) / s for s in (1, 2)}
-        self.g = max(0.0, (h[1] - h[2]) / (self.width - self.width / 2))
-        self.f = max(0.0, h[1] - self.g * self.width)
-        self.o = sum(cpu[s].get(k, 0.0) for s in (1, 2) for k in ("redis", "other")) / 2
-
-    def coordinator(self, s: int) -> float:
-        return max(self.a + self.b * s, 1e-9)
-
-    def shard(self, s: int) -> float:
-        return self.f + self.g * self.width / s
-
-    def rate(self, s: int, cores: float) -> float:
-        c, h = self.coordinator(s), self.shard(s)
-        return 1.0 / max(c, h, (c + s * h + self.o) / cores)
+def report(runs: list[dict[str, Any]], rule: DispatchRule) -> None:
+    """The fitted parts, the validation and the table (module docstring)."""
+    cores = os.cpu_count() or 1
+    groups = shard_groups(runs)
+    for n in sorted({r["nodes"] for r in runs}):
+        w = num_feasible_nodes_to_find(0, n)
+        a = rule.coordinator_us + rule.coordinator_row_us * w
+        print(
+            f"{n:,} nodes (window {w:,}): coordinator a={a:.0f} µs + b={rule.per_shard_us:.1f}"
+            f" µs per shard; shard f={rule.shard_us:.0f} µs + g={rule.shard_row_us * 1e3:.2f}"
+            f" ns per window row of its share; rest o={rule.shard_rest_us:.0f} µs; coordinator"
+            f" off its CPU q={rule.wait_us:.0f} µs + waiting for the shards"
+            f" r={rule.shard_wait_us:.0f} µs"
+        )
+        for (gn, s), got in sorted(groups.items()):
+            if gn != n:
+                continue
+            c = statistics.fmean(r["cpu_per_pod"].get("coordinator", 0.0) for r in got) * 1e6
+            h = statistics.fmean(r["cpu_per_pod"].get("shards", 0.0) for r in got) * 1e6 / s
+            rate = statistics.fmean(r["throughput"] for r in got)
+            have = max(1.0, cores - statistics.fmean(r["other_jobs_cores"] for r in got))
+            model = 1e6 / rule.shard_time_us(w, s, have)
+            fit_c, fit_h = rule.shard_parts_us(w, s)
+            print(f"  validation, {s} shard(s), {len(got)} run(s), {have:.2f} of {cores} cores free of other jobs: measured {rate:.0f} pods/s, model {model:.0f} ({rate / model:.2f}x); coordinator {c:.0f} µs (model {fit_c:.0f}), each shard {h:.0f} (model {fit_h:.0f})")  # fmt: skip
+    print(
+        f"\nbreak-even window of the dispatch rule, 2 shards on {cores} cores: {break_even(rule)}"
+    )
+    for title, own in (("a core per shard", True), (f"this machine's {cores} cores", False)):
+        print(f"\npredicted pods/s, {title} (the coordinator's serial bound in brackets):")
+        print("| nodes | window | in-process (measured) | replica path (model) | " + " | ".join(f"{s} shard{'s' * (s > 1)}" for s in SHARDS) + " |")  # fmt: skip
+        print("|---" * (4 + len(SHARDS)) + "|")
+        for n in sorted({r["nodes"] for r in runs}):
+            w = num_feasible_nodes_to_find(0, n)
+            local = [r["throughput"] for r in runs if r["nodes"] == n and r["mode"] == "local"]
+            cells = []
+            for s in SHARDS:
+                bound = 1e6 / rule.serial_bound_us(w, s)
+                rate = 1e6 / rule.shard_time_us(w, s, s + 2 if own else cores)
+                cells.append(f"{rate:,.0f} ({bound:,.0f})")
+            shown = f"{statistics.fmean(local):,.0f}" if local else "-"
+            replica = 1e6 / rule.replica_time_us(w)
+            print(f"| {n:,} | {w:,} | {shown} | {replica:,.0f} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--nodes", type=int, nargs="+", default=[100_000])
+    ap.add_argument("--nodes", type=int, default=100_000)
     ap.add_argument("--pods", type=int, default=10_000)
-    ap.add_argument("--parts", type=Path, nargs="+", help="parts saved by --save (no runs)")
-    ap.add_argument("--save", type=Path, help="write the measured parts here")
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        choices=sorted(MODES),
+        default=["local", "shards1", "shards", "replica"],
+    )
+    ap.add_argument("--parts", type=Path, nargs="+", help="runs saved by --save (no runs)")
+    ap.add_argument("--save", type=Path, help="append the measured runs here")
     ap.add_argument(
         "--per-shard-us",
         type=float,
-        help="the coordinator's CPU per extra shard per pod, from shard_protocol_bench.py "
-        "(default: the 2- and 1-shard runs' difference)",
+        default=DispatchRule().per_shard_us,
+        help="the coordinator's CPU per extra shard per pod, from shard_protocol_bench.py",
     )
     args = ap.parse_args()
-    if args.parts is not None:
-        measured = {
-            int(k): v for path in args.parts for k, v in json.loads(path.read_text()).items()
-        }
-    else:
-        measured = {n: parts_at(n, args.pods) for n in args.nodes}
-        if args.save is not None:
-            args.save.write_text(json.dumps(measured))
-    cores = os.cpu_count() or 1
-    b = None if args.per_shard_us is None else args.per_shard_us / 1e6
-    fits = [Fit(n, runs, b) for n, runs in sorted(measured.items())]
-    for fit in fits:
-        print(
-            f"{fit.nodes:,} nodes (window {fit.width:,}): coordinator a={fit.a * 1e6:.0f} µs "
-            f"+ b={fit.b * 1e6:.1f} µs per shard; shard f={fit.f * 1e6:.0f} µs + "
-            f"g={fit.g * 1e9:.1f} ns per window row; rest o={fit.o * 1e6:.0f} µs"
-        )
-        for s, got in fit.measured.items():
-            have = max(1.0, cores - fit.cores[s])
-            pred = fit.rate(s, have)
-            print(f"  validation, {s} shard(s), {have:.2f} of {cores} cores free of other jobs: measured {got:.0f} pods/s, model {pred:.0f} ({got / pred:.2f}x); with all {cores}: {fit.rate(s, cores):.0f}")  # fmt: skip
-    print("\npredicted pods/s, a core per shard (the coordinator's serial bound in brackets):")
-    print("| nodes | window | in-process (measured) | " + " | ".join(f"{s} shard{'s' * (s > 1)}" for s in SHARDS) + " |")  # fmt: skip
-    print("|---" * (3 + len(SHARDS)) + "|")
-    for fit in fits:
-        cells = [f"{fit.rate(s, s + 2):,.0f} ({1 / fit.coordinator(s):,.0f})" for s in SHARDS]
-        print(f"| {fit.nodes:,} | {fit.width:,} | {fit.local:,.0f} | " + " | ".join(cells) + " |")
+    if args.parts is None:
+        run_modes(args.nodes, args.pods, args.modes, save=args.save)
+        return
+    runs = [r for path in args.parts for r in json.loads(path.read_text())]
+    rule = fit_rule(runs, args.per_shard_us)
+    print(f"fitted (the dispatch rule's constants): {rule}\n")
+    report(runs, rule)
 
 
 if __name__ == "__main__":

@@ -12,52 +12,63 @@ rows) and S the shards:
   and each shard ``shard_us + shard_row_us * W / S`` (its share of the window);
 - beside them Redis, Ray's daemons and the binding tasks' workers: ``replica_rest_us``
   on the replica path, ``shard_rest_us`` through the shards (their calls and the
-  pipeline's queue peeks cost Ray's daemons and Redis more).
+  pipeline's queue peeks cost Ray's daemons and Redis more);
+- the coordinator's time per pod off its CPU: ``wait_us`` on either side (its loop's
+  Redis round trips, being descheduled on shared cores) and, through the shards,
+  ``shard_wait_us`` waiting for their replies.
 
 The coordinator is serial and so is each shard; everything shares ``cores`` (the host's,
 when the shards are Ray actors on it). So a side's time per pod is the largest of its
 serial parts and its total CPU over the cores:
 
-    replica:  max(R, (R + replica_rest) / cores)
-    shards:   max(C, H, (C + S*H + shard_rest) / cores)       R, C, H: the parts above
+    replica:  max(R + wait, (R + replica_rest) / cores)
+    shards:   max(C + wait + shard_wait, H, (C + S*H + shard_rest) / cores)
 
-and a batch goes to the shards when theirs is the shorter (the higher rate). The
-previous rule compared the coordinator's CPU alone (``per_row_us * W`` against a fixed
-per-pod cost standing for the shards' work) and so could not tell that at 1,000,000
-nodes on 2 cores the shards' CPU, although it competes with the coordinator's, is
-spread over both cores while the replica's window is the coordinator's alone: it kept
-1,000,000-node windows on the replica where forced shards ran 1.15-1.19x faster.
-In-process shards (``shards_apart`` False) run in the coordinator's thread, so
-nothing overlaps: auto keeps their attempts on the replica (they exist to check the
-protocol; the parts above were measured with Ray actors).
+(R, C, H: the parts above) and a batch goes to the shards when theirs is the shorter
+(the higher rate). This is also the reduced protocol's scaling model
+(``benchmarks/scaling_model.py`` prints its table from these constants): one model,
+fitted once. The waits are new (issue 22, stop 33): since a shard answers a window from
+cached row scores (``window.py``) it costs 80-145 µs per pod where it cost ~1 ms at
+1,000,000 nodes, so the coordinator, not a shard, bounds the rate through the shards,
+and its time off the CPU decides it. In-process shards (``shards_apart`` False) run in
+the coordinator's thread, so nothing overlaps: auto keeps their attempts on the replica
+(they exist to check the protocol; the parts were measured with Ray actors).
 
-Constants: this 2-core machine's measurements at two sizes, 100,000 nodes / 10,000
-pods (W = 5,000) and 1,000,000 nodes / 30,000 pods (W = 50,000), SchedulingBasic's
-3-zone shape, each process's CPU per pod over the scheduling window, fitted as lines in
-W through the two sizes: ``PYTHONPATH=. .venv/bin/python benchmarks/dispatch_bench.py
-run --nodes N --pods P --modes local auto shards --save PN`` at both sizes, then
-``benchmarks/dispatch_bench.py fit P100K P1M`` (issue 22, this stop):
+Constants: this 2-core machine's full runs at two sizes, 100,000 nodes / 10,000 pods
+(W = 5,000) and 1,000,000 nodes / 30,000 pods (W = 50,000), SchedulingBasic's 3-zone
+shape, each process's CPU per pod over the scheduling window, in-process, with 1 and 2
+forced Ray shards and with 2 Ray shards on the replica:
+``PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py --nodes N --pods P --save PN``
+at both sizes, then ``--parts P100K P1M --per-shard-us B`` (``dispatch_bench.fit_rule``,
+shared with ``dispatch_bench.py fit``; issue 22, stop 33, on the code with cached row
+scores):
 
-- ``replica_us``, ``replica_row_us``: the coordinator with the Ray executor and its
-  attempts on the replica (auto at 100,000 nodes, 4 runs: 314-398 µs per pod, mean 358);
-  at 1,000,000 nodes the in-process coordinator (1,642-1,726 µs, 2 runs) plus the 40 µs
-  the Ray executor added to it at 100,000 nodes (in-process 281-349, 4 runs): 1,723;
-- ``coordinator_us``, ``coordinator_row_us``, ``shard_us``, ``shard_row_us``: the
-  coordinator and each shard with 2 Ray shards answering every attempt (forced at
-  100,000 nodes, 1 run: 469 and 158 µs; auto at 1,000,000, 2 runs: 720-742 and 559-578);
-- ``per_shard_us``: ``benchmarks/shard_protocol_bench.py --nodes 20000 --attempt-pods
-  1280`` (coordinator CPU per pod at 1, 2 and 3 shards: 8.2 µs per extra shard, stop
-  31), taken out of ``coordinator_us``;
+- ``replica_us``, ``replica_row_us``: the coordinator with 2 Ray shards and every
+  attempt on the replica (``--shard-dispatch replica``), a line in W through the sizes
+  (100,000 nodes: 337 and 375 µs per pod, 2 runs; 1,000,000: 1,854, 1 run);
+- ``coordinator_us``, ``coordinator_row_us``: the coordinator with 1 and 2 forced Ray
+  shards less ``per_shard_us * S``, a least-squares line in W (100,000 nodes: 405-417
+  µs; 1,000,000: 531-551); ``per_shard_us``: ``benchmarks/shard_protocol_bench.py
+  --nodes 20000 --attempt-pods 1280`` (the coordinator's CPU per pod at 1, 2 and 3
+  shards, least squares: 14.3 and 17.8 µs in two runs);
+- ``shard_us``, ``shard_row_us``: each shard's CPU per pod, a least-squares line in
+  W / S (79-92 µs at 100,000 nodes, 1 or 2 shards; 145 with 1 shard and 102 with 2 at
+  1,000,000): 1.25 ns per row of its share of the window, the scan of its cached row
+  scores, where it was 18 ns per row before they were cached;
 - ``replica_rest_us``, ``shard_rest_us``: Redis + Ray's daemons + binding workers per
-  pod over those runs of each side (replica 242; shards 344 at 100,000 nodes and 436 at
-  1,000,000, mean 390).
+  pod over each side's runs;
+- ``wait_us``: 1 / pods/s less the coordinator's CPU per pod in the replica runs (the
+  median: 85-90 µs alone, 253 in a run other jobs shared); ``shard_wait_us``: the
+  coordinator's wait for the shards' replies (``shard_wait_us_per_pod``), the mean over
+  the forced runs (23-96 µs).
 
-So with 2 shards on 2 cores the shards take windows from about 18,000 rows (360,000
-nodes); 100,000 nodes stay on the replica (predicted 2,795 pods/s there against 1,702
-through the shards), 1,000,000 go to the shards (886 against 580). ``mode`` forces one
-side ("shards", "replica"). ``summary.json``'s ``shard_speculation`` counts where the
-attempts went: ``reduced_attempts`` (answered by the shards), ``dispatched_to_replica``
-(attempts of batches the rule kept on the replica).
+So with 2 shards on 2 cores the shards take windows from about 9,000 rows (180,000
+nodes; 18,000 before row scores were cached): 100,000 nodes stay on the replica
+(predicted 2,243 pods/s there against 1,796 through the shards), 1,000,000 go to the
+shards (1,431 against 515). ``mode`` forces one side ("shards", "replica").
+``summary.json``'s ``shard_speculation`` counts where the attempts went:
+``reduced_attempts`` (answered by the shards), ``dispatched_to_replica`` (attempts of
+batches the rule kept on the replica).
 """
 
 from __future__ import annotations
@@ -78,19 +89,23 @@ def _host_cores() -> float:
 class DispatchRule:
     mode: str = "auto"
     #: the coordinator's CPU per pod on the replica path, and per window row (µs)
-    replica_us: float = 206.0
-    replica_row_us: float = 0.03035
+    replica_us: float = 189.6
+    replica_row_us: float = 0.03328
     #: the coordinator's CPU per pod through the shards' reductions, per window row, and
     #: per shard (µs)
-    coordinator_us: float = 423.5
-    coordinator_row_us: float = 0.00583
-    per_shard_us: float = 8.2
+    coordinator_us: float = 358.9
+    coordinator_row_us: float = 0.00316
+    per_shard_us: float = 16.0
     #: each shard's CPU per pod, and per row of its share of the window (µs)
-    shard_us: float = 112.4
-    shard_row_us: float = 0.01824
+    shard_us: float = 78.7
+    shard_row_us: float = 0.001251
     #: Redis, Ray's daemons and binding workers per pod, on each side (µs)
-    replica_rest_us: float = 241.8
-    shard_rest_us: float = 390.2
+    replica_rest_us: float = 352.6
+    shard_rest_us: float = 298.9
+    #: the coordinator's time per pod off its CPU on either side (its loop's Redis round
+    #: trips, descheduled by the others), and waiting for the shards' replies (µs)
+    wait_us: float = 89.8
+    shard_wait_us: float = 60.3
     #: cores the coordinator, the shards and the rest share (this host's)
     cores: float = field(default_factory=_host_cores)
     #: the shards run in processes of their own (Ray actors), not in the coordinator's
@@ -109,16 +124,27 @@ class DispatchRule:
     def replica_time_us(self, width: int) -> float:
         """Time per pod on the replica path (module docstring)."""
         coordinator = self.replica_us + self.replica_row_us * width
-        return max(coordinator, (coordinator + self.replica_rest_us) / self.cores)
+        return max(coordinator + self.wait_us, (coordinator + self.replica_rest_us) / self.cores)
 
-    def shard_time_us(self, width: int, shards: int) -> float:
-        """Time per pod through the shards' reductions (module docstring)."""
+    def shard_parts_us(self, width: int, shards: int) -> tuple[float, float]:
+        """The coordinator's and each shard's CPU per pod through the shards' reductions
+        (module docstring)."""
         coordinator = (
             self.coordinator_us + self.coordinator_row_us * width + self.per_shard_us * shards
         )
-        shard = self.shard_us + self.shard_row_us * width / max(1, shards)
+        return coordinator, self.shard_us + self.shard_row_us * width / max(1, shards)
+
+    def serial_bound_us(self, width: int, shards: int) -> float:
+        """The coordinator's time per pod through the shards: its CPU and its waits
+        (``1e6 /`` this is its serial bound in pods/s)."""
+        return self.shard_parts_us(width, shards)[0] + self.wait_us + self.shard_wait_us
+
+    def shard_time_us(self, width: int, shards: int, cores: float | None = None) -> float:
+        """Time per pod through the shards' reductions (module docstring), on ``cores``
+        (default: the rule's)."""
+        coordinator, shard = self.shard_parts_us(width, shards)
         total = coordinator + shards * shard + self.shard_rest_us
-        return max(coordinator, shard, total / self.cores)
+        return max(self.serial_bound_us(width, shards), shard, total / (cores or self.cores))
 
     def leading(self, pods: int) -> int:
         """How many of a batch's ``pods`` given to the shards the replica takes first."""

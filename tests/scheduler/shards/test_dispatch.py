@@ -4,6 +4,8 @@ count and where the shards run; and that a run reports where its attempts went."
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import redis
 
@@ -42,12 +44,20 @@ def test_a_lone_pod_and_the_forced_modes() -> None:
 
 def test_shards_sharing_the_coordinators_cores_need_bigger_windows() -> None:
     """The shards' CPU competes with the coordinator's on the cores they share: the
-    fewer the cores, the bigger the window from which the shards pay; with a core per
-    shard and two more, the coordinator's serial part decides."""
+    fewer the cores, the bigger the window from which the shards pay; with enough cores
+    the coordinator's serial parts alone decide (since shards answer from cached row
+    scores that is already so on 2 cores: its CPU and waits, not the total, bound it)."""
     one, two, four = (break_even(DispatchRule(cores=c)) for c in (1, 2, 4))
     assert one is not None and two is not None and four is not None
-    assert four < two < one
+    assert four <= two < one
     assert W_100K < two <= W_1M
+    rule = DispatchRule(cores=64)
+    serial = next(
+        w
+        for w in range(500, 1_000_001, 500)
+        if rule.serial_bound_us(w, 2) < rule.replica_us + rule.replica_row_us * w + rule.wait_us
+    )
+    assert break_even(rule) == serial
 
 
 def test_each_shard_costs_the_coordinator() -> None:
@@ -57,6 +67,29 @@ def test_each_shard_costs_the_coordinator() -> None:
     assert rule.use_shards(W_1M, 2, 64)
     assert not rule.use_shards(W_1M, 400, 64)
     assert rule.shard_time_us(W_1M, 400) > rule.shard_time_us(W_1M, 4)
+
+
+def test_waiting_for_the_shards_counts_against_them() -> None:
+    """The coordinator's wait for the shards' replies is on its serial path: a wait
+    longer than what the replica's evaluation of the window costs it keeps the window
+    on the replica; its time off the CPU on either side moves neither."""
+    rule = DispatchRule(cores=2)
+    saved = rule.replica_time_us(W_1M) - rule.serial_bound_us(W_1M, 2)
+    assert saved > 0
+    assert not replace(rule, shard_wait_us=rule.shard_wait_us + saved + 1).use_shards(W_1M, 2, 64)
+    assert replace(rule, wait_us=rule.wait_us + 10_000).use_shards(W_1M, 2, 64)
+    assert not replace(rule, wait_us=rule.wait_us + 10_000).use_shards(W_100K, 2, 64)
+
+
+def test_with_a_core_per_shard_the_coordinator_bounds_the_rate() -> None:
+    """The scaling model's table (``benchmarks/scaling_model.py``): a shard of its own
+    core per shard never makes pods/s exceed the coordinator's serial bound, and each
+    shard the coordinator serves lowers that bound."""
+    rule = DispatchRule()
+    bounds = [rule.serial_bound_us(W_1M, s) for s in (1, 2, 4, 16, 64)]
+    assert bounds == sorted(bounds) and bounds[0] < bounds[-1]
+    for s, bound in zip((1, 2, 4, 16, 64), bounds, strict=True):
+        assert rule.shard_time_us(W_1M, s, cores=s + 2) >= bound
 
 
 def test_in_process_shards_stay_on_the_replica() -> None:
