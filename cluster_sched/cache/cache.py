@@ -108,6 +108,11 @@ class TableSink:
     def replace_pod(self, node_name: str, pod: Pod) -> None:
         self.table.row_pods[self.table.index[node_name]][pod.key] = pod
 
+    def add_pods(self, node_names: list[str], pods: list[Pod]) -> None:
+        """``add_pod`` for each pair, the columns updated in one pass."""
+        index = self.table.index
+        self.table.add_pods([index[n] for n in node_names], pods)
+
 
 @dataclass(slots=True)
 class PodState:
@@ -272,9 +277,9 @@ class Cache:
                 to_sink.append((node_name, pod))
             done += 1
         sink = self.sink
-        if isinstance(sink, TableSink):
-            index = sink.table.index
-            sink.table.add_pods([index[n] for n, _ in to_sink], [p for _, p in to_sink])
+        add_pods = getattr(sink, "add_pods", None)  # in one pass (TableSink, ShardRouter)
+        if add_pods is not None:
+            add_pods([n for n, _ in to_sink], [p for _, p in to_sink])
         else:
             for node_name, pod in to_sink:
                 sink.add_pod(node_name, pod)

@@ -71,7 +71,10 @@ def run_outcome(
     options: ExecutorOptions,
     batch: int,
     inspect: Callable[[Coordinator], None] | None = None,
+    after_step: Callable[[Coordinator], None] | None = None,
 ) -> tuple[dict[str, str], dict[str, int], dict[str, float]]:
+    """Placements, FailedScheduling counts and attempts, the source's counters;
+    ``inspect(coord)`` at the end, ``after_step(coord)`` after each turn that scheduled."""
     prefix = f"{{r{next(_runs)}}}"
     store = Store(client, prefix=prefix)
     store.apply_many(docs)
@@ -84,7 +87,8 @@ def run_outcome(
         coord.start()
         for _ in range(8):
             while coord.step(pop_timeout=0):
-                pass
+                if after_step is not None:
+                    after_step(coord)
             assert coord.binder.wait_idle(30.0), "bindings did not finish"
             coord.process_binding_outcomes()
             while coord.poll_informer():
