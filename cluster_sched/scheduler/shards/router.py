@@ -291,18 +291,19 @@ class ShardRouter:
     def add_pod(self, node_name: str, pod: Pod) -> None:
         row, shard = self._shard_of(node_name)
         self.table.add_pod(row, pod)
-        self._queue_add(row, node_name, pod)
+        self._queue_add(row, shard, node_name, pod)
 
     def add_pods(self, node_names: list[str], pods: list[Pod]) -> None:
         """``add_pod`` for each pair in order, the replica's columns updated in one pass
         (``NodeTable.add_pods``: the same table state; the cache's ``assume_pods``)."""
-        index = self.table.index
+        self.place_pending()
+        index, owner = self.table.index, self._shard_of_row
         rows = [index[name] for name in node_names]
         self.table.add_pods(rows, pods)
         for row, name, pod in zip(rows, node_names, pods, strict=True):
-            self._queue_add(row, name, pod)
+            self._queue_add(row, int(owner[row]), name, pod)
 
-    def _queue_add(self, row: int, node_name: str, pod: Pod) -> None:
+    def _queue_add(self, row: int, shard: int, node_name: str, pod: Pod) -> None:
         """The shard's side of an added pod: the row touched, its "pod+" delta queued."""
         self._touch(row)
         self.pods_on[shard] += 1
