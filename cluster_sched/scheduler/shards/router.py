@@ -19,6 +19,7 @@ work per pod when it is never called, and at most twice the minimum when it is.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,11 @@ DELTA_BACKLOG = 4096
 STALE_FACTOR = 2
 #: the delta that empties a shard before a rebuild from the replica's full state
 RESET: Delta = ["reset"]
+#: seconds after a shard's last call during which an idle loop pushes it its waiting
+#: deltas (``ShardedSource.sync_when_idle``). Shards the dispatch rule leaves idle (every
+#: attempt on the replica, as at 100,000 nodes on 2 cores) are pushed nothing: their
+#: deltas wait, coalesced, for their next call (or, grown past the shard, a rebuild)
+IDLE_SYNC_AFTER_USE = 30.0
 
 
 class _RowAllocator:
@@ -77,6 +83,8 @@ class ShardRouter:
         #: the reduced protocol's batches in flight: each records the rows changed since
         #: it was sent (``pipeline``: the current batch and the next one, sent ahead)
         self.marks: list[set[int]] = []
+        #: when deltas were last taken for a call to a shard (``take_deltas``)
+        self.last_used = -IDLE_SYNC_AFTER_USE
 
     def _push(self, shard: int, delta: Delta) -> None:
         if self.stale[shard]:
@@ -185,9 +193,16 @@ class ShardRouter:
         if at is not None:
             self.deltas[shard][at] = ["pod+", node_name, pod]
 
-    def take_deltas(self, shard: int, limit: int | None = None) -> list[Delta]:
+    def in_use(self) -> bool:
+        """Whether a shard was called in the last IDLE_SYNC_AFTER_USE seconds."""
+        return time.monotonic() - self.last_used <= IDLE_SYNC_AFTER_USE
+
+    def take_deltas(self, shard: int, limit: int | None = None, idle: bool = False) -> list[Delta]:
         """The shard's waiting deltas in order (at most ``limit``), or, for a stale shard,
-        a reset and its full state from the replica."""
+        a reset and its full state from the replica; ``idle``: pushed by an idle loop, not
+        for a call (``last_used`` stays)."""
+        if not idle:
+            self.last_used = time.monotonic()
         if self.stale[shard]:
             self.stale[shard] = False
             return [RESET, *self.full_state_deltas(shard)]
