@@ -297,7 +297,6 @@ class ReducedCalls:
             self._drop_ahead()
             return None
         src.router.marks.append(flight.touched)
-        src.last_used = time.monotonic()
         return flight
 
     def read(self, flight: Flight, item: ReducedItem) -> None:

@@ -28,6 +28,7 @@ and at most twice the minimum when it is.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,11 @@ DELTA_BACKLOG = 4096
 STALE_FACTOR = 2
 #: the delta that empties a shard before a rebuild from the replica's full state
 RESET: Delta = ["reset"]
+#: seconds after a shard's last call during which an idle loop pushes it its waiting
+#: deltas (``ShardedSource.sync_when_idle``). Shards the dispatch rule leaves idle (every
+#: attempt on the replica, as at 100,000 nodes on 2 cores) are pushed nothing: their
+#: deltas wait, coalesced, for their next call (or, grown past the shard, a rebuild)
+IDLE_SYNC_AFTER_USE = 30.0
 #: new nodes per ``["nodes", nodes, rows, replica_rows]`` delta
 NODES_PER_DELTA = 1024
 #: ``shard_of_row`` of a replica row whose new node is not placed yet
@@ -148,6 +154,8 @@ class ShardRouter:
         #: new nodes noted but not placed yet, and their replica rows (``place_pending``)
         self._new_nodes: list[Node] = []
         self._new_rows: list[int] = []
+        #: when deltas were last taken for a call to a shard (``take_deltas``)
+        self.last_used = -IDLE_SYNC_AFTER_USE
 
     # -- what readers see: every noted node placed first
 
@@ -331,10 +339,17 @@ class ShardRouter:
         if at is not None:
             self._deltas[shard][at] = ["pod+", node_name, pod]
 
-    def take_deltas(self, shard: int, limit: int | None = None) -> list[Delta]:
+    def in_use(self) -> bool:
+        """Whether a shard was called in the last IDLE_SYNC_AFTER_USE seconds."""
+        return time.monotonic() - self.last_used <= IDLE_SYNC_AFTER_USE
+
+    def take_deltas(self, shard: int, limit: int | None = None, idle: bool = False) -> list[Delta]:
         """The shard's waiting deltas in order (whole deltas carrying at most ``limit``
         changes, at least one), or, for a stale shard, a reset and its full state from
-        the replica."""
+        the replica; ``idle``: pushed by an idle loop, not for a call (``last_used``
+        stays)."""
+        if not idle:
+            self.last_used = time.monotonic()
         self.place_pending()
         if self._stale[shard]:
             self._stale[shard] = False

@@ -49,7 +49,6 @@ from cluster_sched.telemetry.spans import (
 )
 
 __all__ = [
-    "IDLE_SYNC_AFTER_USE",
     "Delta",
     "InProcessShardClient",
     "ShardClient",
@@ -57,14 +56,6 @@ __all__ = [
     "ShardRouter",
     "ShardedSource",
 ]
-
-
-IDLE_SYNC_AFTER_USE = 30.0
-"""Seconds after the shards' last call during which an idle loop pushes them their
-waiting deltas (``sync_when_idle``). Shards the dispatch rule leaves idle (every attempt
-on the replica, as at 100,000 nodes on 2 cores) are not pushed anything: their deltas
-wait, coalesced, for their next call (a shard whose backlog outgrows its state is rebuilt
-from the replica then), so idle shards cost the coordinator no Ray call and no wait."""
 
 
 class ShardLostError(SchedulerError):
@@ -192,8 +183,6 @@ class ShardedSource:
         self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
         #: the reduced protocol (``merge``), for batches the compiled path would take
         self.reduced = ReducedCalls(self, dispatch)
-        #: when a call last asked the shards a question (``sync_when_idle``)
-        self.last_used = -IDLE_SYNC_AFTER_USE
 
     def _split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         owner = self.router.shard_of_row[rows]
@@ -217,7 +206,6 @@ class ShardedSource:
     ) -> Pending:
         client = self.clients[shard]
         deltas = self.router.take_deltas(shard)
-        self.last_used = time.monotonic()
         if kind == "filter":
             return client.submit_filter(deltas, fwk.profile_name, pod, state, srows)
         if kind == "filter_score":
@@ -401,7 +389,6 @@ class ShardedSource:
             return
         self.prefetch.items = {it.pod.key: it for it in items}
         self.router.touched = set()
-        self.last_used = time.monotonic()
 
     def reduce_batch(
         self,
@@ -482,12 +469,12 @@ class ShardedSource:
     def sync_when_idle(self) -> None:
         """The loop found nothing to schedule: push up to DELTA_BACKLOG waiting deltas to
         each shard that is not stale, so a later call carries less (a stale shard waits for
-        its next call: rebuilding it now could be for nothing). Only while the shards are
-        in use (called in the last IDLE_SYNC_AFTER_USE seconds): idle ones wait."""
-        if time.monotonic() - self.last_used > IDLE_SYNC_AFTER_USE:
+        its next call: rebuilding it now could be for nothing). Only to shards in use
+        (``router.IDLE_SYNC_AFTER_USE``): idle ones are sent nothing."""
+        if not self.router.in_use():
             return
         calls = [
-            (s, self.clients[s].submit_apply(self.router.take_deltas(s, DELTA_BACKLOG)))
+            (s, self.clients[s].submit_apply(self.router.take_deltas(s, DELTA_BACKLOG, True)))
             for s in range(self.router.n_shards)
             if self.router.deltas[s] and not self.router.stale[s]
         ]
