@@ -72,3 +72,23 @@ def test_password_and_acl_user_are_required(tmp_path: Path) -> None:
         conf = next(Path(p) for p in [server.directory] if p) / "redis.conf"
         assert conf.stat().st_mode & 0o077 == 0
         assert "s3cr" not in Path(f"/proc/{server.pid}/cmdline").read_text()
+
+
+def test_a_run_s_private_server_logs_writes_but_never_rewrites_its_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``redis_session`` (one bounded run): the append-only file stays on, its automatic
+    rewrite (a fork of the whole dataset) is off; a server started alone keeps both."""
+    from cluster_sched.redis_server import ENV_REDIS_URL, redis_session
+
+    monkeypatch.delenv(ENV_REDIS_URL, raising=False)
+    with redis_session() as session:
+        client = session.client
+        assert client.config_get("appendonly")["appendonly"] == "yes"
+        assert client.config_get("auto-aof-*")["auto-aof-rewrite-percentage"] == "0"
+    with RedisServer() as server:
+        client = connect(server.url)
+        assert (
+            client.config_get("auto-aof-rewrite-percentage")["auto-aof-rewrite-percentage"] == "100"
+        )
+        client.close()
