@@ -128,9 +128,7 @@ def _revision(queue: SchedulingQueue, key: str) -> bytes | None:
 
 
 @pytest.mark.parametrize("place", ["active", "backoff", "unschedulable", "inflight"], ids=str)
-def test_an_update_that_changes_nothing_writes_nothing(
-    queue: SchedulingQueue, place: str
-) -> None:
+def test_an_update_that_changes_nothing_writes_nothing(queue: SchedulingQueue, place: str) -> None:
     """The record would be rewritten as it is (the informer's echo of the failure
     handler's own nominatedNodeName write): left as it is, revision included; a real
     change in the same place is written."""
