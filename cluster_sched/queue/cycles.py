@@ -12,16 +12,17 @@ batch pays the Redis round trip once instead of once per pod.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cluster_sched.api.evolve import evolve
 from cluster_sched.errors import StoreError
 from cluster_sched.framework import events as ev
 from cluster_sched.queue import requeueing as rq
 from cluster_sched.queue.base import QueueBase, chunks, log, pod_of_member
-from cluster_sched.queue.scripts import Placement
+from cluster_sched.queue.scripts import Placement, unschedulable_replies
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import Location, Popped, QueuedPodInfo
+from cluster_sched.store.batch import ScriptBatch
 
 __all__ = ["POP_WAIT_SLICE", "CycleQueue"]
 
@@ -232,6 +233,41 @@ class CycleQueue(QueueBase):
         Each pod is judged by the in-flight rule against its own cycle, exactly as one
         call per pod in this order would judge it.
         """
+        placements = self._failed_placements(failed)
+        results: list[Location | None] = []
+        for chunk in chunks(placements):
+            try:
+                replies = self._scripts.add_unschedulable(
+                    self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
+                )
+            finally:
+                self._placed(chunk)
+            results += self._failed_results(chunk, replies)
+        return results
+
+    def add_unschedulable_in(
+        self, batch: ScriptBatch, info: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> Callable[[], Location | None]:
+        """:meth:`add_unschedulable_if_not_present` as a call of ``batch`` (sent with the
+        caller's other writes in one round trip): decided now, applied when the batch is
+        executed; the returned function, called after that, gives the result."""
+        placements = self._failed_placements([(info, pod_scheduling_cycle)])
+        index = self._scripts.add_unschedulable_in(
+            batch, self._keys, placements, self._pop_from_backoff_q
+        )
+
+        @translate_redis_errors("requeue unschedulable pods")
+        def result() -> Location | None:
+            try:
+                replies = unschedulable_replies(batch.reply(index))
+            finally:
+                self._placed(placements)
+            return self._failed_results(placements, replies)[0]
+
+        return result
+
+    def _failed_placements(self, failed: Sequence[tuple[QueuedPodInfo, int]]) -> list[Placement]:
+        """Where each failed pod goes (the in-flight rule); their cycles end here."""
         now = self._clock.now()
         placements: list[Placement] = []
         for pod_info, pod_cycle in failed:
@@ -245,21 +281,17 @@ class CycleQueue(QueueBase):
                 dest = Location.ACTIVE
             placements.append(self._placement(info, dest, now))
         self.in_flight_events.finished(info.pod_key for info, _ in failed)
+        return placements
+
+    def _failed_results(
+        self, placements: Sequence[Placement], replies: Sequence[tuple[str, str]]
+    ) -> list[Location | None]:
         results: list[Location | None] = []
-        for chunk in chunks(placements):
-            try:
-                replies = self._scripts.add_unschedulable(
-                    self._keys, chunk, wake_on_backoff=self._pop_from_backoff_q
-                )
-            finally:
-                self._placed(chunk)
-            for placement, (status, where) in zip(chunk, replies, strict=True):
-                if status == "present":
-                    log.warning(
-                        "pod %s is already present in the %s queue", placement.pod_key, where
-                    )
-                    results.append(None)
-                    continue
-                self._emit(where, ev.SCHEDULE_ATTEMPT_FAILURE)
-                results.append(Location(where))
+        for placement, (status, where) in zip(placements, replies, strict=True):
+            if status == "present":
+                log.warning("pod %s is already present in the %s queue", placement.pod_key, where)
+                results.append(None)
+                continue
+            self._emit(where, ev.SCHEDULE_ATTEMPT_FAILURE)
+            results.append(Location(where))
         return results

@@ -33,6 +33,7 @@ from cluster_sched.queue.keys import DEFAULT_PREFIX, NominatorKeys
 from cluster_sched.queue.nominees import AtLeast, NomineeIndex
 from cluster_sched.queue.scripts import as_text, scripts_for
 from cluster_sched.queue.store_errors import translate_redis_errors
+from cluster_sched.store.batch import ScriptBatch
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,29 @@ class Nominator:
         nominated node is not kept).
         """
         self._set(pod_key, node_name, priority)
+
+    def add_nominated_pod_in(
+        self, batch: ScriptBatch, pod_key: str, node_name: str, priority: int
+    ) -> Callable[[], None]:
+        """:meth:`add_nominated_pod` as a call of ``batch`` (this process's view as the
+        current node, as ``_set`` first tries); the returned function, called after the
+        batch ran, records it, or, if another process changed the nomination meanwhile,
+        sets it again the usual way (the refused call wrote nothing)."""
+        if self._unchanged(pod_key, node_name, priority):
+            return lambda: None
+        guess = self._node_of.get(pod_key, "")
+        index = self._scripts.nominate_in(
+            batch, self._keys, pod_key, current_node=guess, node=node_name, priority=priority
+        )
+
+        @translate_redis_errors("add a nominated pod")
+        def finish() -> None:
+            if batch.reply(index):
+                self._remember(pod_key, node_name, priority)
+            else:
+                self._set(pod_key, node_name, priority)
+
+        return finish
 
     @translate_redis_errors("delete a nominated pod")
     def delete_nominated_pod_if_exists(self, pod_key: str) -> None:

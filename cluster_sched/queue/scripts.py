@@ -19,6 +19,7 @@ import redis
 from redis.commands.core import Script
 
 from cluster_sched.queue.keys import NominatorKeys, QueueKeys
+from cluster_sched.store.batch import ScriptBatch
 from cluster_sched.store.fence import Fence, fence_prelude
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "QueueScripts",
     "as_text",
     "scripts_for",
+    "unschedulable_replies",
 ]
 
 _QUEUE_SCRIPTS = (
@@ -165,12 +167,22 @@ class QueueScripts:
         self, keys: QueueKeys, placements: Sequence[Placement], *, wake_on_backoff: bool = False
     ) -> list[tuple[str, str]]:
         """Per pod, ``('present', location)`` or ``('added', destination)``."""
-        args: list[str | bytes] = ["1" if wake_on_backoff else "0"]
-        for p in placements:
-            args += [p.pod_key, p.dest, _num(p.score)]
-            args += [_num(p.sort_score), p.sort_member, p.info or b"", _num(p.attempts or 0)]
-        reply = self._run("add_unschedulable", keys.core, args)
-        return [(as_text(reply[i]), as_text(reply[i + 1])) for i in range(0, len(reply), 2)]
+        args = _unschedulable_args(placements, wake_on_backoff)
+        return unschedulable_replies(self._run("add_unschedulable", keys.core, args))
+
+    def add_unschedulable_in(
+        self, batch: ScriptBatch, keys: QueueKeys, placements: Sequence[Placement], wake: bool
+    ) -> int:
+        """:meth:`add_unschedulable` as a call of ``batch`` (its reply index; read it
+        with ``unschedulable_replies``)."""
+        args = _unschedulable_args(placements, wake)
+        return batch.add(
+            self._scripts["add_unschedulable"],
+            self.fence,
+            "queue.add_unschedulable",
+            keys.core,
+            args,
+        )
 
     def requeue(
         self,
@@ -211,15 +223,52 @@ class QueueScripts:
     ) -> bool:
         """Set ``pod_key``'s nomination to ``node`` ('' clears) if it is still
         ``current_node``; False means it changed meanwhile."""
-        script_keys = [
-            keys.node_of,
-            keys.priority,
-            keys.seq,
-            keys.node(current_node or node),
-            keys.node(node or current_node),
-        ]
-        args = [pod_key, current_node, node, str(priority)]
+        script_keys, args = _nominate_call(keys, pod_key, current_node, node, priority)
         return bool(self._run("nominate", script_keys, args))
+
+    def nominate_in(
+        self,
+        batch: ScriptBatch,
+        keys: NominatorKeys,
+        pod_key: str,
+        *,
+        current_node: str,
+        node: str,
+        priority: int,
+    ) -> int:
+        """:meth:`nominate` as a call of ``batch``; returns its reply index (the reply:
+        1 applied, 0 changed meanwhile)."""
+        script_keys, args = _nominate_call(keys, pod_key, current_node, node, priority)
+        return batch.add(self._scripts["nominate"], self.fence, "queue.nominate", script_keys, args)
+
+
+def _nominate_call(
+    keys: NominatorKeys, pod_key: str, current_node: str, node: str, priority: int
+) -> tuple[list[str], list[str]]:
+    script_keys = [
+        keys.node_of,
+        keys.priority,
+        keys.seq,
+        keys.node(current_node or node),
+        keys.node(node or current_node),
+    ]
+    return script_keys, [pod_key, current_node, node, str(priority)]
+
+
+def _unschedulable_args(
+    placements: Sequence[Placement], wake_on_backoff: bool
+) -> list[str | bytes]:
+    args: list[str | bytes] = ["1" if wake_on_backoff else "0"]
+    for p in placements:
+        args += [p.pod_key, p.dest, _num(p.score)]
+        args += [_num(p.sort_score), p.sort_member, p.info or b"", _num(p.attempts or 0)]
+    return args
+
+
+def unschedulable_replies(reply: Any) -> list[tuple[str, str]]:
+    """add_unschedulable.lua's reply: per pod ``('present', location)`` or
+    ``('added', destination)``."""
+    return [(as_text(reply[i]), as_text(reply[i + 1])) for i in range(0, len(reply), 2)]
 
 
 _registry_lock = threading.Lock()

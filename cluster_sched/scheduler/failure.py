@@ -11,14 +11,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+import redis
+
 from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
-from cluster_sched.errors import ClusterSchedError
+from cluster_sched.errors import ClusterSchedError, StoreError
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.status import Code, Status
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.stats import RunStats
+from cluster_sched.store.batch import ScriptBatch
+from cluster_sched.store.deferred import record_events_in, update_pod_status_in
 from cluster_sched.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -55,11 +59,16 @@ class FailureHandler:
             self.stats.errors += 1
             info = evolve(info, unschedulable_plugins=frozenset(), pending_plugins=frozenset())
         current = self.pods.get(pod.key)
+        # The requeue, the nomination, the Event and the status go to Redis in one
+        # round trip (a pipeline; each script atomic on its own, run in this order).
+        batch = ScriptBatch()
+        requeued = None
         if current is None or current.node_name:
             # Deleted meanwhile, or bound by someone else: nothing to requeue.
             self.queue.done(pod.key)
         else:
-            self.queue.add_unschedulable_if_not_present(
+            requeued = self.queue.add_unschedulable_in(
+                batch,
                 evolve(
                     info,
                     priority=current.priority,
@@ -67,25 +76,61 @@ class FailureHandler:
                 ),
                 cycle,
             )
+        nominated = None
         if nominated_node:
-            self.queue.nominator.add_nominated_pod(pod.key, nominated_node, pod.priority)
+            nominator = self.queue.nominator
+            nominated = nominator.add_nominated_pod_in(batch, pod.key, nominated_node, pod.priority)
         message = status.message()
         self.stats.on_failure(pod.key, message)
         reason = "Unschedulable" if status.is_rejected else "SchedulerError"
-        try:
-            self.store.record_event("Pod", pod.key, "FailedScheduling", message, type="Warning")
-            self.store.update_pod_status(
-                pod.key,
-                condition={
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": reason,
+        event = record_events_in(
+            self.store,
+            batch,
+            [
+                {
+                    "kind": "Pod",
+                    "key": pod.key,
+                    "reason": "FailedScheduling",
                     "message": message,
-                },
-                nominated_node_name=nominated_node if nominated_node else None,
-                pod_uid=pod.uid or None,
-                # the informer's copy: one compare-and-set, read only when it is stale
-                cached=current.raw if current is not None else None,
-            )
-        except ClusterSchedError as exc:
-            log.warning("could not record the failure of %s: %s", pod.key, exc)
+                    "type": "Warning",
+                    "action": "",
+                }
+            ],
+        )
+        written = update_pod_status_in(
+            self.store,
+            batch,
+            pod.key,
+            condition={
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+            },
+            nominated_node_name=nominated_node if nominated_node else None,
+            pod_uid=pod.uid or None,
+            # the informer's copy: one compare-and-set, read only when it is stale
+            cached=current.raw if current is not None else None,
+        )
+        try:
+            batch.execute()
+        except redis.RedisError as exc:
+            # Nothing is sent again: a call may have run before the connection failed.
+            raise StoreError(f"cannot record the failure of {pod.key} in Redis: {exc}") from exc
+        # Every call ran (or was refused) in Redis: each is finished, so this process's
+        # view follows what Redis holds; the queue's and the nominator's errors are
+        # raised after that, the Event's and the status's only logged (as before).
+        raised: list[ClusterSchedError] = []
+        for finish in (requeued, nominated):
+            try:
+                if finish is not None:
+                    finish()
+            except ClusterSchedError as exc:
+                raised.append(exc)
+        for record in (event, written):
+            try:
+                record()
+            except ClusterSchedError as exc:
+                log.warning("could not record the failure of %s: %s", pod.key, exc)
+        if raised:
+            raise raised[0]

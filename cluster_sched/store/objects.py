@@ -39,6 +39,7 @@ from cluster_sched.store.codec import (
 from cluster_sched.store.kinds import StoreKeys, describe, normalize
 from cluster_sched.store.results import ApplyAction, ApplyResult
 from cluster_sched.store.scripts import Scripts
+from cluster_sched.store.update import Update
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -101,21 +102,6 @@ class Write:
     kind: str
     key: str
     doc: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Update:
-    """One read-modify-write: ``mutate`` maps the stored object to the new one (None: no
-    change; it must not edit its argument); ``uid`` (None: any) is the object's uid
-    precondition; ``cached`` the object as the caller last saw it (its watch cache's copy,
-    with its resourceVersion), tried first without a read (etcd's GuaranteedUpdate with
-    a cached existing object): the write lands only if nothing changed it since."""
-
-    kind: str
-    key: str
-    mutate: Callable[[dict[str, Any]], dict[str, Any] | None]
-    uid: str | None = None
-    cached: Mapping[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -366,6 +352,10 @@ class ObjectWriter:
         """Run apply.lua; per item the result, or None when it lost a race."""
         if not planned:
             return []
+        return self._outcomes(planned, self._scripts.apply(*self._cas_call(planned)))
+
+    def _cas_call(self, planned: Sequence[_Planned]) -> tuple[list[Any], list[Any]]:
+        """apply.lua's keys and args for ``planned``."""
         kinds: dict[str, int] = {}
         items = []
         for p in planned:
@@ -374,8 +364,11 @@ class ObjectWriter:
             expected = "0" if p.old is None else _stored_rv(p.old)
             items.append((k, w.key, expected, 1 if p.set_uid else 0, p.head, p.tail))
         keys = [self._keys.rv, self._keys.events, *(self._keys.obj(kind) for kind in kinds)]
-        args: list[Any] = [self._maxlen, pack_args(list(kinds)), pack_args(items)]
-        reply = unpack_reply(self._scripts.apply(keys=keys, args=args))
+        return keys, [self._maxlen, pack_args(list(kinds)), pack_args(items)]
+
+    def _outcomes(self, planned: Sequence[_Planned], raw: Any) -> list[ApplyResult | None]:
+        """apply.lua's reply: per item the result, or None when it lost a race."""
+        reply = unpack_reply(raw)
         out: list[ApplyResult | None] = []
         for i, p in enumerate(planned):
             code, detail = reply[2 * i], reply[2 * i + 1]
@@ -454,10 +447,8 @@ class ObjectWriter:
                     old = unpack_object(raw, u.kind, u.key)
                 else:
                     old = dict(u.cached or {})
-                meta = old.get("metadata")
-                ours = u.uid is None or (isinstance(meta, Mapping) and meta.get("uid") == u.uid)
-                new = u.mutate(old) if ours else None
-                if new is None:
+                plan, ours = plan_update(i, u, old, encoder)
+                if plan is None:
                     if i not in stored:
                         again.append(i)  # the cached copy may be stale: ask the store
                     elif ours:
@@ -465,12 +456,7 @@ class ObjectWriter:
                             u.kind, u.key, ApplyAction.UNCHANGED, _rv_int(old), old
                         )
                     continue
-                new = dict(new)
-                new["metadata"] = {
-                    k: v for k, v in (new.get("metadata") or {}).items() if k != "resourceVersion"
-                }
-                head, tail = encoder.pack_object(new, set_uid=False)
-                planned.append(_Planned(Write(i, u.kind, u.key, new), old, new, head, tail, False))
+                planned.append(plan)
             todo = again
             for p, outcome in zip(planned, self._compare_and_set(planned), strict=True):
                 if outcome is None:
@@ -483,3 +469,19 @@ class ObjectWriter:
         raise StoreError(
             f"update {describe(u.kind, u.key)}: still conflicting after {self._max_attempts} attempts"
         )
+
+
+def plan_update(
+    index: int, u: Update, old: dict[str, Any], encoder: Encoder
+) -> tuple[_Planned | None, bool]:
+    """``u.mutate`` applied to ``old`` and encoded (None: not ours, or no change), and
+    whether ``old`` passed the uid precondition."""
+    meta = old.get("metadata")
+    ours = u.uid is None or (isinstance(meta, Mapping) and meta.get("uid") == u.uid)
+    new = u.mutate(old) if ours else None
+    if new is None:
+        return None, ours
+    meta = {k: v for k, v in (new.get("metadata") or {}).items() if k != "resourceVersion"}
+    new = {**new, "metadata": meta}
+    head, tail = encoder.pack_object(new, set_uid=False)
+    return _Planned(Write(index, u.kind, u.key, new), old, new, head, tail, False), ours

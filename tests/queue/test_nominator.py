@@ -7,6 +7,7 @@ from dataclasses import replace
 import redis
 
 from cluster_sched.queue import Location, Nominator, SchedulingQueue
+from cluster_sched.store.batch import ScriptBatch
 from tests.queue.queue_helpers import info
 
 
@@ -165,3 +166,32 @@ def test_renominating_the_last_nominee_unchanged_is_not_written(redis_client: re
     restarted.load()  # priorities unknown after a load: written again
     restarted.add_nominated_pod("ns/a", "node-1", 7)
     assert _calls(redis_client, "evalsha") == runs + 3
+
+
+def test_a_batched_nomination_lands_and_is_remembered(redis_client: redis.Redis) -> None:
+    nominator = Nominator(redis_client)
+    batch = ScriptBatch()
+    finish = nominator.add_nominated_pod_in(batch, "ns/p", "node-1", 7)
+    assert nominator.nominated_node_for_pod("ns/p") is None  # nothing sent yet
+    batch.execute()
+    finish()
+    assert nominator.nominated_pods_with_priority("node-1") == [("ns/p", 7)]
+    assert nominator.has_nomination("ns/p")
+
+
+def test_a_batched_nomination_another_process_overtook_is_set_again(
+    redis_client: redis.Redis,
+) -> None:
+    """The batched call guesses this process's view as the current node; another process
+    moved the pod meanwhile, so the call is refused (it wrote nothing) and the finisher
+    sets the nomination the usual way: one node holds the pod, in Redis and in memory."""
+    ours, other = Nominator(redis_client), Nominator(redis_client)
+    other.add_nominated_pod("ns/p", "node-2", 7)
+    batch = ScriptBatch()
+    finish = ours.add_nominated_pod_in(batch, "ns/p", "node-1", 7)
+    batch.execute()
+    finish()
+    assert ours.nominated_node_for_pod("ns/p") == "node-1"
+    assert ours.nominated_pods_for_node("node-2") == []
+    assert ours.nominated_pods_for_node("node-1") == ["ns/p"]
+    assert ours.has_nomination("ns/p")
