@@ -7,8 +7,15 @@ record and the report), and the longest time between two binds (a stall shows th
 For alternating old and new checkouts run by run:
 
     PYTHONPATH=/tmp/old .venv/bin/python benchmarks/cpu_run.py run examples/topology-spreading.yaml
+    .venv/bin/python benchmarks/cpu_run.py run examples/scheduling-basic.yaml --waits
     .venv/bin/python benchmarks/cpu_run.py perf examples/scheduler_perf/performance-config.yaml \
         --test TopologySpreading --workload 5000Nodes
+
+``--waits`` (after the workload) also prints the loop thread's wall time per pod inside
+its Redis calls, by call site (pops, queue adds and give-backs, watch reads, the
+feeder's writes): how long the loop waits for Redis, there and in all. The
+process is GIL-bound: what the loop stops waiting for, the other threads' CPU fills
+(issue 23; the calls a checkout lacks are left out).
 
 A benchmark, not a test: it asserts nothing.
 """
@@ -68,6 +75,46 @@ def _timed_run_workload(*args: Any, **kwargs: Any) -> None:
 runner_module.run_workload = _timed_run_workload
 
 
+#: wall seconds the loop thread spent inside each timed Redis call site (``--waits``)
+_waits: dict[str, float] = {}
+
+
+def _time_waits() -> None:
+    """Wrap the loop thread's Redis call sites with a wall-clock timer (``--waits``)."""
+    import threading
+
+    from cluster_sched.queue.scripts import QueueScripts
+    from cluster_sched.scheduler import informer
+    from cluster_sched.store import streams
+    from cluster_sched.store.store import Store
+
+    loop = threading.main_thread()
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        call = getattr(owner, name, None)
+        if call is None:
+            return
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not loop:
+                return call(*args, **kwargs)
+            began = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                _waits[label] = _waits.get(label, 0.0) + time.perf_counter() - began
+
+        setattr(owner, name, wrapper)
+
+    timed(QueueScripts, "pop_many", "pop")
+    timed(QueueScripts, "add", "queue add")
+    timed(QueueScripts, "unpop", "give back")
+    timed(Store, "apply_many", "writes (feeder, nodes)")
+    if hasattr(informer, "read_entries"):
+        timed(streams, "read_entries", "watch read")
+        informer.read_entries = streams.read_entries  # type: ignore[attr-defined]
+
+
 def _cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -100,6 +147,9 @@ def main(argv: list[str]) -> int:
     if argv[0] == "perf":
         return _perf(argv[1:])
     workload, extra = argv[1], argv[2:]
+    if "--waits" in extra:
+        extra = [a for a in extra if a != "--waits"]
+        _time_waits()
     with tempfile.TemporaryDirectory() as out:
         cpu0, wall0 = _cpu(), time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
@@ -126,6 +176,11 @@ def main(argv: list[str]) -> int:
         f"longest gap between binds {1e3 * _longest_gap[0]:.0f} ms, "
         f"compiled {json.dumps(summary.get('compiled_path'))}"
     )
+    if _waits:
+        parts = ", ".join(f"{k} {1e6 * v / max(pods, 1):.0f}" for k, v in _waits.items())
+        print(
+            f"loop thread inside Redis calls, us/pod: {parts}; all {1e6 * sum(_waits.values()) / max(pods, 1):.0f}"
+        )
     return 0
 
 
