@@ -17,7 +17,7 @@ from cluster_sched.api.objects import Node, Pod
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.scheduler.stats import RunStats
 
-__all__ = ["ZONE_LABELS", "RunRecord", "build_record", "zone_of"]
+__all__ = ["ZONE_LABELS", "RunRecord", "build_record", "record_of", "zone_of"]
 
 #: Node labels naming a node's zone, newest spelling first (the heatmap's grouping).
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
@@ -77,8 +77,28 @@ def build_record(
     groups: Mapping[str, Iterable[str]] | None = None,
 ) -> RunRecord:
     """A RunRecord from the store's final Node and Pod manifests (``Store.list``)."""
-    nodes: list[Node] = _parsed(node_docs, parse_node)
-    pods: list[Pod] = _parsed(pod_docs, parse_pod)
+    return _record(_parsed(node_docs, parse_node), _parsed(pod_docs, parse_pod), stats, groups)
+
+
+def record_of(
+    nodes: Iterable[Node],
+    pods: Iterable[Pod],
+    stats: RunStats,
+    groups: Mapping[str, Iterable[str]] | None = None,
+) -> RunRecord:
+    """A RunRecord from the final nodes and pods already parsed (an informer's): the
+    same record ``build_record`` makes of their manifests, without parsing them again."""
+    return _record(
+        [evolve(n, raw=None) for n in nodes], [evolve(p, raw=None) for p in pods], stats, groups
+    )
+
+
+def _record(
+    nodes: list[Node],
+    pods: list[Pod],
+    stats: RunStats,
+    groups: Mapping[str, Iterable[str]] | None,
+) -> RunRecord:
     nodes.sort(key=lambda n: n.name)
     pods.sort(key=lambda p: p.key)
     return RunRecord(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,7 @@ from cluster_sched.features import parse_feature_gates
 from cluster_sched.gc_policy import collect_everything, survivors_frozen
 from cluster_sched.queue.types import Location
 from cluster_sched.redis_server import redis_session
-from cluster_sched.report import build_record, report_summary
+from cluster_sched.report import report_summary
 from cluster_sched.report.record import RunRecord
 from cluster_sched.report.series import over_time_figures
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
@@ -35,6 +35,7 @@ from cluster_sched.store.store import Store
 from cluster_sched.telemetry.memory import peak_rss_bytes, redis_memory
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
+from cluster_sched.workload.final_state import final_record, informer_view, listing
 from cluster_sched.workload.spec import PodGroup, Workload, load_workload
 from cluster_sched.workload.virtual import VirtualRun, VirtualStats, virtual_figures
 from cluster_sched.workload.virtual_binding import InlineBindingExecutor
@@ -301,36 +302,6 @@ def _count_completed(
             )
 
 
-def placements_from_store(store: Store) -> dict[str, str]:
-    return placements_from_docs(store.list("Pod"))
-
-
-def placements_from_docs(pod_docs: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """``namespace/name`` -> node of every bound pod, sorted by key."""
-    out: dict[str, str] = {}
-    for _ in _noting_placements(pod_docs, out):
-        pass
-    return dict(sorted(out.items()))
-
-
-def _noting_placements(
-    pod_docs: Iterable[Mapping[str, Any]], out: dict[str, str]
-) -> Iterator[Mapping[str, Any]]:
-    """Pass the docs on, noting each bound pod's node in ``out`` as it goes by: one pass
-    over the store's pods serves both the placements and the report's record."""
-    for doc in pod_docs:
-        node = (doc.get("spec") or {}).get("nodeName")
-        if node:
-            meta = doc.get("metadata") or {}
-            out[f"{meta.get('namespace', 'default')}/{meta.get('name')}"] = node
-        yield doc
-
-
-def _listing(store: Store) -> tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]]:
-    """The store's nodes and pods, read now, decoded one at a time when iterated."""
-    return store.iter_list("Node"), store.iter_list("Pod")
-
-
 def gated_pods(coord: Coordinator) -> list[str]:
     """Keys of the queued pods a PreEnqueue plugin holds back (schedulingGates), sorted."""
     infos, _ = coord.queue.pending_pods()
@@ -420,7 +391,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
             summary["gated_pods"] = gated
             # The record lists the store as the loop left it. Closing writes the bindings
             # still in flight, so if any are, the listing is read now (decoded later).
-            listing = _listing(store) if coord.binder.pending() else None
+            taken = listing(store) if coord.binder.pending() else None
         finally:
             metrics.freeze_state()  # a server that outlives the run shows its last state
             coord.close()
@@ -436,21 +407,17 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
             profile: {"attempts": dict(b.attempts), "flushes": dict(b.flushes)}
             for profile, b in sorted(coord.algorithm.batches.items())
         }
-        # The loop is over: its objects (every node and pod, parsed) go before the record
-        # is built, so the record reuses their memory instead of adding to the run's peak.
-        # The record decodes the listing one object at a time (a million manifests never
-        # exist at once), and the peak resident set is read after it: the true peak.
+        # The loop is over: all of it but the informer's nodes and pods goes before the
+        # record is built from those (``final_record``: or from the store, decoded one
+        # object at a time, if they may differ from it), and the peak resident set is
+        # read after it: the true peak.
+        view = informer_view(coord.informer)
         del coord, vrun, fast, counters
         collect_everything()
-        node_docs, pod_docs = listing or _listing(store)
-        placed: dict[str, str] = {}
-        record = build_record(
-            node_docs,
-            _noting_placements(pod_docs, placed),
-            stats,
-            {g.name: g.pod_keys() for g in workload.pod_groups},
+        record, placements = final_record(
+            view, store, taken, stats, {g.name: g.pod_keys() for g in workload.pod_groups}
         )
-        placements = dict(sorted(placed.items()))
+        del view
         memory = {"coordinator_peak_rss_bytes": peak_rss_bytes(), **redis_memory(session.client)}
     summary["invalid"] = invalid
     summary["warnings"] = [*config.warnings, *workload.warnings]
