@@ -33,7 +33,7 @@ shared cores), ``r`` (``shard_wait_us``) its wait for the shards' replies
 (``summary.json``'s ``shard_wait_us_per_pod``, measured by the coordinator). Since row
 scores are cached a shard answers far faster than the coordinator commits, so the
 coordinator is the bound and these waits decide its rate: without them the model
-predicted 1.11-1.34x the measured rates (1.0-1.25x with them) (the form before had ``max(c(S), h(S), ...)``, right
+predicted 1.13-1.35x the measured rates (1.0-1.25x with them) (the form before had ``max(c(S), h(S), ...)``, right
 while a shard's evaluation, ~1 ms per pod at 1M nodes, was the bound).
 
 Model, C cores: the coordinator is serial, each shard is serial, everything shares the

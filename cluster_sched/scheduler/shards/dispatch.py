@@ -48,7 +48,7 @@ scores):
   (100,000 nodes: 337 and 375 µs per pod, 2 runs; 1,000,000: 1,854, 1 run);
 - ``coordinator_us``, ``coordinator_row_us``: the coordinator with 1 and 2 forced Ray
   shards less ``per_shard_us * S``, a least-squares line in W (100,000 nodes: 365-417
-  µs; 1,000,000: 531-685); ``per_shard_us``: ``benchmarks/shard_protocol_bench.py
+  µs; 1,000,000: 531-685, 1 shard 3 runs); ``per_shard_us``: ``benchmarks/shard_protocol_bench.py
   --nodes 20000 --attempt-pods 1280`` (the coordinator's CPU per pod at 1, 2 and 3
   shards, least squares: 14.3, 17.8 and 4.5 µs in three runs at load 2-5, the mean);
 - ``shard_us``, ``shard_row_us``: each shard's CPU per pod, a least-squares line in
@@ -64,8 +64,8 @@ scores):
 
 So with 2 shards on 2 cores the shards take windows from about 9,000 rows (180,000
 nodes; 18,000 before row scores were cached): 100,000 nodes stay on the replica
-(predicted 2,243 pods/s there against 1,794 through the shards), 1,000,000 go to the
-shards (1,355 against 515). ``mode`` forces one side ("shards", "replica").
+(predicted 2,243 pods/s there against 1,786 through the shards), 1,000,000 go to the
+shards (1,350 against 515). ``mode`` forces one side ("shards", "replica").
 ``summary.json``'s ``shard_speculation`` counts where the attempts went:
 ``reduced_attempts`` (answered by the shards), ``dispatched_to_replica`` (attempts of
 batches the rule kept on the replica).
@@ -93,19 +93,19 @@ class DispatchRule:
     replica_row_us: float = 0.03328
     #: the coordinator's CPU per pod through the shards' reductions, per window row, and
     #: per shard (µs)
-    coordinator_us: float = 360.4
+    coordinator_us: float = 360.3
     coordinator_row_us: float = 0.00402
     per_shard_us: float = 12.2
     #: each shard's CPU per pod, and per row of its share of the window (µs)
-    shard_us: float = 72.7
-    shard_row_us: float = 0.001985
+    shard_us: float = 72.6
+    shard_row_us: float = 0.001989
     #: Redis, Ray's daemons and binding workers per pod, on each side (µs)
     replica_rest_us: float = 352.6
-    shard_rest_us: float = 330.0
+    shard_rest_us: float = 320.3
     #: the coordinator's time per pod off its CPU on either side (its loop's Redis round
     #: trips, descheduled by the others), and waiting for the shards' replies (µs)
     wait_us: float = 89.8
-    shard_wait_us: float = 62.6
+    shard_wait_us: float = 65.2
     #: cores the coordinator, the shards and the rest share (this host's)
     cores: float = field(default_factory=_host_cores)
     #: the shards run in processes of their own (Ray actors), not in the coordinator's
