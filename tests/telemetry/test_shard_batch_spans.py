@@ -74,3 +74,34 @@ def test_traced_ray_shards_batch_as_untraced_and_show_each_batch(
     # every attempt the shards' reductions answered links to the batch it read
     linked = [s for s in spans for link in s.get("links", []) if link["spanId"] in batches]
     assert len(linked) == counters["reduced_attempts"]
+
+
+def test_traced_prefetch_without_the_compiled_path_shows_each_batch(
+    ray_session: None, redis_client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    """Plugin by plugin (``compiled=False``) the shards answer each popped batch's first
+    Filter questions ahead (``prefetch``): traced as untraced, each batch a span whose
+    calls cover both shards, and each pod that used the prefetched answer links to it."""
+    docs = reducible_workload(11, n_nodes=120, n_pods=60)
+    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, compiled=False)
+    untraced = run_outcome(redis_client, docs, options, 64)
+    path = tmp_path / "spans.jsonl"
+    tracing = setup_tracing(None, trace_file=str(path))
+    try:
+        placements, counts, counters = run_outcome(redis_client, docs, options, 64, tracing=tracing)
+    finally:
+        tracing.shutdown()
+    assert (placements, counts) == untraced[:2]
+    assert counters["prefetch_hits"] == untraced[2]["prefetch_hits"] > 0, counters
+
+    spans = _spans(path)
+    batches = {s["spanId"]: s for s in spans if s["name"] == S.SHARD_BATCH}
+    assert batches and all(_attrs(s)[S.ATTR_PHASE] == "prefetch" for s in batches.values())
+    per_batch: dict[str, set[int]] = {}
+    for call in spans:
+        if call["name"] == S.SHARD_CALL and call.get("parentSpanId") in batches:
+            per_batch.setdefault(call["parentSpanId"], set()).add(_attrs(call)[S.ATTR_SHARD_ID])
+    assert len(per_batch) == len(batches)
+    assert all(shards == {0, 1} for shards in per_batch.values())
+    linked = [s for s in spans for link in s.get("links", []) if link["spanId"] in batches]
+    assert len(linked) == counters["prefetch_hits"]
