@@ -244,9 +244,7 @@ def new_scheduler(
             algorithm=Scheduler(
                 config.percentage_of_nodes_to_score,
                 random.Random(rng.random()),
-                fast=_fast_path(
-                    options, timed=tracing.enabled or metrics.enabled, traced=tracing.enabled
-                ),
+                fast=_fast_path(options, metered=metrics.enabled, traced=tracing.enabled),
             ),
             informer=informer,
             handlers=handlers,
@@ -260,16 +258,19 @@ def new_scheduler(
     )
 
 
-def _fast_path(options: ExecutorOptions, *, timed: bool, traced: bool) -> FastPath | None:
+def _fast_path(options: ExecutorOptions, *, metered: bool, traced: bool) -> FastPath | None:
     """The compiled path on the coordinator's replica, its kernels loaded now (numba's
     on-disk cache, or a compile on a new machine) rather than in the first cycle. With
     shards too: an attempt the compiled path answers costs less on the replica than one
     round trip to a shard, so shards get the attempts it declines (cost-based dispatch,
-    README "Distributed execution") — unless plugins are timed (traces, metrics): then
-    every attempt fans out to the shards, so each shard call shows. PreFilter and PreScore
-    are shared by pods of one shape unless cycles are traced (with metrics, the cycles
-    sampled to time every plugin run them plugin by plugin, ``pre_cycle``)."""
-    if not options.compiled or (timed and options.executor != "local"):
+    README "Distributed execution"), and its batches go to the shards by the reduced
+    protocol when the dispatch rule says so. Traced, the same: each batch and its shard
+    calls show as spans (``shards.batch_trace``). With metrics on and shards, every
+    attempt fans out to the shards plugin by plugin, so each extension point keeps its
+    own duration metric. PreFilter and PreScore are shared by pods of one shape unless
+    cycles are traced (with metrics, the cycles sampled to time every plugin run them
+    plugin by plugin, ``pre_cycle``)."""
+    if not options.compiled or (metered and options.executor != "local"):
         return None
     warm_up()
     warm_up_run()  # whole batches' kernel (scheduler.whole_batch)

@@ -30,6 +30,9 @@ Where cluster-sched differs from the KEP, and why:
   ``waitOnPermit``, ``unreserve``, and ``shardCall`` — the coordinator's fan-out of
   Filter/Score to one node shard (a Ray actor) — with ``shardRun`` for the shard's own side
   of that call (child of ``shardCall`` through the carried trace context).
+  ``shardBatch`` is a batch of pods sent to every shard at once (the reduced protocol,
+  ``prefetch``): a root span whose ``shardCall`` children are its calls, one per shard and
+  chunk; each pod's span that read its answer links to it.
 - **Attributes the KEP has no name for**, in its ``scheduler.*`` namespace:
   ``scheduler.cycle`` (scheduling cycle counter), ``scheduler.attempts``,
   ``scheduler.shard.id``, ``scheduler.shard.nodes``, ``scheduler.feasible_nodes``,
@@ -48,6 +51,11 @@ from typing import Final
 __all__ = [
     "ASSUME",
     "ATTR_ATTEMPTS",
+    "ATTR_BATCH_CHUNKS",
+    "ATTR_BATCH_PODS",
+    "ATTR_BYTES_RECEIVED",
+    "ATTR_BYTES_SENT",
+    "ATTR_CHUNK",
     "ATTR_COMPILED",
     "ATTR_CYCLE",
     "ATTR_EXTENSION_POINT",
@@ -62,6 +70,7 @@ __all__ = [
     "ATTR_QUEUE_WAIT_MS",
     "ATTR_RESULT",
     "ATTR_SELECTED_NODE",
+    "ATTR_SHARD_COUNT",
     "ATTR_SHARD_ID",
     "ATTR_SHARD_NODES",
     "ATTR_STATUS",
@@ -75,6 +84,7 @@ __all__ = [
     "SCHEDULE_POD",
     "SCHEDULING_CYCLE",
     "SELECT_HOST",
+    "SHARD_BATCH",
     "SHARD_CALL",
     "SHARD_RUN",
     "TRACER_NAME",
@@ -104,6 +114,9 @@ WAIT_ON_PERMIT: Final = "waitOnPermit"
 """Waiting for Permit plugins that answered Wait; first phase of bindingCycle."""
 SHARD_CALL: Final = "shardCall"
 """Coordinator side of one call to a node shard (Filter and/or Score over its nodes)."""
+SHARD_BATCH: Final = "shardBatch"
+"""One batch of pods sent to every shard at once (the reduced protocol, ``prefetch``);
+its ``shardCall`` children are the calls, one per shard and chunk."""
 SHARD_RUN: Final = "shardRun"
 """The shard's own side of a call, continued from the carried context of shardCall."""
 
@@ -168,6 +181,17 @@ ATTR_ATTEMPTS: Final = "scheduler.attempts"
 ATTR_SHARD_ID: Final = "scheduler.shard.id"
 ATTR_SHARD_NODES: Final = "scheduler.shard.nodes"
 """Number of nodes the shard owns."""
+ATTR_SHARD_COUNT: Final = "scheduler.shard.count"
+"""Number of shards a batch was sent to."""
+ATTR_BATCH_PODS: Final = "scheduler.batch.pods"
+"""Number of pods whose questions a shard batch carries."""
+ATTR_BATCH_CHUNKS: Final = "scheduler.batch.chunks"
+"""Number of chunks (payloads) a shard batch was sent in."""
+ATTR_CHUNK: Final = "scheduler.batch.chunk"
+"""Which chunk of its batch a shard call carries."""
+ATTR_BYTES_SENT: Final = "scheduler.bytes_sent"
+ATTR_BYTES_RECEIVED: Final = "scheduler.bytes_received"
+"""Bytes of a shard call's request and reply, as the protocol's counters count them."""
 ATTR_COMPILED: Final = "scheduler.compiled"
 """True on a phase span the compiled path answered: one kernel call ran every plugin of
 the phase (and NormalizeScore inside Score), so the span times the call, not a plugin."""

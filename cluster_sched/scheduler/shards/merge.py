@@ -100,6 +100,8 @@ class Flight:
     touched: set[int] = field(default_factory=set)
     #: submitted calls in order: (chunk, [(shard, pending)])
     calls: list[tuple[int, list[tuple[int, Any]]]] = field(default_factory=list)
+    #: its spans while tracing is on (``batch_trace.BatchTrace``), else None
+    trace: Any = None
 
 
 def predict_windows(

@@ -40,6 +40,7 @@ from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.pre_cycle import PreCycleReuse
+from cluster_sched.scheduler.shards.batch_trace import BatchTrace
 from cluster_sched.scheduler.shards.dispatch import DispatchRule
 from cluster_sched.scheduler.shards.merge import (
     Flight,
@@ -274,6 +275,9 @@ class ReducedCalls:
             src.router.n_shards,
         )
         self._order_sent = table.node_version
+        trace = flight.trace = BatchTrace.start(
+            items[0].fwk.tracing, "reduce", len(items), len(payloads), len(clients)
+        )
         try:
             for s in sorted(src.lost):
                 src._rebuild(s)
@@ -287,9 +291,13 @@ class ReducedCalls:
                     self.batch.bytes_sent += sent
                     self.batch.calls += 1
                     calls.append((s, pending))
+                    if trace is not None:
+                        trace.call(chunk, s, sent)
                 flight.calls.append((chunk, calls))
         except Exception as exc:
             lost = getattr(exc, "shard", None)
+            if trace is not None:
+                trace.close()
             if lost is None:
                 raise
             src.lost.add(lost)
@@ -310,6 +318,11 @@ class ReducedCalls:
             replies = _gather(self.source.clients[0], [p for _, p in calls])
             self.batch.waited += time.perf_counter() - began
             for (s, _), reply in zip(calls, replies, strict=True):
+                if flight.trace is not None:
+                    failed = isinstance(reply, SchedulerError)
+                    flight.trace.answered(
+                        chunk, s, None if failed else reply[1], str(reply) if failed else None
+                    )
                 if isinstance(reply, SchedulerError):
                     if getattr(reply, "shard", None) is None:
                         raise reply
@@ -325,6 +338,8 @@ class ReducedCalls:
                 self._order_sent = -1
             for at, it in enumerate(items):
                 it.answer = (merged, at)
+        if not flight.calls and flight.trace is not None:
+            flight.trace.close()  # every reply read
 
     def take(
         self,
@@ -348,7 +363,7 @@ class ReducedCalls:
             self.batch.misses["question"] += 1
             self.resend((start + width) % max(1, table.n_nodes), table, fwk.handle.snapshot)
             return None
-        return self.batch.take(
+        got = self.batch.take(
             flight,
             fwk,
             state,
@@ -360,6 +375,9 @@ class ReducedCalls:
             pre_score,
             rng,
         )
+        if got is not None and flight.trace is not None:
+            flight.trace.link()  # this pod's cycle read the batch's answer
+        return got
 
     def resend(self, start: int, table: NodeTable, snapshot: Any) -> None:
         """The batch's remaining questions again, their windows from ``start`` (the batch
@@ -388,6 +406,8 @@ class ReducedCalls:
         their own; their answers are never read)."""
         if flight is None:
             return
+        if flight.trace is not None:
+            flight.trace.close()
         marks = self.source.router.marks
         for i, m in enumerate(marks):
             if m is flight.touched:

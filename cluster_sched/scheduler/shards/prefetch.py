@@ -57,6 +57,7 @@ from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes
 from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN, PreCycleReuse
+from cluster_sched.scheduler.shards.batch_trace import BatchTrace
 from cluster_sched.scheduler.shards.speculation import SpeculativeScores, speculation_wanted
 
 __all__ = [
@@ -181,12 +182,30 @@ class BatchPrefetch:
         self._mask = np.zeros(0, dtype=bool)
         self.hits = 0
         self.misses = 0
+        #: the batch's spans while tracing is on (``batch_trace``), else None
+        self.trace: BatchTrace | None = None
 
     def counters(self) -> dict[str, int]:
         return {"prefetch_hits": self.hits, "prefetch_misses": self.misses}
 
     def clear(self) -> None:
         self.items.clear()
+        if self.trace is not None:
+            self.trace.close()
+            self.trace = None
+
+    def traced(self, items: Sequence[PrefetchItem], shards: int) -> None:
+        """The batch ``items`` is about to be sent to ``shards`` shards: its spans."""
+        chunks = max(it.chunk for it in items) + 1
+        self.trace = BatchTrace.start(items[0].fwk.tracing, "prefetch", len(items), chunks, shards)
+
+    def sent(self, chunk: int, shard: int) -> None:
+        if self.trace is not None:
+            self.trace.call(chunk, shard)
+
+    def answered(self, chunk: int, shard: int) -> None:
+        if self.trace is not None:
+            self.trace.answered(chunk, shard)
 
     def take(
         self,
@@ -234,6 +253,8 @@ class BatchPrefetch:
         if len(stale):
             parts.append((stale, self._again(fwk, state, pod, rows[stale], table, scores)))
         self.hits += 1
+        if self.trace is not None:
+            self.trace.link()  # this pod's cycle read the batch's answer
         return merge_filter_outcomes(len(rows), parts)
 
     def _touched_at(self, rows: np.ndarray, touched: set[int]) -> np.ndarray:

@@ -180,7 +180,7 @@ class ShardedSource:
         self.prefetch = BatchPrefetch()
         self._batched = prefetch and all(hasattr(c, "submit_filter_score_many") for c in clients)
         #: the batch's calls in order: (chunk, reply, the items and positions it answers)
-        self._batch_calls: list[tuple[int, Pending, list[tuple[PrefetchItem, np.ndarray]]]] = []
+        self._batch_calls: list[tuple[int, int, Pending, list[tuple[PrefetchItem, Any]]]] = []
         #: the reduced protocol (``merge``), for batches the compiled path would take
         self.reduced = ReducedCalls(self, dispatch)
 
@@ -373,6 +373,7 @@ class ShardedSource:
         for item in items:
             for s, idx, srows in self._split(item.rows):
                 calls.setdefault((item.chunk, s), []).append((item, idx, srows))
+        self.prefetch.traced(items, self.router.n_shards)
         try:
             for (chunk, s), asks in calls.items():
                 if s in self.lost:
@@ -382,7 +383,8 @@ class ShardedSource:
                     self.router.take_deltas(s),
                     [(it.fwk.profile_name, it.pod, it.state, srows) for it, _, srows in asks],
                 )
-                self._batch_calls.append((chunk, pending, [(it, idx) for it, idx, _ in asks]))
+                self._batch_calls.append((chunk, s, pending, [(it, idx) for it, idx, _ in asks]))
+                self.prefetch.sent(chunk, s)
         except ShardLostError as exc:
             self.lost.add(exc.shard)
             self.end_batch()
@@ -421,9 +423,10 @@ class ShardedSource:
         """Collect the replies of the calls up to ``item``'s chunk (each once): every
         item they answer gets its parts."""
         while self._batch_calls and self._batch_calls[0][0] <= item.chunk:
-            _, pending, asks = self._batch_calls.pop(0)
+            chunk, s, pending, asks = self._batch_calls.pop(0)
             for (it, idx), reply in zip(asks, pending.result(), strict=True):
                 it.parts.append((idx, reply))
+            self.prefetch.answered(chunk, s)
 
     def speculation_counters(self) -> dict[str, float]:
         """How often the shards' speculative answers served: prefetched batches

@@ -26,8 +26,10 @@ would: no second PreScore on a copy for them.
 Otherwise the scores are dropped and Score fans out as before. A score of one node
 depends on the pod, the state and that node's row only (normalisation happens on the
 coordinator, over the feasible rows), so rows scored early or in another chunk are the
-same numbers. Not used while plugins are timed (metrics or tracing on), so the Score
-extension point keeps its own duration.
+same numbers. Not used while metrics are on, so the Score extension point keeps its own
+duration metric; traced, it is used as untraced (the ``score`` span then times the
+reading of the kept scores, and the shard calls that computed them are ``shardCall``
+spans of the Filter phase or of a ``shardBatch``).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def speculation_wanted(fwk: Framework, pod: Pod) -> bool:
     """Whether a shard should score with its Filter answer (see the module docstring)."""
     return (
         bool(fwk.score)
-        and not fwk.instrumented
+        and not fwk.metrics.enabled
         and not pod.volumes
         and not pod.resource_claims
         and all(pl.name in KNOWN for pl in fwk.pre_score)

@@ -17,6 +17,7 @@ from cluster_sched.queue.types import Location
 from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
+from cluster_sched.telemetry.tracing import Tracing
 from cluster_sched.testing.builders import make_node, make_pod
 
 _runs = itertools.count()
@@ -72,16 +73,18 @@ def run_outcome(
     batch: int,
     inspect: Callable[[Coordinator], None] | None = None,
     after_step: Callable[[Coordinator], None] | None = None,
+    tracing: Tracing | None = None,
 ) -> tuple[dict[str, str], dict[str, int], dict[str, float]]:
     """Placements, FailedScheduling counts and attempts, the source's counters;
-    ``inspect(coord)`` at the end, ``after_step(coord)`` after each turn that scheduled."""
+    ``inspect(coord)`` at the end, ``after_step(coord)`` after each turn that scheduled;
+    ``tracing``: the coordinator's (off when None)."""
     prefix = f"{{r{next(_runs)}}}"
     store = Store(client, prefix=prefix)
     store.apply_many(docs)
     clock = FakeClock(1_700_000_000.0)
     coord = new_scheduler(
         store, client, load_config(None), options=options, clock=clock, seed=3,
-        prefix=prefix, batch_size=batch,
+        prefix=prefix, batch_size=batch, tracing=tracing,
     )  # fmt: skip
     try:
         coord.start()
