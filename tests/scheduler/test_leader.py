@@ -158,7 +158,14 @@ def test_a_paused_leaders_binding_comes_back_fenced_and_it_steps_down(
         with pytest.raises(StoreError) as err:
             h.coord.cycle.finish_binding(outcome)  # Unreserve, forget, requeue: refused
         assert is_fenced_error(err.value)
-        assert h.store.fence.refused_total() == 2
+        # the requeue, its FailedScheduling Event and the status go to Redis in one
+        # pipeline (the failure handler's ScriptBatch): each is refused, nothing written
+        assert dict(h.store.fence.refused) == {
+            "store.bind": 1,
+            "queue.add_unschedulable": 1,
+            "store.events": 1,
+            "store.apply": 1,
+        }
         assert takeover.new_store.bind("default/p", "n1", scheduled_event=True).ok
     finally:
         takeover.close()
