@@ -5,7 +5,6 @@ drawn to time every plugin keep ``plugin_execution_duration_seconds`` for Filter
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.spans import SCHEDULING_CYCLE
 from cluster_sched.workload.runner import RunOptions, run_evaluation
+from tests.telemetry.trace_files import spans_in
 from tests.telemetry.workloads import SMALL_PODS
 
 #: Phases every pod's schedulingCycle holds when several nodes fit it.
@@ -26,15 +26,6 @@ CYCLE_PHASES = {
     "reserve",
     "permit",
 }
-
-
-def _spans(path: Path) -> list[dict[str, object]]:
-    out = []
-    for line in path.read_text().splitlines():
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                out.extend(ss["spans"])
-    return out
 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "no-compiled"])
@@ -54,7 +45,7 @@ def test_every_traced_pod_has_every_phase_span(
     assert result.summary["scheduled"] == SMALL_PODS
     if compiled:  # the kernel did answer these pods
         assert result.summary["compiled_path"]["shape_hits"] > 0
-    spans = _spans(trace)
+    spans = spans_in(trace)
     cycles = {s["spanId"] for s in spans if s["name"] == SCHEDULING_CYCLE}
     assert len(cycles) == SMALL_PODS
     children: dict[object, set[str]] = {c: set() for c in cycles}

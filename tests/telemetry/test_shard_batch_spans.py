@@ -5,7 +5,6 @@ shard and chunk with its bytes, and a link from each pod that read a batch's ans
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -16,31 +15,15 @@ from cluster_sched.scheduler.shards.batch_trace import ATTR_UNREAD
 from cluster_sched.telemetry import spans as S
 from cluster_sched.telemetry.tracing import setup_tracing
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
+from tests.telemetry.trace_files import attrs_of, spans_in
 
 
-def _spans(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text().splitlines():
-        for rs in json.loads(line)["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                out.extend(ss["spans"])
-    return out
-
-
-def _attrs(span: dict[str, Any]) -> dict[str, Any]:
-    """OTLP JSON attributes as plain values (ints arrive as strings)."""
-    out: dict[str, Any] = {}
-    for kv in span.get("attributes", []):
-        (kind, value), *_ = kv["value"].items()
-        out[kv["key"]] = int(value) if kind == "intValue" else value
-    return out
-
-
-def test_traced_ray_shards_batch_as_untraced_and_show_each_batch(
-    ray_session: None, redis_client: redis.Redis, redis_url: str, tmp_path: Path
-) -> None:
-    docs = reducible_workload(11, n_nodes=120, n_pods=60)
-    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
+def _untraced_and_traced(
+    redis_client: redis.Redis, docs: Any, options: ExecutorOptions, tmp_path: Path
+) -> tuple[Any, dict[str, Any], list[dict[str, Any]]]:
+    """The workload run untraced, then traced to a file: the untraced outcome, the traced
+    run's counters and its spans, once the traced placements and FailedScheduling counts
+    are checked equal to the untraced ones."""
     untraced = run_outcome(redis_client, docs, options, 64)
     path = tmp_path / "spans.jsonl"
     tracing = setup_tracing(None, trace_file=str(path))
@@ -49,13 +32,21 @@ def test_traced_ray_shards_batch_as_untraced_and_show_each_batch(
     finally:
         tracing.shutdown()
     assert (placements, counts) == untraced[:2]
+    return untraced, counters, spans_in(path)
+
+
+def test_traced_ray_shards_batch_as_untraced_and_show_each_batch(
+    ray_session: None, redis_client: redis.Redis, redis_url: str, tmp_path: Path
+) -> None:
+    docs = reducible_workload(11, n_nodes=120, n_pods=60)
+    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
+    _, counters, spans = _untraced_and_traced(redis_client, docs, options, tmp_path)
     assert counters["reduced_attempts"] > 0 and counters["reduced_batches"] > 0, counters
 
-    spans = _spans(path)
     batches = {s["spanId"]: s for s in spans if s["name"] == S.SHARD_BATCH}
     assert len(batches) == counters["reduced_batches"]
     assert all("parentSpanId" not in s or not s["parentSpanId"] for s in batches.values())
-    batch_attrs = [_attrs(s) for s in batches.values()]
+    batch_attrs = [attrs_of(s) for s in batches.values()]
     assert all(a[S.ATTR_SHARD_COUNT] == 2 and a[S.ATTR_BATCH_PODS] > 0 for a in batch_attrs)
     assert sum(a[S.ATTR_BATCH_CHUNKS] for a in batch_attrs) == counters["reduced_payloads"]
 
@@ -63,13 +54,13 @@ def test_traced_ray_shards_batch_as_untraced_and_show_each_batch(
     assert len(calls) == counters["reduced_payloads"] * 2
     per_batch: dict[str, set[int]] = {}
     for call in calls:
-        a = _attrs(call)
+        a = attrs_of(call)
         assert a[S.ATTR_PHASE] == "reduce" and a[S.ATTR_BYTES_SENT] > 0
         assert (S.ATTR_BYTES_RECEIVED in a) != bool(a.get(ATTR_UNREAD)), a
         per_batch.setdefault(call["parentSpanId"], set()).add(a[S.ATTR_SHARD_ID])
     assert len(per_batch) == len(batches)
     assert all(shards == {0, 1} for shards in per_batch.values())
-    assert any(S.ATTR_BYTES_RECEIVED in _attrs(c) for c in calls)
+    assert any(S.ATTR_BYTES_RECEIVED in attrs_of(c) for c in calls)
 
     # every attempt the shards' reductions answered links to the batch it read
     linked = [s for s in spans for link in s.get("links", []) if link["spanId"] in batches]
@@ -84,23 +75,15 @@ def test_traced_prefetch_without_the_compiled_path_shows_each_batch(
     calls cover both shards, and each pod that used the prefetched answer links to it."""
     docs = reducible_workload(11, n_nodes=120, n_pods=60)
     options = ExecutorOptions("ray", shards=2, redis_url=redis_url, compiled=False)
-    untraced = run_outcome(redis_client, docs, options, 64)
-    path = tmp_path / "spans.jsonl"
-    tracing = setup_tracing(None, trace_file=str(path))
-    try:
-        placements, counts, counters = run_outcome(redis_client, docs, options, 64, tracing=tracing)
-    finally:
-        tracing.shutdown()
-    assert (placements, counts) == untraced[:2]
+    untraced, counters, spans = _untraced_and_traced(redis_client, docs, options, tmp_path)
     assert counters["prefetch_hits"] == untraced[2]["prefetch_hits"] > 0, counters
 
-    spans = _spans(path)
     batches = {s["spanId"]: s for s in spans if s["name"] == S.SHARD_BATCH}
-    assert batches and all(_attrs(s)[S.ATTR_PHASE] == "prefetch" for s in batches.values())
+    assert batches and all(attrs_of(s)[S.ATTR_PHASE] == "prefetch" for s in batches.values())
     per_batch: dict[str, set[int]] = {}
     for call in spans:
         if call["name"] == S.SHARD_CALL and call.get("parentSpanId") in batches:
-            per_batch.setdefault(call["parentSpanId"], set()).add(_attrs(call)[S.ATTR_SHARD_ID])
+            per_batch.setdefault(call["parentSpanId"], set()).add(attrs_of(call)[S.ATTR_SHARD_ID])
     assert len(per_batch) == len(batches)
     assert all(shards == {0, 1} for shards in per_batch.values())
     linked = [s for s in spans for link in s.get("links", []) if link["spanId"] in batches]

@@ -5,7 +5,6 @@ line and one connection attempt, not retries."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 import socket
@@ -17,20 +16,11 @@ import pytest
 
 from cluster_sched.cli import main
 from cluster_sched.telemetry.spans import SCHEDULING_CYCLE
+from tests.telemetry.trace_files import spans_in
 from tests.telemetry.workloads import SMALL_PODS
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
 HEX16 = re.compile(r"[0-9a-f]{16}")
-
-
-def _spans(path: Path) -> list[dict[str, object]]:
-    out = []
-    for line in path.read_text().splitlines():
-        request = json.loads(line)
-        for rs in request["resourceSpans"]:
-            for ss in rs["scopeSpans"]:
-                out.extend(ss["spans"])
-    return out
 
 
 def test_trace_file_holds_otlp_json_lines(
@@ -41,7 +31,7 @@ def test_trace_file_holds_otlp_json_lines(
         ["run", str(small_workload), "--quiet", "--redis", redis_url, "--trace-file", str(trace)]
     )
     assert rc == 0
-    spans = _spans(trace)
+    spans = spans_in(trace)
     cycles = [s for s in spans if s["name"] == SCHEDULING_CYCLE]
     assert len(cycles) == SMALL_PODS
     for s in spans:
