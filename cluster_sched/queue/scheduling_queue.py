@@ -288,12 +288,6 @@ class SchedulingQueue(CycleQueue):
                     self.in_flight_events.record_for_pod(
                         key, self.event_tag(), changes if pod_updated else [], old_pod, new_pod
                     )
-                if placement.info == q.info.pack() and placement.dest == q.where.value:
-                    # The record would be rewritten as it is, in the same place (the
-                    # informer's echo of the failure handler's own nominatedNodeName
-                    # write is one): no script, only the nomination is carried over.
-                    self._update_nomination(old_info, new_info, queued=True)
-                    return q.where
             label = ev.EVENT_UNSCHEDULED_POD_UPDATE.label
             (result,) = self._apply([placement], [source], event_label=label)
             if result:

@@ -213,6 +213,8 @@ def drive(
         feeding = feed() if feed is not None else False
         if tick is not None:
             tick()
+        if not feeding and coord.binder.pending():  # bindings in flight: wait on the binder,
+            coord.binder.wait_idle(0.02)  # a BLPOP no landed binding wakes times out at hz
         worked = coord.step(pop_timeout=0.0 if feeding or coord.binder.pending() else 0.02)
         bound = len(coord.stats.bound_node)
         now = time.monotonic()
@@ -228,8 +230,6 @@ def drive(
                 return True
         if worked or feeding:
             continue
-        if coord.binder.pending():  # idle with bindings in flight: wait on the binder (a
-            coord.binder.wait_idle(0.02)  # BLPOP no landed binding wakes times out at hz)
         coord.process_binding_outcomes()
         coord.flush_done()
         if until is not None:

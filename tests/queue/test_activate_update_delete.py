@@ -123,38 +123,6 @@ def test_update_of_an_in_flight_pod_ignored_by_its_rejector(queue: SchedulingQue
     assert fail(queue, popped, FIT) is Location.UNSCHEDULABLE
 
 
-def _revision(queue: SchedulingQueue, key: str) -> bytes | None:
-    return queue._client.hget(queue.keys.rev, key)  # type: ignore[return-value]
-
-
-@pytest.mark.parametrize("place", ["active", "backoff", "unschedulable", "inflight"], ids=str)
-def test_an_update_that_changes_nothing_writes_nothing(queue: SchedulingQueue, place: str) -> None:
-    """The record would be rewritten as it is (the informer's echo of the failure
-    handler's own nominatedNodeName write): left as it is, revision included; a real
-    change in the same place is written."""
-    key = "default/a"
-    if place == "active":
-        queue.add(info("a", ts=queue.clock.now(), nominated_node_name="n1"))
-    elif place == "backoff":
-        backing_off(queue, "a")
-    elif place == "unschedulable":
-        park(queue, "a", FIT)
-    else:
-        queue.add(info("a", ts=queue.clock.now()))
-        assert queue.pop(timeout=0) is not None
-    stored = queue.get(key)
-    assert stored is not None
-    rev = _revision(queue, key)
-    assert queue.update(stored, stored, pod_updated=False, events=[]) is Location(place)
-    assert _revision(queue, key) == rev
-    assert queue.get(key) == stored
-    changed = replace(stored, nominated_node_name="n2")
-    assert queue.update(stored, changed, pod_updated=False, events=[]) is Location(place)
-    assert _revision(queue, key) != rev
-    assert queue.get(key).nominated_node_name == "n2"
-    assert queue.nominator.nominated_node_for_pod(key) == "n2"
-
-
 # --- delete -----------------------------------------------------------------------------
 
 
