@@ -23,12 +23,14 @@ Definitions (the README repeats them):
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from cluster_sched.api.objects import CPU, MEMORY, PODS, Pod
+from cluster_sched.api.objects import CPU, MEMORY, PODS
 from cluster_sched.report.record import RunRecord, zone_of
+from cluster_sched.report.replay import allocatable_matrix, distinct_rows
 
 __all__ = [
     "RESOURCES",
@@ -49,11 +51,20 @@ RESOURCES = (CPU, MEMORY, PODS)
 def extended_resources(record: RunRecord) -> tuple[str, ...]:
     """Extended resources (``vendor/name``) some pod of the run requested and some node
     offers, sorted: the bound pods' (``RunStats.extended_requests``, which keeps those
-    that completed) and the pods still in the store."""
-    offered = {r for n in record.nodes for r, v in n.allocatable.items() if "/" in r and v > 0}
+    that completed) and the pods still in the store. Each distinct resource map is read
+    once (a pool's nodes share theirs: ``replay.distinct_rows``)."""
+    offered = {
+        r for a in _distinct(n.allocatable for n in record.nodes) for r, v in a.items()
+        if "/" in r and v > 0
+    }  # fmt: skip
     asked = {r for req in record.stats.extended_requests.values() for r in req}
-    asked.update(r for p in record.pods for r in p.requests if "/" in r)
+    asked.update(r for req in _distinct(p.requests for p in record.pods) for r in req if "/" in r)
     return tuple(sorted(asked & offered))
+
+
+def _distinct(maps: Iterable[Mapping[str, int]]) -> Iterable[Mapping[str, int]]:
+    """The distinct mapping objects among ``maps`` (by identity)."""
+    return {id(m): m for m in maps}.values()
 
 
 def resources_of(record: RunRecord) -> tuple[str, ...]:
@@ -98,29 +109,22 @@ class NodeUsage:
         return np.maximum(self.allocatable - self.requested, 0)
 
 
-def _request_row(pod: Pod, resources: tuple[str, ...]) -> tuple[int, ...]:
-    return tuple(1 if r == PODS else pod.requests.get(r, 0) for r in resources)
-
-
 def node_usage(record: RunRecord) -> NodeUsage:
     """Sum the bound pods' requests per node (pods bound to unknown nodes are ignored)."""
     resources = resources_of(record)
-    index = {node.name: i for i, node in enumerate(record.nodes)}
-    allocatable = np.array(
-        [[n.allocatable.get(r, 0) for r in resources] for n in record.nodes], dtype=np.int64
-    ).reshape(len(record.nodes), len(resources))
-    rows: list[int] = []
-    amounts: list[tuple[int, ...]] = []
-    for pod in record.bound:
-        row = index.get(pod.node_name)
-        if row is not None:
-            rows.append(row)
-            amounts.append(_request_row(pod, resources))
+    names = tuple(n.name for n in record.nodes)
+    allocatable = allocatable_matrix(record.nodes, resources)
+    index = dict(zip(names, range(len(names)), strict=True))
+    bound = [p for p in record.bound if p.node_name in index]
+    table, which = distinct_rows([p.requests for p in bound], resources)
+    if PODS in resources:
+        table[:, resources.index(PODS)] = 1
     requested = np.zeros_like(allocatable)
-    if rows:
-        np.add.at(requested, np.asarray(rows), np.asarray(amounts, dtype=np.int64))
+    if bound:
+        rows = np.fromiter((index[p.node_name] for p in bound), dtype=np.int64, count=len(bound))
+        np.add.at(requested, rows, table[which])
     return NodeUsage(
-        names=tuple(n.name for n in record.nodes),
+        names=names,
         zones=tuple(zone_of(n) for n in record.nodes),
         allocatable=allocatable,
         requested=requested,

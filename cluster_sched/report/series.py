@@ -13,6 +13,13 @@ import numpy as np
 
 from cluster_sched.report.quality import RESOURCES, NodeUsage, resources_of
 from cluster_sched.report.record import RunRecord, zone_of
+from cluster_sched.report.replay import (
+    SortedLog,
+    allocatable_matrix,
+    in_use_steps,
+    running_steps,
+    sorted_log,
+)
 
 __all__ = [
     "RunSeries",
@@ -94,25 +101,61 @@ def _steps(times: list[float], deltas: list[int]) -> tuple[np.ndarray, np.ndarra
 
 
 def _utilisation(
-    record: RunRecord, t0: float, resources: tuple[str, ...]
+    record: RunRecord, t0: float, resources: tuple[str, ...], log: SortedLog | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replay the placement log: each bind adds the pod's requests, each unbind (or a
-    re-bind of the same pod) takes back what its last bind added. Extended resources
-    also track each node's allocated amount, for the fragmentation on partly used
-    nodes."""
-    log = record.stats.placement_log
+    re-bind of the same pod) takes back what its last bind added (``report.replay``).
+    Extended resources also track each node's allocated amount, for the fragmentation
+    on partly used nodes (a loop over the entries: only runs that have them pay it)."""
+    log = log if log is not None else sorted_log(record.stats)
     ext = resources[len(RESOURCES) :]
     k = len(resources)
-    if not log:
+    n = len(log)
+    if not n:
         return np.zeros(0), np.zeros((0, k)), np.zeros((0, len(ext)))
-    total = np.zeros(k, dtype=np.float64)
-    capacity: dict[str, list[int]] = {}
-    for n in record.nodes:
-        total += tuple(n.allocatable.get(r, 0) for r in resources)
-        capacity[n.name] = [n.allocatable.get(r, 0) for r in ext]
-    extended = record.stats.extended_requests
+    alloc = allocatable_matrix(record.nodes, resources)
+    # summed node by node in float64, as the figures always were (cumsum adds in order)
+    total = np.cumsum(alloc.astype(np.float64), axis=0)[-1] if len(alloc) else np.zeros(k)
+    rows = np.zeros((n, k), dtype=np.float64)
+    bind = log.bind
+    rows[bind, 0] = log.cpu[bind]
+    rows[bind, 1] = log.memory[bind]
+    rows[bind, 2] = 1
+    ext_rows: list[list[int]] = []
+    if ext:
+        extended = record.stats.extended_requests
+        ext_rows = [[(extended.get(key) or {}).get(r, 0) for r in ext] for key in log.keys]
+        rows[bind, len(RESOURCES) :] = np.asarray(ext_rows, dtype=np.float64)[bind]
+    undoes = log.undoes
+    undo = undoes >= 0
+    deltas = np.zeros((n, k), dtype=np.float64)
+    deltas[undo] -= rows[undoes[undo]]
+    deltas[bind] += rows[bind]
+    frag = (
+        _fragmentation(record, log, ext, alloc[:, len(RESOURCES) :], ext_rows)
+        if ext
+        else np.zeros((n, 0), dtype=np.float64)
+    )
+    times = log.times - t0
+    used = np.cumsum(deltas, axis=0)
+    safe = np.where(total > 0, total, 1.0)
+    ext_total = safe[len(RESOURCES) :]
+    keep = last_per_time(times)
+    return times[keep], np.where(total > 0, used / safe, 0.0)[keep], (frag / ext_total)[keep]
+
+
+def _fragmentation(
+    record: RunRecord,
+    log: SortedLog,
+    ext: tuple[str, ...],
+    capacity_rows: np.ndarray,
+    ext_rows: list[list[int]],
+) -> np.ndarray:
+    """float64[n, len(ext)]: after each entry, the unallocated amount of each extended
+    resource on the nodes where some of it is allocated (pods on unknown nodes skipped)."""
+    capacity = {n.name: capacity_rows[i].tolist() for i, n in enumerate(record.nodes)}
     allocated: dict[str, list[int]] = {name: [0] * len(ext) for name in capacity}
-    fragmented = [0] * len(ext)  # unallocated amount on partly allocated nodes
+    fragmented = [0] * len(ext)
 
     def move(node: str, amounts: list[int], sign: int) -> None:
         cap, alloc = capacity.get(node), allocated.get(node)
@@ -125,31 +168,15 @@ def _utilisation(
                 fragmented[e] -= cap[e] - before if 0 < before < cap[e] else 0
                 fragmented[e] += cap[e] - alloc[e] if 0 < alloc[e] < cap[e] else 0
 
-    held: dict[str, tuple[str, tuple[int, ...]]] = {}
-    times = np.empty(len(log), dtype=np.float64)
-    deltas = np.zeros((len(log), k), dtype=np.float64)
+    names = log.node_names()
     frag = np.zeros((len(log), len(ext)), dtype=np.float64)
-    for i, (now, key, node_name, cpu, memory) in enumerate(sorted(log, key=lambda e: e[0])):
-        times[i] = now - t0
-        previous = held.pop(key, None)
-        if previous is not None:
-            deltas[i] -= previous[1]
-            if ext:
-                move(previous[0], list(previous[1][len(RESOURCES) :]), -1)
-        if node_name:
-            req = extended.get(key) or {}
-            row = (cpu, memory, 1, *(req.get(r, 0) for r in ext))
-            held[key] = (node_name, row)
-            deltas[i] += row
-            if ext:
-                move(node_name, list(row[len(RESOURCES) :]), 1)
-        if ext:
-            frag[i] = fragmented
-    used = np.cumsum(deltas, axis=0)
-    safe = np.where(total > 0, total, 1.0)
-    ext_total = safe[len(RESOURCES) :]
-    keep = last_per_time(times)
-    return times[keep], np.where(total > 0, used / safe, 0.0)[keep], (frag / ext_total)[keep]
+    for i, (undone, bound) in enumerate(zip(log.undoes.tolist(), log.bind.tolist(), strict=True)):
+        if undone >= 0:
+            move(names[undone], ext_rows[undone], -1)
+        if bound:
+            move(names[i], ext_rows[i], 1)
+        frag[i] = fragmented
+    return frag
 
 
 def run_start(record: RunRecord) -> float:
@@ -159,11 +186,12 @@ def run_start(record: RunRecord) -> float:
     if stats.first_pop is not None:
         starts.append(stats.first_pop)
     if stats.placement_log:
-        starts.append(min(e[0] for e in stats.placement_log))
+        starts.append(float(stats.placement_log.columns().times.min()))
     return min(starts) if starts else 0.0
 
 
-def run_series(record: RunRecord) -> RunSeries:
+def run_series(record: RunRecord, log: SortedLog | None = None) -> RunSeries:
+    """The series of ``record``; ``log``: its ``sorted_log``, if at hand."""
     stats = record.stats
     t0 = run_start(record)
     placed = [k for k in stats.bound_at if k in stats.attempts]
@@ -186,7 +214,7 @@ def run_series(record: RunRecord) -> RunSeries:
             deltas.append(-1)
     pending_t, pending = _steps(times, deltas)
     resources = resources_of(record)
-    util_t, util, frag = _utilisation(record, t0, resources)
+    util_t, util, frag = _utilisation(record, t0, resources, log)
     return RunSeries(
         bind_times=bind_times,
         latency_ms=latency,
@@ -229,40 +257,24 @@ def time_weighted(t: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.nda
     return (v[:-1] * weights).sum(axis=0) / float(t[-1] - t[0]), peak
 
 
-def nodes_in_use(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
+def nodes_in_use(record: RunRecord, log: SortedLog | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Nodes holding at least one placed pod, as a step function over the run (times
     relative to the run's start, as ``run_series``): how tightly a configuration packs
-    a cluster whose pods come and go."""
-    log = sorted(record.stats.placement_log, key=lambda e: e[0])
-    if not log:
+    a cluster whose pods come and go. ``log``: the record's ``sorted_log``, if at hand."""
+    log = log if log is not None else sorted_log(record.stats)
+    if not len(log):
         return np.zeros(0), np.zeros(0)
-    t0 = run_start(record)
-    held: dict[str, str] = {}
-    per_node: dict[str, int] = {}
-    used = 0
-    times = np.empty(len(log), dtype=np.float64)
-    values = np.empty(len(log), dtype=np.float64)
-    for i, (now, key, node_name, _cpu, _mem) in enumerate(log):
-        previous = held.pop(key, None)
-        if previous is not None:
-            per_node[previous] -= 1
-            used -= per_node[previous] == 0
-        if node_name:
-            held[key] = node_name
-            per_node[node_name] = per_node.get(node_name, 0) + 1
-            used += per_node[node_name] == 1
-        times[i] = now - t0
-        values[i] = used
+    times = log.times - run_start(record)
     keep = last_per_time(times)
-    return times[keep], values[keep]
+    return times[keep], in_use_steps(log)[keep]
 
 
 def left_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
     """Pods that left their node so far (completed, preempted or deleted), cumulative,
     as a step function over the run."""
-    log = sorted(record.stats.placement_log, key=lambda e: e[0])
+    log = sorted_log(record.stats)
     t0 = run_start(record)
-    t = np.asarray([e[0] - t0 for e in log if not e[2]], dtype=np.float64)
+    t = log.times[~log.bind] - t0
     if len(t) == 0:
         return np.zeros(0), np.zeros(0)
     v = np.arange(1, len(t) + 1, dtype=np.float64)
@@ -270,24 +282,17 @@ def left_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
     return t[keep], v[keep]
 
 
-def bound_over_time(record: RunRecord) -> tuple[np.ndarray, np.ndarray]:
-    """Pods bound to a node (running), as a step function over the run."""
-    log = sorted(record.stats.placement_log, key=lambda e: e[0])
-    if not log:
+def bound_over_time(
+    record: RunRecord, log: SortedLog | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pods bound to a node (running), as a step function over the run. ``log``: the
+    record's ``sorted_log``, if at hand."""
+    log = log if log is not None else sorted_log(record.stats)
+    if not len(log):
         return np.zeros(0), np.zeros(0)
-    t0 = run_start(record)
-    held: set[str] = set()
-    times = np.empty(len(log), dtype=np.float64)
-    values = np.empty(len(log), dtype=np.float64)
-    for i, (now, key, node_name, _cpu, _mem) in enumerate(log):
-        if node_name:
-            held.add(key)
-        else:
-            held.discard(key)
-        times[i] = now - t0
-        values[i] = len(held)
+    times = log.times - run_start(record)
     keep = last_per_time(times)
-    return times[keep], values[keep]
+    return times[keep], running_steps(log)[keep]
 
 
 def usage_at_peak(record: RunRecord) -> tuple[NodeUsage, float]:
@@ -344,12 +349,13 @@ def over_time_figures(record: RunRecord) -> dict[str, Any]:
     resource, extended ones included), pending and running pods and nodes in use over
     the run, and for extended resources the unallocated share on partly used nodes: the
     figures of a long run with completions, whose final placement is only a moment."""
-    series = run_series(record)
+    log = sorted_log(record.stats)
+    series = run_series(record, log)
     names = series.resources
     util_mean, util_max = time_weighted(series.utilisation_t, series.utilisation)
     pend_mean, pend_max = time_weighted(series.pending_t, series.pending)
-    used_mean, used_max = time_weighted(*nodes_in_use(record))
-    run_mean, run_max = time_weighted(*bound_over_time(record))
+    used_mean, used_max = time_weighted(*nodes_in_use(record, log))
+    run_mean, run_max = time_weighted(*bound_over_time(record, log))
     out: dict[str, Any] = {
         "utilisation_mean": {n: round(float(v), 6) for n, v in zip(names, util_mean, strict=True)},
         "utilisation_max": {n: round(float(v), 6) for n, v in zip(names, util_max, strict=True)},

@@ -65,6 +65,8 @@ def spread_skew(record: RunRecord) -> list[dict[str, object]]:
     and the skew of matching bound pods over them, sorted by namespace, key, selector."""
     carriers: Counter[_Constraint] = Counter()
     for pod in record.pods:
+        if not pod.topology_spread_constraints:  # most pods: nothing to parse
+            continue
         for when in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
             for c in parse_constraints(pod.topology_spread_constraints, pod.labels, when):
                 carriers[

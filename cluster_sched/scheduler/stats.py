@@ -73,6 +73,30 @@ class PlacementLog:
     def __repr__(self) -> str:
         return f"PlacementLog({list(self)!r})"
 
+    def columns(self) -> LogColumns:
+        """The entries as columns (numbers as numpy arrays, copies), in log order: the
+        report replays a million-entry log with array operations, not one tuple per
+        entry (``__iter__`` builds a tuple and boxes three numbers per entry)."""
+        return LogColumns(
+            times=np.array(self._times, dtype=np.float64),
+            keys=self._keys,
+            nodes=self._nodes,
+            cpu=np.array(self._cpu, dtype=np.int64),
+            memory=np.array(self._memory, dtype=np.int64),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LogColumns:
+    """A ``PlacementLog`` as columns (``PlacementLog.columns``); ``keys`` and ``nodes``
+    are the log's own lists (read them, do not change them)."""
+
+    times: np.ndarray
+    keys: list[str]
+    nodes: list[str]
+    cpu: np.ndarray
+    memory: np.ndarray
+
 
 class FailureLog:
     """Every failed scheduling attempt as ``(time, pod key, FailedScheduling message)``,

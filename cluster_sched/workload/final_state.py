@@ -113,7 +113,7 @@ def final_record(
     flight); it is used as it is. ``view``: the informer's objects (``informer_view``),
     used when current (``_current``). Otherwise the store is listed now."""
     if taken is None and view is not None and _current(view, store):
-        record = record_of(_drain(view.nodes), _drain(view.pods), stats, groups)
+        record = record_of(_drain(view.nodes), _drain(view.pods), stats, groups, handed_over=True)
         placements = {p.key: p.node_name for p in record.pods if p.node_name}
         return record, dict(sorted(placements.items()))
     node_docs, pod_docs = taken or listing(store)
