@@ -28,8 +28,8 @@ more: an idle cluster binds at once, a busy one sends at most one task per slot 
 BATCH_WAIT. ``poll`` never blocks and never asks Ray: each task's completion callback
 (on Ray's thread) decodes its reply, hands the bindings it made to ``confirm`` (the
 informer's ``ExpectedBindings``: their watch entries are then not decoded, as with the
-in-process binder) and queues the reply for ``poll``. The executor's workers are warmed
-up when it is built (``_warm_up``).
+in-process binder) and queues the reply for ``poll``. The executor's workers start warming
+up when it is built, and the first job waits for them (``_warm_up``).
 
 Every task carries the coordinator's fencing token (``[lease key, token]``, token 0 when
 leader election is off); the worker's writes carry it, so a task sent before its leader
@@ -182,11 +182,14 @@ class RayBindingExecutor:
         self.failed_tasks = 0
         #: when the last batch left
         self._last_send = 0.0
-        self._warm_up()
+        #: the warm-up tasks, waited for at the first job (``_warm_up``)
+        self._warming: list[Any] = self._warm_up()
 
     # -- BindingExecutor
 
     def submit(self, job: BindingJob) -> None:
+        if self._warming:
+            self._warmed()
         self._pending += 1
         if job.waiting:
             with self._lock:
@@ -328,19 +331,25 @@ class RayBindingExecutor:
                     log.warning("binding task reply without its bindings", exc_info=True)
         self._finished.put((ref, reply))
 
-    def _warm_up(self) -> None:
-        """One empty task per slot, waited for (``WARM_UP_TIMEOUT``): each worker imports
-        the binding code and builds its store and Frameworks before the first pod."""
-        import ray
-
+    def _warm_up(self) -> list[Any]:
+        """One empty task per slot, so each worker imports the binding code and builds
+        its store and Frameworks before the first pod. They run while the coordinator
+        goes on (a run loads the store meanwhile); the first job waits for them
+        (``_warmed``)."""
         fence = self._store.fence
         payload = encode_value(
             {"config": self._config, "jobs": [], "fence": [fence.key, fence.token]}
         )
-        refs = [
+        return [
             remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
             for _ in range(self._max_in_flight)
         ]
+
+    def _warmed(self) -> None:
+        """Wait for the warm-up tasks (at most ``WARM_UP_TIMEOUT``), once."""
+        import ray
+
+        refs, self._warming = self._warming, []
         ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)
 
     def _collect(self, reply: Any, jobs: list[BindingJob]) -> list[BindingOutcome]:

@@ -282,6 +282,15 @@ class RayShardClient:
         self.generation = 0
         self.actor = start(0)
         self.snapshot: Any = None
+        #: the first call, answered once the actor is up (``ray_shard_clients(wait=False)``)
+        self.starting: _RayPending | None = None
+
+    def wait_started(self) -> None:
+        """Wait until the actor is up, if its start was not waited for: raises the cause
+        (ShardLostError) if it could not start."""
+        pending, self.starting = self.starting, None
+        if pending is not None:
+            pending.result()
 
     def attach_snapshot(self, snapshot: Any) -> None:
         """The coordinator's cluster-wide view (its Cache) to read facts from per call."""
@@ -423,9 +432,16 @@ def ray_shard_clients(
     config_path: str | None = None,
     seed: int = 0,
     address: str | None = None,
+    wait: bool = True,
 ) -> list[RayShardClient]:
     """``n`` shard actors (joining Ray at ``address``, $RAY_ADDRESS, or a local instance),
-    each building its Frameworks from the configuration file at ``config_path``."""
+    each building its Frameworks from the configuration file at ``config_path``.
+
+    ``wait``: return once every actor is up (an actor that cannot start raises, with the
+    cause). Otherwise return at once, each actor starting (a process, its imports, its
+    kernels warmed) while the caller goes on, e.g. loads the store: a call waits for
+    its actor anyway, and ``RayShardClient.wait_started`` raises what a failed start
+    would have raised here."""
     if n < 1:
         raise ValueError(f"need at least one shard, got {n}")
     ensure_ray(address)
@@ -439,7 +455,9 @@ def ray_shard_clients(
         )
 
     clients = [RayShardClient(i, starter(i)) for i in range(n)]
-    # Fail now, with the cause, if an actor cannot start (bad config, no cluster).
     for c in clients:
-        c.submit_apply([]).result()
+        c.starting = c.submit_apply([])
+    if wait:  # fail now, with the cause, if an actor cannot start (bad config, no cluster)
+        for c in clients:
+            c.wait_started()
     return clients

@@ -83,7 +83,9 @@ class ExecutorOptions:
 
 
 def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
-    """One Ray actor per shard (started, or joined on ``options.ray_address``)."""
+    """One Ray actor per shard (started, or joined on ``options.ray_address``). Not
+    waited for: they start while the caller loads the store, and the coordinator's
+    start waits for them before their first call (``ReducedCalls.preload``)."""
     from workers.ray_shard import ray_shard_clients
 
     return list(
@@ -92,6 +94,7 @@ def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[Sh
             config_path=options.config_path,
             seed=seed or 0,
             address=options.ray_address,
+            wait=False,
         )
     )
 

@@ -100,8 +100,16 @@ class ReducedCalls:
         cluster's window), so that the first batch's calls do not carry the cluster and
         the coordinator does not wait mid-run for the shards to take it in (at 1,000,000
         nodes: most of a 10,000-pod run). Calls of PRELOAD_DELTAS deltas, one round per
-        shard in flight while the next is encoded."""
+        shard in flight while the next is encoded.
+
+        First, shards whose start was not waited for (Ray actors started beside the
+        store's load) are waited for, so one that could not start fails the start-up
+        with its cause, whether or not batches go to the shards."""
         src = self.source
+        for client in src.clients:
+            wait_started = getattr(client, "wait_started", None)
+            if wait_started is not None:
+                wait_started()
         n = src.table.n_nodes
         if n < 2 or not self.available() or self.rule.mode == "replica":
             return
