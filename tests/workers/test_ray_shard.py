@@ -91,3 +91,27 @@ def test_a_state_that_cannot_travel_fails_the_call_but_still_delivers_the_deltas
         assert ray.get(client.actor.nodes.remote()) == 3
     finally:
         client.close()
+
+
+def test_an_actor_that_cannot_start_fails_when_waited_for(tmp_path: Any) -> None:
+    """Not waited for (``wait=False``: the actors start while the coordinator loads the
+    store), the clients come back at once; ``wait_started`` (the coordinator's preload)
+    raises what the waited start would have raised, with the cause."""
+    from cluster_sched.scheduler.shards.source import ShardLostError
+
+    config = tmp_path / "bad.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n"
+        "      enabled:\n      - name: NoSuchPlugin\n"
+    )
+    (client,) = ray_shard_clients(1, config_path=str(config), wait=False)
+    try:
+        assert client.starting is not None
+        with pytest.raises(ShardLostError, match="NoSuchPlugin"):
+            client.wait_started()
+        client.wait_started()  # once: the start's outcome was reported
+    finally:
+        client.close()
+    with pytest.raises(ShardLostError, match="NoSuchPlugin"):
+        ray_shard_clients(1, config_path=str(config))
