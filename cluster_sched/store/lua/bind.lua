@@ -43,10 +43,13 @@
 --             4 terminating                 5 scheduling gated
 --             6 unreadable (parse error)    7 over-committed (message)
 
-local ROOT_KEYS = {metadata = true, spec = true, status = true}
-local META_KEYS = {uid = true, deletionTimestamp = true, resourceVersion = true}
-local SPEC_KEYS = {nodeName = true, schedulingGates = true}
-local STATUS_KEYS = {nominatedNodeName = true, conditions = true}
+-- The object is walked once: the root's metadata, spec and status maps are scanned in
+-- the root's pass (mp_scan with nested key sets).
+local ROOT_KEYS = mp_keys({
+  metadata = mp_keys({uid = true, deletionTimestamp = true, resourceVersion = true}),
+  spec = mp_keys({nodeName = true, schedulingGates = true}),
+  status = mp_keys({nominatedNodeName = true, conditions = true}),
+})
 
 -- Edits setting PodScheduled=True in the conditions array at cp.
 local function edit_conditions(edits, s, cp, cond)
@@ -70,13 +73,13 @@ end
 local function bind_one(s, node, uid, cond, rv)
   local root = mp_scan(s, 1, ROOT_KEYS)
   if not root then error('msgpack: object is not a map') end
-  local md = root.v.metadata and mp_scan(s, root.v.metadata, META_KEYS)
+  local md = root.m.metadata
   if not md then error('metadata is not a map') end
   local stored_uid = (md.v.uid and mp_str(s, md.v.uid)) or ''
   if uid ~= '' and stored_uid ~= uid then return 2, stored_uid end
   local dt = md.v.deletionTimestamp
   if dt and string.byte(s, dt) ~= 0xc0 then return 4, '' end
-  local spec = root.v.spec and mp_scan(s, root.v.spec, SPEC_KEYS)
+  local spec = root.m.spec or nil
   if spec then
     local assigned = (spec.v.nodeName and mp_str(s, spec.v.nodeName)) or ''
     if assigned ~= '' then return 3, assigned end
@@ -95,7 +98,7 @@ local function bind_one(s, node, uid, cond, rv)
   else
     mp_edit_set(edits, s, root, 'spec', mp_map_header(1) .. mp_enc_str('nodeName') .. node_bytes, 0)
   end
-  local status = root.v.status and mp_scan(s, root.v.status, STATUS_KEYS)
+  local status = root.m.status or nil
   local fresh = mp_array_header(1) .. cond
   if status then
     mp_edit_del(edits, s, status, 'nominatedNodeName', 1)
@@ -116,12 +119,16 @@ local function bind_one(s, node, uid, cond, rv)
 end
 
 -- The first resource the pod cannot get on ``node`` and its message, or nil.
+local NO_SKIP = {}
 local function over_commit(node, reqs, used, skip)
   local raw = redis.call('HGET', KEYS[5], node)
   if not raw then return nil end
   local alloc = cmsgpack.unpack(raw)
-  local ignored = {}
-  for _, r in ipairs(skip) do ignored[r] = true end
+  local ignored = NO_SKIP
+  if #skip > 0 then
+    ignored = {}
+    for _, r in ipairs(skip) do ignored[r] = true end
+  end
   local names = {}
   for r, q in pairs(reqs) do
     if r ~= 'pods' and q > 0 and not ignored[r] then names[#names + 1] = r end
@@ -148,6 +155,9 @@ local out = {}
 local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
 local items = cmsgpack.unpack(ARGV[4])
 local time, with_events = ARGV[6], ARGV[7] == '1'
+-- The counter is read once; each binding made INCRs it (so it is exact after every
+-- write, however the script ends) and ``last_rv`` follows it.
+local last_rv = tonumber(redis.call('GET', KEYS[1]) or '0')
 for i = 1, #items do
   local field, node, uid, reqs, skip = items[i][1], items[i][2], items[i][3], items[i][4], items[i][5]
   if type(reqs) ~= 'table' then reqs = {} end
@@ -158,10 +168,13 @@ for i = 1, #items do
     out[#out + 1] = ''
   else
     -- Decide before INCR: a refused binding must not consume a resourceVersion.
-    local rv = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+    local rv = last_rv + 1
     local ok, code, detail, obj = pcall(bind_one, old, node, uid, cond, rv)
-    local used_raw = redis.call('HGET', KEYS[6], node)
-    local used = used_raw and cmsgpack.unpack(used_raw) or {}
+    local used
+    if ok and code == 0 then
+      local used_raw = redis.call('HGET', KEYS[6], node)
+      used = used_raw and cmsgpack.unpack(used_raw) or {}
+    end
     if ok and code == 0 and type(skip) == 'table' then
       local res, why = over_commit(node, reqs, used, skip)
       if res then
@@ -179,6 +192,7 @@ for i = 1, #items do
       out[#out + 1] = detail
     else
       redis.call('INCR', KEYS[1])
+      last_rv = rv
       redis.call('HSET', KEYS[3], field, obj)
       local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
         'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
