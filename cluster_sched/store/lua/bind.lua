@@ -120,8 +120,7 @@ end
 
 -- The first resource the pod cannot get on ``node`` and its message, or nil.
 local NO_SKIP = {}
-local function over_commit(node, reqs, used, skip)
-  local raw = redis.call('HGET', KEYS[5], node)
+local function over_commit(node, reqs, used, skip, raw)
   if not raw then return nil end
   local alloc = cmsgpack.unpack(raw)
   local ignored = NO_SKIP
@@ -155,13 +154,37 @@ local out = {}
 local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
 local items = cmsgpack.unpack(ARGV[4])
 local time, with_events = ARGV[6], ARGV[7] == '1'
+if #items == 0 then return cmsgpack.pack(out) end
+-- Reads are made once for the whole call (HMGET), not per binding. What this script
+-- writes is read back from the tables it keeps: a pod's object once bound (`written`),
+-- a node's requested sums once counted (`used_of`, decoded); allocatable is not
+-- written here. So a pod or node met twice in one call sees the first binding, as
+-- with one HGET per binding.
+local fields, nodes, fit = {}, {}, false
+for i = 1, #items do
+  fields[i], nodes[i] = items[i][1], items[i][2]
+  if type(items[i][5]) == 'table' then fit = true end
+end
+-- HMGET of `names`, in calls of at most 1000 (unpack's stack stays small).
+local function hmget(key, names)
+  local got = {}
+  for first = 1, #names, 1000 do
+    local part = redis.call('HMGET', key, unpack(names, first, math.min(first + 999, #names)))
+    for j = 1, #part do got[first + j - 1] = part[j] end
+  end
+  return got
+end
+local stored = hmget(KEYS[3], fields)
+local used_raw = hmget(KEYS[6], nodes)
+local alloc_raw = fit and hmget(KEYS[5], nodes) or {}
+local written, used_of = {}, {}
 -- The counter is read once; each binding made INCRs it (so it is exact after every
 -- write, however the script ends) and ``last_rv`` follows it.
 local last_rv = tonumber(redis.call('GET', KEYS[1]) or '0')
 for i = 1, #items do
   local field, node, uid, reqs, skip = items[i][1], items[i][2], items[i][3], items[i][4], items[i][5]
   if type(reqs) ~= 'table' then reqs = {} end
-  local old = redis.call('HGET', KEYS[3], field)
+  local old = written[field] or stored[i]
   if not old then
     out[#out + 1] = 1
     out[#out + 1] = 0
@@ -172,11 +195,13 @@ for i = 1, #items do
     local ok, code, detail, obj = pcall(bind_one, old, node, uid, cond, rv)
     local used
     if ok and code == 0 then
-      local used_raw = redis.call('HGET', KEYS[6], node)
-      used = used_raw and cmsgpack.unpack(used_raw) or {}
+      used = used_of[node]
+      if not used then
+        used = used_raw[i] and cmsgpack.unpack(used_raw[i]) or {}
+      end
     end
     if ok and code == 0 and type(skip) == 'table' then
-      local res, why = over_commit(node, reqs, used, skip)
+      local res, why = over_commit(node, reqs, used, skip, alloc_raw[i])
       if res then
         code, detail = 7, why
         event(field, 'OverCommit', 'Warning', 'Binding rejected: ' .. why, time)
@@ -194,12 +219,14 @@ for i = 1, #items do
       redis.call('INCR', KEYS[1])
       last_rv = rv
       redis.call('HSET', KEYS[3], field, obj)
+      written[field] = obj
       local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
         'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
       for r, q in pairs(reqs) do
         if r ~= 'pods' then used[r] = (used[r] or 0) + q end
       end
       used.pods = (used.pods or 0) + 1
+      used_of[node] = used
       redis.call('HSET', KEYS[6], node, cmsgpack.pack(used))
       redis.call('HSET', KEYS[7], field, cmsgpack.pack({node, reqs}))
       if with_events then
