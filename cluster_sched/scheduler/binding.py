@@ -79,6 +79,32 @@ class BindingExecutor(Protocol):
     def close(self) -> None: ...
 
 
+class _Outcomes:
+    """Finished binding cycles waiting for ``poll``: a batch of cycles is added in one
+    locked step and ``poll`` takes them all in another (a ``queue.Queue`` took a lock
+    and a notify per pod on each side). ``qsize``: how many are waiting."""
+
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: list[BindingOutcome] = []
+        self._lock = threading.Lock()
+
+    def put_many(self, outcomes: list[BindingOutcome]) -> None:
+        with self._lock:
+            self._items.extend(outcomes)
+
+    def take(self) -> list[BindingOutcome]:
+        if not self._items:
+            return []
+        with self._lock:
+            out, self._items = self._items, []
+        return out
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+
 class ThreadedOutcomes:
     """What the in-process executors share: jobs counted at submit, Permit-parked pods
     bound on waiter threads, outcomes queued for ``poll`` (which never blocks).
@@ -97,7 +123,7 @@ class ThreadedOutcomes:
         self._confirm = confirm
         self._tracing = tracing or DISABLED
         self._frameworks = frameworks
-        self._done: queue.Queue[BindingOutcome] = queue.Queue()
+        self._done = _Outcomes()
         self._pending = 0
         self._lock = threading.Lock()
         self._waiters = ThreadPoolExecutor(max_workers=waiters, thread_name_prefix="wait-on-permit")
@@ -114,12 +140,7 @@ class ThreadedOutcomes:
         raise NotImplementedError
 
     def poll(self) -> list[BindingOutcome]:
-        out: list[BindingOutcome] = []
-        while True:
-            try:
-                out.append(self._done.get_nowait())
-            except queue.Empty:
-                break
+        out = self._done.take()
         if out:
             with self._lock:
                 self._pending -= len(out)
@@ -137,8 +158,9 @@ class ThreadedOutcomes:
         except Exception as exc:  # a bug in the cycle itself: ask the store what landed
             log.exception("binding cycles of %d pods failed", len(jobs))
             statuses = statuses_from_store(self._store, jobs, f"binding cycle failed: {exc}")
-        for job, status in zip(jobs, statuses, strict=True):
-            self._done.put(BindingOutcome(job, status))
+        self._done.put_many(
+            [BindingOutcome(job, status) for job, status in zip(jobs, statuses, strict=True)]
+        )
 
 
 class LocalBindingExecutor(ThreadedOutcomes):

@@ -233,6 +233,7 @@ def _bind_together(
     """DefaultBinder's write for several pods in one round trip, then their PostBind;
     each pod's Scheduled Event is written by the same script as its binding."""
     start, start_ns = time.perf_counter(), time.time_ns()
+    skips = _FitSkips()
     try:
         results = store.bind_many(
             [
@@ -241,7 +242,7 @@ def _bind_together(
                     c.job.node_name,
                     c.job.pod.uid or None,
                     c.job.pod.requests,
-                    fit_skips(c.fwk, c.job.pod),
+                    skips(c.fwk, c.job.pod),
                 )
                 for c in cycles
             ],
@@ -271,23 +272,64 @@ def _record_bind(cycles: Sequence[_Cycle], window: tuple[float, int, int]) -> No
             record_batched_bind(c.fwk, c.job.state, DEFAULT_BINDER, c.status, window, c.span)
 
 
-def fit_skips(fwk: Framework | None, pod: Pod) -> list[str] | None:
-    """What the store's over-commit check skips for ``pod`` so that it refuses exactly
-    what the profile's NodeResourcesFit Filter would: None (no check) when the profile
-    filters without it, else the pod's extended resources its args ignore."""
+class _FitSkips:
+    """``fit_skips`` for the pods of one shared ``bind_many``, the profile's
+    NodeResourcesFit args read once per profile: a profile that ignores no resource
+    (the usual case) gives every pod one empty list (read-only: it is only packed)."""
+
+    __slots__ = ("_by_profile", "_none")
+
+    def __init__(self) -> None:
+        self._by_profile: dict[int, _FitArgs | None] = {}
+        self._none: list[str] = []
+
+    def __call__(self, fwk: Framework | None, pod: Pod) -> list[str] | None:
+        key = id(fwk)
+        if key in self._by_profile:
+            args = self._by_profile[key]
+        else:
+            args = self._by_profile[key] = _fit_args(fwk)
+        if args is None:
+            return None
+        if not args[0] and not args[1]:
+            return self._none
+        return _skipped(pod, *args)
+
+
+#: NodeResourcesFit's ignored resources and resource groups
+_FitArgs = tuple[frozenset[str], frozenset[str]]
+
+
+def _fit_args(fwk: Framework | None) -> _FitArgs | None:
+    """The profile's NodeResourcesFit ignored resources and groups; None without Fit."""
     fit = next((p for p in fwk.filter if p.name == NODE_RESOURCES_FIT), None) if fwk else None
     if fit is None:
         return None
     args = getattr(fit, "args", None)
-    ignored = frozenset(getattr(args, "ignored_resources", ()))
-    groups = frozenset(getattr(args, "ignored_resource_groups", ()))
-    if not ignored and not groups:
-        return []
+    return (
+        frozenset(getattr(args, "ignored_resources", ())),
+        frozenset(getattr(args, "ignored_resource_groups", ())),
+    )
+
+
+def _skipped(pod: Pod, ignored: frozenset[str], groups: frozenset[str]) -> list[str]:
     return [
         r
         for r in pod.requests
         if is_extended_resource(r) and (r in ignored or r.split("/", 1)[0] in groups)
     ]
+
+
+def fit_skips(fwk: Framework | None, pod: Pod) -> list[str] | None:
+    """What the store's over-commit check skips for ``pod`` so that it refuses exactly
+    what the profile's NodeResourcesFit Filter would: None (no check) when the profile
+    filters without it, else the pod's extended resources its args ignore."""
+    args = _fit_args(fwk)
+    if args is None:
+        return None
+    if not args[0] and not args[1]:
+        return []
+    return _skipped(pod, *args)
 
 
 def _guarded(point: str, job: CycleJob, run: Callable[[], Status]) -> Status:

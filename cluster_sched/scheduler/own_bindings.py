@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cluster_sched.store.podstatus import POD_SCHEDULED
 from cluster_sched.store.results import BindOutcome, BindResult
@@ -37,12 +36,12 @@ __all__ = ["ExpectedBindings", "OwnBinding", "bound_manifest"]
 PRUNE_ABOVE = 8192
 
 
-@dataclass(frozen=True, slots=True)
-class OwnBinding:
+class OwnBinding(NamedTuple):
     """What a binding at a known resourceVersion wrote: ``key`` bound to ``node`` with
     the PodScheduled=True ``condition``. ``conditions``: ``[condition]``, the conditions
     list of a pod that had none, one list shared by the bindings of a reply whose
-    conditions are equal (read-only, as the informer's manifests are)."""
+    conditions are equal (read-only, as the informer's manifests are). A tuple: one is
+    made per binding on the binder thread, which shares the GIL with the loop."""
 
     key: str
     node: str
@@ -54,7 +53,7 @@ class ExpectedBindings:
     """resourceVersion -> OwnBinding for bindings whose watch entries are still ahead.
 
     Written by binder threads, read and emptied by the coordinator's thread: each
-    operation is one dict call under a lock."""
+    operation is one dict call (the writers' and ``prune``'s under a lock)."""
 
     __slots__ = ("_by_rv", "_lock")
 
@@ -78,10 +77,10 @@ class ExpectedBindings:
                 self._by_rv.update(fresh)
 
     def pop(self, rv: int) -> OwnBinding | None:
-        if not self._by_rv:  # the common case of a reader with nothing registered
-            return None
-        with self._lock:
-            return self._by_rv.pop(rv, None)
+        """The registration at ``rv``, removed; None if there is none. Unlocked: one
+        dict.pop is atomic against ``expect``'s one dict.update, and ``prune``, the
+        only iteration, runs on this same reader thread."""
+        return self._by_rv.pop(rv, None)
 
     def prune(self, applied_rv: int) -> None:
         """Drop registrations at or below ``applied_rv`` when there are many (entries a
@@ -126,8 +125,11 @@ def bound_manifest(
             return None
     else:
         edited = fresh if fresh is not None else [dict(condition)]
-    new_status = {k: v for k, v in status.items() if k != "nominatedNodeName"}
-    new_status["conditions"] = edited
+    if status:
+        new_status = {k: v for k, v in status.items() if k != "nominatedNodeName"}
+        new_status["conditions"] = edited
+    else:
+        new_status = {"conditions": edited}
     return {
         **raw,
         "metadata": {**meta, "resourceVersion": str(rv)},

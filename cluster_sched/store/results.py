@@ -99,6 +99,31 @@ class BindOutcome(IntEnum):
     OVER_COMMITTED = 7
 
 
+#: bind.lua's reply codes, looked up without the enum's call per binding
+_OUTCOMES = {int(o): o for o in BindOutcome}
+
+
+def bind_envelope_item(
+    b: BindingRequest, requests: Mapping[str, int], check_fit: bool
+) -> tuple[Any, ...]:
+    """One binding as bind.lua's ARGV[4] entry (requests and skips as plain msgpack
+    types, copied only when they are not plain already)."""
+    skips = b.fit_skips if check_fit else None
+    return (
+        b.pod_key,
+        b.node_name,
+        b.uid or "",
+        requests if type(requests) is dict else dict(requests),
+        skips if skips is None or type(skips) is list else list(skips),
+    )
+
+
+def bind_outcome(code: int) -> BindOutcome:
+    """The BindOutcome of a bind.lua reply code."""
+    found = _OUTCOMES.get(code)
+    return found if found is not None else BindOutcome(int(code))
+
+
 @dataclass(frozen=True, slots=True)
 class BindingRequest:
     """One binding ``Store.bind_many`` is asked for."""

@@ -42,6 +42,8 @@ from cluster_sched.store.results import (
     BindOutcome,
     BindResult,
     WatchEvent,
+    bind_envelope_item,
+    bind_outcome,
 )
 from cluster_sched.store.scripts import Scripts
 
@@ -319,12 +321,8 @@ class Store:
                 chunk = todo[start : start + self._batch_size]
                 envelope = pack_args(
                     [
-                        (
-                            b.pod_key,
-                            b.node_name,
-                            b.uid or "",
-                            dict(b.requests if b.requests is not None else known[b.pod_key]),
-                            list(b.fit_skips) if check_fit and b.fit_skips is not None else None,
+                        bind_envelope_item(
+                            b, b.requests if b.requests is not None else known[b.pod_key], check_fit
                         )
                         for b in chunk
                     ]
@@ -343,17 +341,18 @@ class Store:
                         ],
                     )
                 )
-                for i, b in enumerate(chunk):
-                    code, rv, detail = reply[3 * i : 3 * i + 3]
+                codes, rvs, details = reply[0::3], reply[1::3], reply[2::3]
+                for b, code, rv, detail in zip(chunk, codes, rvs, details, strict=True):
+                    outcome = bind_outcome(code)
                     results.append(
                         BindResult(
                             b.pod_key,
                             b.node_name,
-                            BindOutcome(int(code)),
+                            outcome,
                             int(rv),
                             text(detail),
                             b.uid,
-                            scheduled if int(code) == BindOutcome.BOUND else None,
+                            scheduled if outcome is BindOutcome.BOUND else None,
                         )
                     )
         return results

@@ -226,30 +226,70 @@ local function mp_stamp_rv(s, rv)
   return mp_set_in(s, {'metadata', 'resourceVersion'}, mp_enc_str(tostring(rv)))
 end
 
--- One pass over the map at p, noting where the keys in `wanted` (a set) are:
+-- A key set for mp_scan: `keys` maps each wanted key to true, or to the key set of the
+-- map expected as its value (scanned in the same pass); the lengths of the keys are
+-- added as numeric entries, so that a key of another length is never copied out of the
+-- buffer to be compared (copying a string is the walker's dearest step).
+local function mp_keys(keys)
+  local lens = {}
+  for k in pairs(keys) do lens[#k] = true end
+  for n in pairs(lens) do keys[n] = true end
+  return keys
+end
+
+-- One pass over the map at p, noting where the keys in `wanted` (an mp_keys set) are:
 -- {hl = header length, n = pairs, stop = end of the map, v = {key = value position},
---  k = {key = pair position}, delta = pairs added minus removed by edits}; nil if the
--- value at p is not a map.
+--  k = {key = pair position}, m = {key = scan of the value}, delta = pairs added minus
+-- removed by edits}; nil if the value at p is not a map. A key whose set entry is itself
+-- a key set has its value scanned with it in the same pass (m[key]: that scan, false if
+-- the value is not a map), so no part of the buffer is walked twice.
 local function mp_scan(s, p, wanted)
   local hl, t, n = mp_head(s, p)
   if t ~= MP_MAP then return nil end
-  local info = {p = p, hl = hl, n = n, v = {}, k = {}, delta = 0}
+  local v, k, m = {}, {}, {}
+  local info = {p = p, hl = hl, n = n, v = v, k = k, m = m, delta = 0}
   local q = p + hl
+  local byte, sub = string.byte, string.sub
   for _ = 1, n do
-    local khl, kt, kn = mp_head(s, q)
+    local b = byte(s, q)
+    local khl, kt, kn
+    if b and b >= 0xa0 and b < 0xc0 then
+      khl, kt, kn = 1, MP_STR, b - 0xa0
+    else
+      khl, kt, kn = mp_head(s, q)
+    end
     local vp
     if kt == MP_STR then
       vp = q + khl + kn
-      local key = string.sub(s, q + khl, vp - 1)
-      if wanted[key] then
-        info.v[key] = vp
-        info.k[key] = q
+      local sub_keys = nil
+      if wanted[kn] then
+        local key = sub(s, q + khl, vp - 1)
+        local w = wanted[key]
+        if w then
+          v[key] = vp
+          k[key] = q
+          if w ~= true then sub_keys = w; m[key] = false end
+        end
+        if sub_keys then
+          local child = mp_scan(s, vp, sub_keys)
+          if child then
+            m[key] = child
+            q = child.stop
+          else
+            q = mp_skip(s, vp)
+          end
+        else
+          q = mp_skip(s, vp)
+        end
+      else
+        q = mp_skip(s, vp)
       end
     else
       vp = mp_skip(s, q)
+      q = mp_skip(s, vp)
     end
-    q = mp_skip(s, vp)
   end
+  if q - 1 > #s then error('msgpack: truncated value') end
   info.stop = q
   return info
 end
@@ -288,12 +328,14 @@ local function mp_edit_header(edits, info, depth)
   end
 end
 
+local function mp_edit_order(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  if a[4] ~= b[4] then return a[4] > b[4] end
+  return a[2] < b[2]
+end
+
 local function mp_splice(s, edits)
-  table.sort(edits, function(a, b)
-    if a[1] ~= b[1] then return a[1] < b[1] end
-    if a[4] ~= b[4] then return a[4] > b[4] end
-    return a[2] < b[2]
-  end)
+  table.sort(edits, mp_edit_order)
   local out, cur = {}, 1
   for i = 1, #edits do
     local e = edits[i]

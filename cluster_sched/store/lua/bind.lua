@@ -43,10 +43,13 @@
 --             4 terminating                 5 scheduling gated
 --             6 unreadable (parse error)    7 over-committed (message)
 
-local ROOT_KEYS = {metadata = true, spec = true, status = true}
-local META_KEYS = {uid = true, deletionTimestamp = true, resourceVersion = true}
-local SPEC_KEYS = {nodeName = true, schedulingGates = true}
-local STATUS_KEYS = {nominatedNodeName = true, conditions = true}
+-- The object is walked once: the root's metadata, spec and status maps are scanned in
+-- the root's pass (mp_scan with nested key sets).
+local ROOT_KEYS = mp_keys({
+  metadata = mp_keys({uid = true, deletionTimestamp = true, resourceVersion = true}),
+  spec = mp_keys({nodeName = true, schedulingGates = true}),
+  status = mp_keys({nominatedNodeName = true, conditions = true}),
+})
 
 -- Edits setting PodScheduled=True in the conditions array at cp.
 local function edit_conditions(edits, s, cp, cond)
@@ -70,13 +73,13 @@ end
 local function bind_one(s, node, uid, cond, rv)
   local root = mp_scan(s, 1, ROOT_KEYS)
   if not root then error('msgpack: object is not a map') end
-  local md = root.v.metadata and mp_scan(s, root.v.metadata, META_KEYS)
+  local md = root.m.metadata
   if not md then error('metadata is not a map') end
   local stored_uid = (md.v.uid and mp_str(s, md.v.uid)) or ''
   if uid ~= '' and stored_uid ~= uid then return 2, stored_uid end
   local dt = md.v.deletionTimestamp
   if dt and string.byte(s, dt) ~= 0xc0 then return 4, '' end
-  local spec = root.v.spec and mp_scan(s, root.v.spec, SPEC_KEYS)
+  local spec = root.m.spec or nil
   if spec then
     local assigned = (spec.v.nodeName and mp_str(s, spec.v.nodeName)) or ''
     if assigned ~= '' then return 3, assigned end
@@ -95,7 +98,7 @@ local function bind_one(s, node, uid, cond, rv)
   else
     mp_edit_set(edits, s, root, 'spec', mp_map_header(1) .. mp_enc_str('nodeName') .. node_bytes, 0)
   end
-  local status = root.v.status and mp_scan(s, root.v.status, STATUS_KEYS)
+  local status = root.m.status or nil
   local fresh = mp_array_header(1) .. cond
   if status then
     mp_edit_del(edits, s, status, 'nominatedNodeName', 1)
@@ -116,12 +119,15 @@ local function bind_one(s, node, uid, cond, rv)
 end
 
 -- The first resource the pod cannot get on ``node`` and its message, or nil.
-local function over_commit(node, reqs, used, skip)
-  local raw = redis.call('HGET', KEYS[5], node)
+local NO_SKIP = {}
+local function over_commit(node, reqs, used, skip, raw)
   if not raw then return nil end
   local alloc = cmsgpack.unpack(raw)
-  local ignored = {}
-  for _, r in ipairs(skip) do ignored[r] = true end
+  local ignored = NO_SKIP
+  if #skip > 0 then
+    ignored = {}
+    for _, r in ipairs(skip) do ignored[r] = true end
+  end
   local names = {}
   for r, q in pairs(reqs) do
     if r ~= 'pods' and q > 0 and not ignored[r] then names[#names + 1] = r end
@@ -148,22 +154,54 @@ local out = {}
 local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
 local items = cmsgpack.unpack(ARGV[4])
 local time, with_events = ARGV[6], ARGV[7] == '1'
+if #items == 0 then return cmsgpack.pack(out) end
+-- Reads are made once for the whole call (HMGET), not per binding. What this script
+-- writes is read back from the tables it keeps: a pod's object once bound (`written`),
+-- a node's requested sums once counted (`used_of`, decoded); allocatable is not
+-- written here. So a pod or node met twice in one call sees the first binding, as
+-- with one HGET per binding.
+local fields, nodes, fit = {}, {}, false
+for i = 1, #items do
+  fields[i], nodes[i] = items[i][1], items[i][2]
+  if type(items[i][5]) == 'table' then fit = true end
+end
+-- HMGET of `names`, in calls of at most 1000 (unpack's stack stays small).
+local function hmget(key, names)
+  local got = {}
+  for first = 1, #names, 1000 do
+    local part = redis.call('HMGET', key, unpack(names, first, math.min(first + 999, #names)))
+    for j = 1, #part do got[first + j - 1] = part[j] end
+  end
+  return got
+end
+local stored = hmget(KEYS[3], fields)
+local used_raw = hmget(KEYS[6], nodes)
+local alloc_raw = fit and hmget(KEYS[5], nodes) or {}
+local written, used_of = {}, {}
+-- The counter is read once; each binding made INCRs it (so it is exact after every
+-- write, however the script ends) and ``last_rv`` follows it.
+local last_rv = tonumber(redis.call('GET', KEYS[1]) or '0')
 for i = 1, #items do
   local field, node, uid, reqs, skip = items[i][1], items[i][2], items[i][3], items[i][4], items[i][5]
   if type(reqs) ~= 'table' then reqs = {} end
-  local old = redis.call('HGET', KEYS[3], field)
+  local old = written[field] or stored[i]
   if not old then
     out[#out + 1] = 1
     out[#out + 1] = 0
     out[#out + 1] = ''
   else
     -- Decide before INCR: a refused binding must not consume a resourceVersion.
-    local rv = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+    local rv = last_rv + 1
     local ok, code, detail, obj = pcall(bind_one, old, node, uid, cond, rv)
-    local used_raw = redis.call('HGET', KEYS[6], node)
-    local used = used_raw and cmsgpack.unpack(used_raw) or {}
+    local used
+    if ok and code == 0 then
+      used = used_of[node]
+      if not used then
+        used = used_raw[i] and cmsgpack.unpack(used_raw[i]) or {}
+      end
+    end
     if ok and code == 0 and type(skip) == 'table' then
-      local res, why = over_commit(node, reqs, used, skip)
+      local res, why = over_commit(node, reqs, used, skip, alloc_raw[i])
       if res then
         code, detail = 7, why
         event(field, 'OverCommit', 'Warning', 'Binding rejected: ' .. why, time)
@@ -179,13 +217,16 @@ for i = 1, #items do
       out[#out + 1] = detail
     else
       redis.call('INCR', KEYS[1])
+      last_rv = rv
       redis.call('HSET', KEYS[3], field, obj)
+      written[field] = obj
       local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
         'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
       for r, q in pairs(reqs) do
         if r ~= 'pods' then used[r] = (used[r] or 0) + q end
       end
       used.pods = (used.pods or 0) + 1
+      used_of[node] = used
       redis.call('HSET', KEYS[6], node, cmsgpack.pack(used))
       redis.call('HSET', KEYS[7], field, cmsgpack.pack({node, reqs}))
       if with_events then
