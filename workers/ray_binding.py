@@ -93,13 +93,15 @@ DEFAULT_BATCH: Final = 256
 """Most jobs one binding task carries."""
 DEFAULT_MAX_IN_FLIGHT: Final = 2
 """Binding tasks running at once before jobs wait for the next batch."""
-BATCH_WAIT: Final = 0.1
+BATCH_WAIT: Final = 0.25
 """Seconds between two batches sent into a free slot. A task costs this machine ~4 ms of
 CPU over all its processes (the coordinator's submission, the raylet's lease, the
 worker's call and reply: ``benchmarks/ray_binding_bench.py``) against ~40-65 µs per job
-in the worker: at 2,500 pods/s a task every 20 ms cost ~80 µs per pod, every 100 ms
-(~250 jobs, about ``DEFAULT_BATCH``) ~16. A binding waits at most this long longer to
-leave; an idle loop sends at once (``wait_idle``)."""
+in the worker: at 2,500 pods/s a task every 20 ms cost ~80 µs per pod, a full batch
+(``DEFAULT_BATCH``, every ~100 ms) ~16. At 100,000 nodes (~1,000 pods/s) a task every
+100 ms carried ~100 jobs (~40 µs per pod): every 250 ms it carries a full batch again.
+A binding waits at most this long longer to leave; an idle loop sends at once
+(``wait_idle``)."""
 WARM_UP_TIMEOUT: Final = 120.0
 """Seconds the executor waits, when built, for its workers to have imported the binding
 code and built their store and Frameworks (a new worker takes seconds: the first
