@@ -21,9 +21,13 @@ Where each phase runs:
   Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
   task returns ``[code, reasons, plugin]`` per job as msgpack, followed by ``rv,
   condition`` for a pod bound through the store (the store's reply to ``bind_many``).
+- A job whose cycle in the task reads nothing but the pod's key, uid, node and requests
+  (the common case: no WaitOnPermit, every PreBind preflight Skips, DefaultBinder alone,
+  no PostBind; ``_lean``) travels as a binding record: the task neither re-parses its
+  manifest nor decodes its CycleState. Records are replied to after the whole jobs.
 
 Batching is adaptive: a batch leaves when ``batch`` jobs wait, or when fewer than
-``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (100 ms) ago or
+``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (250 ms) ago or
 more: an idle cluster binds at once, a busy one sends at most one task per slot per
 BATCH_WAIT. ``poll`` never blocks and never asks Ray: each task's completion callback
 (on Ray's thread) decodes its reply, hands the bindings it made to ``confirm`` (the
