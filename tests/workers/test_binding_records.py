@@ -22,7 +22,7 @@ from cluster_sched.scheduler.binding import BindingJob
 from cluster_sched.scheduler.own_bindings import bound_manifest
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
-from tests.workers.test_ray_binding import frameworks
+from tests.workers.binding_frameworks import frameworks
 from workers.binding_task import bind_task
 from workers.ray_binding import RayBindingExecutor
 
