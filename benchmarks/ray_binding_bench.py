@@ -6,8 +6,11 @@ A private Redis and a local Ray; the binding task (``bind_task``) sent ``--tasks
 with no jobs (the task's own cost), then with ``--jobs`` SchedulingBasic pods each (each
 pod bound once), one every ``--gap`` seconds, half of them waited for at once; each
 process's CPU time before and after (psutil), divided by the tasks (and by the jobs).
+``--records``: the jobs as binding records (``RayBindingExecutor._lean``'s form: no
+manifest, no CycleState) instead of whole jobs (their CycleState empty here; a real
+cycle's is ~940 bytes, so whole jobs cost more than shown).
 Run: PYTHONPATH=. .venv/bin/python benchmarks/ray_binding_bench.py [--tasks 300]
-[--jobs 64]. A benchmark: it prints figures and asserts nothing.
+[--jobs 64] [--records]. A benchmark: it prints figures and asserts nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import psutil
 
 from cluster_sched.api.manifest import parse_object
+from cluster_sched.api.objects import Pod
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.state_codec import encode_state, encode_value
 from cluster_sched.redis_server import RedisServer, connect
@@ -63,6 +67,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=300)
     ap.add_argument("--jobs", type=int, default=64)
     ap.add_argument("--gap", type=float, default=0.01)
+    ap.add_argument("--records", action="store_true", help="jobs as binding records")
     args = ap.parse_args()
     ensure_ray()
     import ray
@@ -86,11 +91,15 @@ def main() -> None:
         base = _round(send, [empty] * args.tasks, args.gap)
         payloads = []
         for t in range(args.tasks):
-            wire = []
+            wire, records = [], []
             for i in range(t * args.jobs, (t + 1) * args.jobs):
-                pod = parse_object(store.get("Pod", f"default/p{i}"))  # type: ignore[arg-type]
-                wire.append([pod.raw, f"n{i % 10}", "default-scheduler", encode_state(CycleState()), i, {}, False])  # type: ignore[union-attr]  # fmt: skip
-            payloads.append(encode_value({"config": b"", "jobs": wire, "fence": fence}))
+                pod = parse_object(store.get("Pod", f"default/p{i}"))
+                assert isinstance(pod, Pod)
+                if args.records:
+                    records.append([pod.namespace, pod.name, pod.uid, f"n{i % 10}", "default-scheduler", dict(pod.requests), i, {}])  # fmt: skip
+                else:
+                    wire.append([pod.raw, f"n{i % 10}", "default-scheduler", encode_state(CycleState()), i, {}, False])  # fmt: skip
+            payloads.append(encode_value({"config": b"", "jobs": wire, "records": records, "fence": fence}))  # fmt: skip
         full = _round(send, payloads, args.gap)
     seconds = args.tasks * args.gap + 1.0
     print(f"idle Ray over 1 s: {sum(idle.values()) * 1e3:.1f} ms CPU")

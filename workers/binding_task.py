@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from cluster_sched.api.evolve import evolve
 from cluster_sched.api.manifest import parse_object
-from cluster_sched.api.objects import Pod
+from cluster_sched.api.objects import ObjectMeta, Pod
 from cluster_sched.config.load import default_config, parse_config
 from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.handle import Handle
@@ -33,7 +33,7 @@ from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import Tracing
 from workers.ray_runtime import worker_tracing
 
-__all__ = ["BINDING_TASK_CPUS", "MISSING_FENCE", "bind_task", "remote_bind_task"]
+__all__ = ["BINDING_TASK_CPUS", "MISSING_FENCE", "bind_task", "record_job", "remote_bind_task"]
 
 BINDING_TASK_CPUS: Final = 1.0
 """Logical CPUs one binding task reserves."""
@@ -100,6 +100,20 @@ def _decode_pod(obj: Any, node: str) -> Pod:
     return pod
 
 
+def record_job(record: Any) -> _WorkerJob:
+    """A job from a binding record ``[namespace, name, uid, node, profile, requests,
+    scheduling cycle, trace carrier]`` (``RayBindingExecutor._lean``: the coordinator
+    sends one only for a cycle that reads nothing more): its pod is what PreBind (all
+    Skipping), DefaultBinder's ``bind_many``, the events and the spans read of it, built
+    without parsing a manifest; its CycleState is empty."""
+    namespace, name, uid, node, profile, requests, cycle, carrier = record
+    if not isinstance(requests, dict):
+        raise StateCodecError(f"binding record's requests are a {type(requests).__name__}")
+    meta = ObjectMeta(name=str(name), namespace=str(namespace), uid=str(uid))
+    pod = Pod(meta, (), node_name=str(node), requests=requests)
+    return _WorkerJob(pod, pod.node_name, str(profile), CycleState(), int(cycle), dict(carrier))
+
+
 #: The outcome of every job of a task that carries no fencing token (a payload from a
 #: coordinator that forgot it, or from another program): refused, nothing written.
 MISSING_FENCE: Final = "binding task carries no fencing token: refused, nothing written"
@@ -123,7 +137,8 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
     if fence is None:
         # No token, no write: an unfenced write from a deposed leader's task would land.
         refused = [int(Code.ERROR), [MISSING_FENCE], ""]
-        return encode_value([refused for _ in req.get("jobs") or ()])
+        count = len(req.get("jobs") or ()) + len(req.get("records") or ())
+        return encode_value([refused] * count)
     tracing = worker_tracing(trace_endpoint)
     store = _worker_store(redis_url, prefix, fence)
     frameworks = _worker_frameworks(req["config"], store, redis_url, prefix, tracing)
@@ -145,6 +160,12 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
         except Exception as exc:  # a job that cannot be read fails alone
             jobs.append(None)
             decode_errors[i] = Status(Code.ERROR, (f"binding job unreadable: {exc}",))
+    for record in req.get("records") or ():  # replied to after the jobs, in their order
+        try:
+            jobs.append(record_job(record))
+        except Exception as exc:
+            decode_errors[len(jobs)] = Status(Code.ERROR, (f"binding record unreadable: {exc}",))
+            jobs.append(None)
     runnable = [j for j in jobs if j is not None]
     results: list[BindResult] = []
     done = iter(bind_jobs(store, frameworks, runnable, tracing, confirm=results.extend))

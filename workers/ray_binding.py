@@ -21,9 +21,13 @@ Where each phase runs:
   Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
   task returns ``[code, reasons, plugin]`` per job as msgpack, followed by ``rv,
   condition`` for a pod bound through the store (the store's reply to ``bind_many``).
+- A job whose cycle in the task reads nothing but the pod's key, uid, node and requests
+  (the common case: no WaitOnPermit, every PreBind preflight Skips, DefaultBinder alone,
+  no PostBind; ``_lean``) travels as a binding record: the task neither re-parses its
+  manifest nor decodes its CycleState. Records are replied to after the whole jobs.
 
 Batching is adaptive: a batch leaves when ``batch`` jobs wait, or when fewer than
-``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (100 ms) ago or
+``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (250 ms) ago or
 more: an idle cluster binds at once, a busy one sends at most one task per slot per
 BATCH_WAIT. ``poll`` never blocks and never asks Ray: each task's completion callback
 (on Ray's thread) decodes its reply, hands the bindings it made to ``confirm`` (the
@@ -57,6 +61,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
+from cluster_sched.framework.instrumentation import RECORD_PLUGIN_METRICS
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.state_codec import (
     StateCodecError,
@@ -65,8 +70,10 @@ from cluster_sched.framework.state_codec import (
     encode_value,
 )
 from cluster_sched.framework.status import SUCCESS, Code, Status
+from cluster_sched.plugins.names import DEFAULT_BINDER
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
 from cluster_sched.scheduler.binding_cycle import Confirm, statuses_from_store, wait_on_permit
+from cluster_sched.scheduler.schedule_one import pre_bind_pre_flights
 from cluster_sched.store.fence import is_fenced_message
 from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
@@ -90,13 +97,15 @@ DEFAULT_BATCH: Final = 256
 """Most jobs one binding task carries."""
 DEFAULT_MAX_IN_FLIGHT: Final = 2
 """Binding tasks running at once before jobs wait for the next batch."""
-BATCH_WAIT: Final = 0.1
+BATCH_WAIT: Final = 0.25
 """Seconds between two batches sent into a free slot. A task costs this machine ~4 ms of
 CPU over all its processes (the coordinator's submission, the raylet's lease, the
 worker's call and reply: ``benchmarks/ray_binding_bench.py``) against ~40-65 µs per job
-in the worker: at 2,500 pods/s a task every 20 ms cost ~80 µs per pod, every 100 ms
-(~250 jobs, about ``DEFAULT_BATCH``) ~16. A binding waits at most this long longer to
-leave; an idle loop sends at once (``wait_idle``)."""
+in the worker: at 2,500 pods/s a task every 20 ms cost ~80 µs per pod, a full batch
+(``DEFAULT_BATCH``, every ~100 ms) ~16. At 100,000 nodes (~1,000 pods/s) a task every
+100 ms carried ~100 jobs (~40 µs per pod): every 250 ms it carries a full batch again.
+A binding waits at most this long longer to leave; an idle loop sends at once
+(``wait_idle``)."""
 WARM_UP_TIMEOUT: Final = 120.0
 """Seconds the executor waits, when built, for its workers to have imported the binding
 code and built their store and Frameworks (a new worker takes seconds: the first
@@ -182,6 +191,8 @@ class RayBindingExecutor:
         self.failed_tasks = 0
         #: when the last batch left
         self._last_send = 0.0
+        #: profile -> whether its jobs may travel as binding records (``_lean``)
+        self._lean_profiles: dict[str, bool] = {}
         #: the warm-up tasks, waited for at the first job (``_warm_up``)
         self._warming: list[Any] = self._warm_up()
 
@@ -284,7 +295,25 @@ class RayBindingExecutor:
     def _send(self, jobs: list[BindingJob]) -> None:
         wire: list[list[Any]] = []
         sendable: list[BindingJob] = []
+        records: list[list[Any]] = []
+        lean: list[BindingJob] = []
         for job in jobs:
+            if self._lean(job):
+                pod = job.pod
+                records.append(
+                    [
+                        pod.namespace,
+                        pod.name,
+                        pod.uid,
+                        job.node_name,
+                        job.profile,
+                        pod.requests,
+                        job.scheduling_cycle,
+                        job.trace_carrier,
+                    ]
+                )
+                lean.append(job)
+                continue
             try:
                 state = encode_state(job.state)
             except StateCodecError as exc:
@@ -305,15 +334,47 @@ class RayBindingExecutor:
                 ]
             )
             sendable.append(job)
-        if not sendable:
+        if not sendable and not lean:
             return
         fence = self._store.fence  # the term's token: a deposed leader's tasks are refused
         payload = encode_value(
-            {"config": self._config, "jobs": wire, "fence": [fence.key, fence.token]}
+            {
+                "config": self._config,
+                "jobs": wire,
+                "records": records,
+                "fence": [fence.key, fence.token],
+            }
         )
         ref = remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
-        self._in_flight[ref] = sendable
+        self._in_flight[ref] = sendable + lean  # the reply's order: jobs, then records
         ref.future().add_done_callback(lambda done, ref=ref: self._on_finished(ref, done))
+
+    def _lean(self, job: BindingJob) -> bool:
+        """Whether the task can bind ``job`` from a binding record (``binding_task.
+        record_job``) instead of its pod and CycleState, because nothing of its cycle reads
+        more: no WaitOnPermit, no nomination, every PreBind plugin's preflight Skips (its
+        PreBind then succeeds from an empty state as from the cycle's), no plugin metrics
+        drawn for the cycle, and a profile that binds with DefaultBinder alone, runs no
+        PostBind and has no binder extender. Re-parsing a pod and decoding its CycleState
+        (~1.2 KB of the job's ~1.3) were most of a task's CPU per pod."""
+        if job.waiting or job.nominate or job.state.get(RECORD_PLUGIN_METRICS):
+            return False
+        fwk = self._frameworks.get(job.profile)
+        if fwk is None:
+            return False
+        lean = self._lean_profiles.get(job.profile)
+        if lean is None:
+            lean = self._lean_profiles[job.profile] = (
+                len(fwk.bind) == 1
+                and fwk.bind[0].name == DEFAULT_BINDER
+                and not fwk.post_bind
+                and not any(getattr(e, "is_binder", True) for e in fwk.handle.extenders)
+            )
+        # asked again: ``nominate`` is False whatever PreBind will do when its gate is off
+        return lean and (
+            not fwk.pre_bind
+            or pre_bind_pre_flights(fwk, job.state, job.pod, job.node_name).code == Code.SKIP
+        )
 
     def _on_finished(self, ref: Any, done: Future[bytes]) -> None:
         """On Ray's thread, as a task finishes: its reply decoded, the bindings it made

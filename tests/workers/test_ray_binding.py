@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,18 +13,13 @@ import redis
 
 from cluster_sched.api.manifest import parse_object
 from cluster_sched.api.objects import Pod
-from cluster_sched.config.load import default_config
 from cluster_sched.framework.cycle_state import CycleState
-from cluster_sched.framework.handle import Handle
-from cluster_sched.framework.runtime import Framework
 from cluster_sched.framework.state_codec import decode_value, encode_state, encode_value
 from cluster_sched.framework.status import Code
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
-from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.own_bindings import ExpectedBindings, OwnBinding, bound_manifest
-from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.store.fence import is_fenced_message
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import BINDING_CYCLE
@@ -33,6 +27,7 @@ from cluster_sched.telemetry.tracing import setup_tracing
 from cluster_sched.testing.builders import make_node, make_pod
 from cluster_sched.testing.fencing import depose, lead
 from cluster_sched.testing.otlp_receiver import OtlpReceiver
+from tests.workers.binding_frameworks import frameworks
 from workers.ray_binding import MISSING_FENCE, RayBindingExecutor, bind_task, ray_binding_executor
 
 pytestmark = pytest.mark.usefixtures("ray_session")
@@ -52,14 +47,6 @@ def cluster(store: Store, pods: int) -> list[Pod]:
         assert isinstance(pod, Pod)
         out.append(pod)
     return out
-
-
-def frameworks(store: Store) -> dict[str, Framework]:
-    profile = default_config().profiles[0]
-    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
-    handle.binder = store_binder(store)
-    fwk = new_framework(profile, handle)
-    return {profile.scheduler_name: fwk}
 
 
 def job(pod: Pod, node: str, cycle: int = 1, **kw: Any) -> BindingJob:
