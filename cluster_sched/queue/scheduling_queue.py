@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import msgpack  # type: ignore[import-untyped]
+
 from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.errors import StoreError
@@ -42,15 +44,15 @@ from cluster_sched.framework import events as ev
 from cluster_sched.framework.events import ActionType, ClusterEvent, EventResource
 from cluster_sched.queue import requeueing as rq
 from cluster_sched.queue.base import (
+    BATCH,
     DEFAULT_BACKOFF_FLUSH_INTERVAL,
     DEFAULT_LEFTOVER_FLUSH_INTERVAL,
     IncomingHook,
     Queued,
-    chunks,
     log,
 )
 from cluster_sched.queue.cycles import POP_WAIT_SLICE, CycleQueue
-from cluster_sched.queue.scripts import Placement, as_text
+from cluster_sched.queue.scripts import Placement, as_text, num_arg
 from cluster_sched.queue.store_errors import translate_redis_errors
 from cluster_sched.queue.types import Location, QueuedPodInfo
 
@@ -66,6 +68,8 @@ __all__ = [
 FLUSH_LIMIT = 1000
 
 _POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+_ACTIVE = Location.ACTIVE.value
+_UNSCHEDULABLE = Location.UNSCHEDULABLE.value
 _SCALE_DOWN = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCALE_DOWN)
 
 
@@ -87,31 +91,80 @@ class SchedulingQueue(CycleQueue):
         ``info.timestamp`` orders it among equals: stamp it with ``queue.clock.now()``
         (or the pod's creation time when replaying a workload). Returns where it went;
         None if it is in flight (being scheduled) or gated while already queued.
+        Built through ``_placement`` like every other move: :meth:`add_many`'s one-pass
+        form of the same arguments is checked against it (tests/queue/test_bulk_add.py).
         """
-        return self.add_many([info])[0]
+        now = self._clock.now()
+        info = self._admit(info)
+        placement = self._placement(
+            info, Location.UNSCHEDULABLE if info.gated else Location.ACTIVE, now
+        )
+        try:
+            (reply,) = self._scripts.add(self._keys, [placement])
+        finally:
+            self._placed([placement])
+        if not reply:
+            return None
+        self._emit(reply, ev.EVENT_UNSCHEDULED_POD_ADD.label)
+        where = Location(reply)
+        if where is Location.ACTIVE and info.nominated_node_name:
+            self.nominator.add_nominated_pod(info.pod_key, info.nominated_node_name, info.priority)
+        return where
 
     @translate_redis_errors("add pods to the scheduling queue")
     def add_many(self, infos: Sequence[QueuedPodInfo]) -> list[Location | None]:
-        """:meth:`add` for many pods, a thousand per script call."""
+        """:meth:`add` for many pods, a thousand per script call.
+
+        A burst of new pods is the commonest write of the loop, so the batch is built
+        in one pass without a ``Placement`` per pod: PreEnqueue, the QueueSort key and
+        the packed record of each pod go straight into the script's arguments (those
+        :meth:`_placement` would give), the metrics hook is called only when one is
+        set, and only pods carrying a nomination visit the nominator. The state left
+        and the results are those of the pods added one at a time, in order."""
         now = self._clock.now()
-        admitted = [self._admit(info) for info in infos]
-        placements = [
-            self._placement(i, Location.UNSCHEDULABLE if i.gated else Location.ACTIVE, now)
-            for i in admitted
-        ]
+        pre_enqueue, sort_key = self._pre_enqueue, self._sort_key
+        packer = msgpack.Packer(use_bin_type=True)
+        args: list[str | bytes] = []
+        nominated: list[tuple[int, QueuedPodInfo]] = []
+        gated = active = False
+        for i, info in enumerate(infos):
+            if pre_enqueue is not None:
+                info = info.with_gate(pre_enqueue(info))
+            if info.gated:
+                dest, first = _UNSCHEDULABLE, info.initial_attempt_timestamp
+                gated = True
+            else:
+                dest, active = _ACTIVE, True
+                first = info.initial_attempt_timestamp
+                if first is None:
+                    first = now
+                if info.nominated_node_name:
+                    nominated.append((i, info))
+            score, tiebreak = sort_key(info)
+            key = info.pod_key
+            args += [
+                key,
+                dest,
+                num_arg(info.timestamp),
+                repr(float(score)),
+                f"{tiebreak}\x00{key}",
+                packer.pack(info.wire(first)),
+                str(info.attempts or 0),
+            ]
         results: list[Location | None] = []
-        label = ev.EVENT_UNSCHEDULED_POD_ADD.label
-        for chunk in chunks(placements):
+        for start in range(0, len(args), 7 * BATCH):
             try:
-                replies = self._scripts.add(self._keys, chunk)
+                results += self._scripts.add_args(self._keys, args[start : start + 7 * BATCH])
             finally:
-                self._placed(chunk)
-            for reply in replies:
-                results.append(Location(reply) if reply else None)
-                if reply:
-                    self._emit(reply, label)
-        for info, where in zip(admitted, results, strict=True):
-            if where is Location.ACTIVE and info.nominated_node_name:
+                self._pool_writes += gated
+                self.active_writes += active
+        if self._on_incoming is not None:
+            label = ev.EVENT_UNSCHEDULED_POD_ADD.label
+            for where in results:
+                if where is not None:
+                    self._emit(where.value, label)
+        for i, info in nominated:
+            if results[i] is Location.ACTIVE:
                 self.nominator.add_nominated_pod(
                     info.pod_key, info.nominated_node_name, info.priority
                 )

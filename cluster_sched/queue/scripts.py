@@ -19,6 +19,7 @@ import redis
 from redis.commands.core import Script
 
 from cluster_sched.queue.keys import NominatorKeys, QueueKeys
+from cluster_sched.queue.types import Location
 from cluster_sched.store.batch import ScriptBatch
 from cluster_sched.store.fence import Fence, fence_prelude
 
@@ -27,6 +28,7 @@ __all__ = [
     "PopReply",
     "QueueScripts",
     "as_text",
+    "num_arg",
     "scripts_for",
     "unschedulable_replies",
 ]
@@ -55,7 +57,8 @@ def _source(name: str) -> str:
     return fence_prelude() + "\n" + lib + text
 
 
-def _num(value: float | int | None) -> str:
+def num_arg(value: float | int | None) -> str:
+    """A number as an ARGV string ("" for None)."""
     # repr round-trips a double exactly; Redis and Lua parse it with strtod.
     return "" if value is None else repr(value) if isinstance(value, float) else str(value)
 
@@ -66,6 +69,7 @@ def as_text(value: Any) -> str:
 
 
 _ADD_CODES = {"a": "active", "u": "unschedulable", "-": ""}
+_ADD_LOCATIONS = {"a": Location.ACTIVE, "u": Location.UNSCHEDULABLE, "-": None}
 
 
 class Placement(NamedTuple):
@@ -121,10 +125,16 @@ class QueueScripts:
         """Per placement, where the pod went, or "" if it was skipped."""
         args: list[str | bytes] = []
         for p in placements:
-            args += [p.pod_key, p.dest, _num(p.score), _num(p.sort_score), p.sort_member]
-            args += [p.info or b"", _num(p.attempts or 0)]
+            args += [p.pod_key, p.dest, num_arg(p.score), num_arg(p.sort_score), p.sort_member]
+            args += [p.info or b"", num_arg(p.attempts or 0)]
         codes = as_text(self._run("add", keys.core, args))
         return [_ADD_CODES[c] for c in codes]
+
+    def add_args(self, keys: QueueKeys, args: Sequence[str | bytes]) -> list[Location | None]:
+        """``add`` for ARGV already built (7 per pod, as add.lua's header): per pod,
+        where it went, or None if it was skipped."""
+        codes = as_text(self._run("add", keys.core, args))
+        return [_ADD_LOCATIONS[c] for c in codes]
 
     def pop_many(
         self,
@@ -138,7 +148,7 @@ class QueueScripts:
         """Up to ``max_pods`` pods, in pop order, each with its own cycle; with
         ``from_backoff``, one backoffQ pod when activeQ is empty. ``finished``: pods
         whose cycle ended, done first (as :meth:`done_many`) in the same script run."""
-        args = [_num(float(now)), str(max_pods), "1" if from_backoff else "0", *finished]
+        args = [num_arg(float(now)), str(max_pods), "1" if from_backoff else "0", *finished]
         reply = self._run("pop_many", keys.core, args)
         return [
             PopReply(
@@ -194,14 +204,14 @@ class QueueScripts:
         """Per placement, the location the pod is in now, or "" if its revision moved on."""
         args: list[str | bytes] = ["1" if wake_on_backoff else "0"]
         for p in placements:
-            args += [p.pod_key, p.expected_rev, p.dest, _num(p.score)]
-            args += [_num(p.sort_score), p.sort_member if p.sort_score is not None else ""]
-            args += [p.info or b"", _num(p.attempts)]
+            args += [p.pod_key, p.expected_rev, p.dest, num_arg(p.score)]
+            args += [num_arg(p.sort_score), p.sort_member if p.sort_score is not None else ""]
+            args += [p.info or b"", num_arg(p.attempts)]
         reply = self._run("requeue", keys.core, args)
         return [as_text(r) for r in reply]
 
     def flush_backoff(self, keys: QueueKeys, now: float, limit: int) -> list[str]:
-        reply = self._run("flush_backoff", keys.core, [_num(float(now)), str(limit)])
+        reply = self._run("flush_backoff", keys.core, [num_arg(float(now)), str(limit)])
         return [as_text(r) for r in reply]
 
     def delete(self, keys: QueueKeys, pod_key: str) -> str | None:
@@ -260,8 +270,8 @@ def _unschedulable_args(
 ) -> list[str | bytes]:
     args: list[str | bytes] = ["1" if wake_on_backoff else "0"]
     for p in placements:
-        args += [p.pod_key, p.dest, _num(p.score)]
-        args += [_num(p.sort_score), p.sort_member, p.info or b"", _num(p.attempts or 0)]
+        args += [p.pod_key, p.dest, num_arg(p.score)]
+        args += [num_arg(p.sort_score), p.sort_member, p.info or b"", num_arg(p.attempts or 0)]
     return args
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgpack  # type: ignore[import-untyped]
 
@@ -93,23 +93,24 @@ class QueuedPodInfo:
         """msgpack bytes (a versioned array), the form stored in Redis; with
         ``initial_attempt_timestamp``, those of this info with that field set (what
         entering activeQ records, without building the copy)."""
+        return msgpack.packb(self.wire(initial_attempt_timestamp), use_bin_type=True)
+
+    def wire(self, initial_attempt_timestamp: float | None = None) -> list[Any]:
+        """The array :meth:`pack` encodes, for a caller packing many with one Packer."""
         initial = self.initial_attempt_timestamp
-        return msgpack.packb(
-            [
-                _WIRE_VERSION,
-                self.pod_key,
-                self.priority,
-                float(self.timestamp),
-                self.attempts,
-                initial if initial_attempt_timestamp is None else initial_attempt_timestamp,
-                sorted(self.unschedulable_plugins),
-                sorted(self.pending_plugins),
-                self.gated,
-                self.gating_plugin,
-                self.nominated_node_name,
-            ],
-            use_bin_type=True,
-        )
+        return [
+            _WIRE_VERSION,
+            self.pod_key,
+            self.priority,
+            float(self.timestamp),
+            self.attempts,
+            initial if initial_attempt_timestamp is None else initial_attempt_timestamp,
+            sorted(self.unschedulable_plugins),
+            sorted(self.pending_plugins),
+            self.gated,
+            self.gating_plugin,
+            self.nominated_node_name,
+        ]
 
     @classmethod
     def unpack(

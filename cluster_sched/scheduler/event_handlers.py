@@ -211,12 +211,23 @@ class EventHandlers:
         step is one whole microsecond, the queue's resolution (``timestamp_tiebreak``):
         ``last + 1e-6`` in floats at epoch scale rounds to the same microsecond about
         one step in seven, and a frozen or coarse clock then let the pod key, not the
-        arrival, order a burst."""
+        arrival, order a burst. The batch is stamped from one reading of the clock (the
+        time it is queued), each pod a microsecond after the one before it."""
+        now = self.clock.now()
+        last = self._last_queue_ts
         infos = []
         for pod in pods:
-            following = (round(self._last_queue_ts * 1_000_000) + 1) / 1_000_000
-            self._last_queue_ts = max(self.clock.now(), following)
-            infos.append(queued_info_for(pod, self._last_queue_ts))
+            following = (round(last * 1_000_000) + 1) / 1_000_000
+            last = now if now > following else following
+            infos.append(
+                QueuedPodInfo(
+                    pod_key=pod.key,
+                    priority=pod.priority,
+                    timestamp=last,
+                    nominated_node_name=pod.nominated_node_name,
+                )
+            )
+        self._last_queue_ts = last
         self.queue.add_many(infos)
 
     def on_invalid(self, kind: str, key: str, err: InvalidObjectError) -> None:

@@ -34,6 +34,7 @@ from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.dra.listers import DRA_KINDS
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.scheduler.own_bindings import ExpectedBindings, OwnBinding, bound_manifest
+from cluster_sched.scheduler.pod_templates import PodTemplates
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
 from cluster_sched.store.sharing import ManifestSharing
@@ -118,6 +119,8 @@ class Informer:
     #: called every LISTING_STEP objects of a listing (``_apply_listing``): Ray shards
     #: take in the nodes listed so far meanwhile (``ReducedCalls.preload_listed``)
     listing_progress: Callable[[], None] | None = None
+    #: new pods of a template built from its first pod's parse (pod_templates.py)
+    templates: PodTemplates = field(default_factory=PodTemplates)
 
     def list_and_watch(self) -> None:
         """Initial listing (nodes first, so pods find their nodes), then the stream id.
@@ -273,13 +276,20 @@ class Informer:
         if kind not in WATCHED_KINDS:
             return
         new: Any = None
+        template: bytes | None = None
         if etype == EventType.MODIFIED and kind == "Pod":
             new = bound_fast_path(self.pods.get(key), doc, self.sharing)
+        elif etype == EventType.ADDED and kind == "Pod":
+            template = self.templates.key(doc)
+            if template is not None:
+                new = self.templates.pod(template, doc)
         if new is None and etype != EventType.DELETED:
             if kind == "Pod" or kind == "Node":
                 doc = self.sharing.manifest(doc)
             try:
                 new = parse_object(doc)
+                if template is not None and isinstance(new, Pod):
+                    self.templates.remember(template, new, doc)
             except InvalidObjectError as err:
                 self._report(kind, key, err)
                 # A now-invalid object is treated as gone for scheduling purposes.
