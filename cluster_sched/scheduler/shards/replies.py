@@ -144,8 +144,9 @@ class MergedChunk:
         # scalars cost more per read): each pod's holders of the best, and each shard's
         # byte offsets and row counts per pod
         self._holders: list[list[int]] = [[] for _ in range(n)]
-        for s, i in zip(*np.nonzero(self.winners), strict=True):
-            self._holders[int(i)].append(int(s))
+        holder, pod = np.nonzero(self.winners)
+        for s, i in zip(holder.tolist(), pod.tolist(), strict=True):
+            self._holders[i].append(s)
         self._offsets = [r.offsets.tolist() for r in self.replies]
         self._rows = [r.rows.tolist() for r in self.replies]
 
