@@ -62,7 +62,7 @@ from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, shape_r
 from cluster_sched.scheduler.shards.prefetch import predictable_state
 from cluster_sched.scheduler.shards.reduce import ShardWindows
 from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
-from cluster_sched.scheduler.shards.rescore import ChangedRows
+from cluster_sched.scheduler.shards.rescore import ChangedRows, TouchedRows
 
 __all__ = ["Flight", "ReducedBatch", "ReducedItem", "predict_windows"]
 
@@ -97,7 +97,7 @@ class Flight:
     n: int
     end: int
     ahead: bool = False
-    touched: set[int] = field(default_factory=set)
+    touched: TouchedRows = field(default_factory=TouchedRows)
     #: submitted calls in order: (chunk, [(shard, pending)])
     calls: list[tuple[int, list[tuple[int, Any]]]] = field(default_factory=list)
     #: its spans while tracing is on (``batch_trace.BatchTrace``), else None
@@ -415,15 +415,9 @@ class ReducedBatch:
         self.hits += 1
         return rows, int(rows[chosen]), best
 
-    def _changed(self, touched: set[int], start: int, width: int) -> np.ndarray:
+    def _changed(self, touched: TouchedRows, start: int, width: int) -> np.ndarray:
         """Window positions of the rows changed since the payload was sent, ascending."""
-        if not touched:
-            return np.zeros(0, dtype=np.int64)
-        marks = np.fromiter(touched, dtype=np.int64, count=len(touched))
-        marks = marks[marks < len(self._position)]
-        pos = self._position[marks]
-        pos = (pos[pos >= 0] - start) % self.n
-        return np.unique(pos[pos < width])
+        return touched.in_window(self._position, self.n, start, width)
 
     def counters(self, n_shards: int) -> dict[str, float]:
         """How many attempts the shards' reductions answered, why the others were not,

@@ -30,6 +30,7 @@ __all__ = ["NORMALIZED_NAMES", "ChunkReduction", "MergedChunk"]
 NORMALIZED_NAMES: tuple[str, ...] = tuple(sorted(DEFAULT_NORMALIZED))
 #: a merged pod's verdict: answered, a row failed (or no shard holds rows), a shard stale
 ANSWERED, FILTER, STALE_VERDICT = range(3)
+_NO_BITS = np.zeros(0, dtype=np.uint8)
 
 
 @dataclass(slots=True)
@@ -139,6 +140,15 @@ class MergedChunk:
         low = np.where(shown, maxima, np.iinfo(np.int64).max).min(axis=0)
         #: whether some shard's maximum differs from another's
         self.conflict = ((self.maxima >= 0) & (low != self.maxima)).any(axis=1)
+        # what ``tie_bits`` reads per pod, made once per chunk as Python ints (numpy
+        # scalars cost more per read): each pod's holders of the best, and each shard's
+        # byte offsets and row counts per pod
+        self._holders: list[list[int]] = [[] for _ in range(n)]
+        holder, pod = np.nonzero(self.winners)
+        for s, i in zip(holder.tolist(), pod.tolist(), strict=True):
+            self._holders[i].append(s)
+        self._offsets = [r.offsets.tolist() for r in self.replies]
+        self._rows = [r.rows.tolist() for r in self.replies]
 
     def skipped(self, i: int) -> list[frozenset[str]]:
         """The PreScore skip sets of the shards holding rows of pod ``i``'s window."""
@@ -158,18 +168,26 @@ class MergedChunk:
         its best total (``ties``); ``positions[pos_off[s]:pos_off[s + 1]]``: where shard
         ``s``'s rows of the window sit in it, in order. None when a shard's row count is
         not the coordinator's (never trusted then)."""
-        byte_off = np.full(len(self.replies), -1, dtype=np.int64)
-        rows = np.zeros(len(self.replies), dtype=np.int64)
+        shards = len(self.replies)
+        byte_off, rows = [-1] * shards, [0] * shards
+        bounds = pos_off.tolist()
         parts = []
         at = 0
-        for s in np.flatnonzero(self.winners[:, i]).tolist():
-            r = self.replies[s]
-            n = int(r.rows[i])
-            if int(pos_off[s + 1] - pos_off[s]) != n:
+        for s in self._holders[i]:
+            n = self._rows[s][i]
+            if bounds[s + 1] - bounds[s] != n:
                 return None
-            part = r.bits[r.offsets[i] : r.offsets[i + 1]]
+            offsets = self._offsets[s]
+            parts.append(self.replies[s].bits[offsets[i] : offsets[i + 1]])
             byte_off[s], rows[s] = at, n
-            parts.append(part)
-            at += len(part)
-        bits = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
-        return TieBits(bits, byte_off, rows, positions, pos_off, width)
+            at += offsets[i + 1] - offsets[i]
+        # a copy even of one part: the kernels take one (writable) array type
+        bits = np.concatenate(parts) if parts else _NO_BITS
+        return TieBits(
+            bits,
+            np.array(byte_off, dtype=np.int64),
+            np.array(rows, dtype=np.int64),
+            positions,
+            pos_off,
+            width,
+        )

@@ -5,6 +5,7 @@ pod, else by the plugins."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.shards.compiled import PreparedShape, ShardKernels
 from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED
 
-__all__ = ["ChangedRows"]
+__all__ = ["ChangedRows", "TouchedRows"]
 
 #: prepared pod shapes kept (``ChangedRows._compiled``)
 SHAPES_KEPT = 256
@@ -32,6 +33,76 @@ def _normalized(raw: np.ndarray, maximum: int, reverse: bool) -> np.ndarray:
         return np.full_like(raw, MAX_NODE_SCORE) if reverse else raw.copy()
     out = div_trunc(MAX_NODE_SCORE * raw, maximum)
     return MAX_NODE_SCORE - out if reverse else out  # type: ignore[no-any-return]
+
+
+def _none() -> np.ndarray:
+    """No positions (a new writable array: the tie kernels take one array type)."""
+    return np.zeros(0, dtype=np.int64)
+
+
+class TouchedRows:
+    """The replica rows changed since a flight was sent (the router's ``_touch`` calls
+    ``add``), and their positions in the node order, kept sorted as they arrive.
+
+    Every answered pod asks which positions of its window changed (``in_window``). The
+    rows grow by about one per assumed pod, so the positions are placed once each, on
+    the first ask after they arrive, and a window's changed positions are two
+    bisections: the cost per pod is the rows new since the last ask, not every row
+    changed since the flight was sent (a set made an array, masked and sorted per pod)."""
+
+    __slots__ = ("_by", "_placed", "_sorted", "rows")
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self._placed = 0
+        #: positions of ``rows[:_placed]`` under the order map ``_by``: sorted, distinct
+        self._sorted: list[int] = []
+        self._by: np.ndarray | None = None
+
+    def add(self, row: int) -> None:
+        self.rows.append(row)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+    def __iter__(self) -> Any:
+        return iter(self.rows)
+
+    def in_window(self, position: np.ndarray, n: int, start: int, width: int) -> np.ndarray:
+        """Window positions (ascending, distinct) of the changed rows among order
+        positions ``start .. start+width-1`` (mod ``n``); ``position``: replica row ->
+        order position (-1: none), the map the flight's order was made with."""
+        if position is not self._by:  # another order: place every row again
+            self._by, self._placed, self._sorted = position, 0, []
+        if self._placed < len(self.rows):
+            got, limit = self._sorted, len(position)
+            for row in self.rows[self._placed :]:
+                if 0 <= row < limit:
+                    p = int(position[row])
+                    if p >= 0:
+                        at = bisect_left(got, p)
+                        if at == len(got) or got[at] != p:
+                            got.insert(at, p)
+            self._placed = len(self.rows)
+        got = self._sorted
+        if not got:
+            return _none()
+        end = start + width
+        lo = bisect_left(got, start)
+        if end <= n:
+            hi = bisect_left(got, end)
+            if lo == hi:
+                return _none()
+            return np.array(got[lo:hi], dtype=np.int64) - start
+        hi = bisect_left(got, end - n)
+        if lo == len(got) and hi == 0:
+            return _none()
+        return np.array(
+            [p - start for p in got[lo:]] + [p + n - start for p in got[:hi]], dtype=np.int64
+        )
 
 
 class ChangedRows:

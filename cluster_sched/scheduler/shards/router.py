@@ -30,12 +30,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from cluster_sched.api.objects import Node, Pod
 from cluster_sched.nodetable.table import NodeTable
+
+if TYPE_CHECKING:
+    from cluster_sched.scheduler.shards.rescore import TouchedRows
 
 Delta = list[Any]
 #: changes pushed per shard per idle loop turn, and the backlog below which a shard is
@@ -150,7 +153,7 @@ class ShardRouter:
         self.touched: set[int] | None = None
         #: the reduced protocol's batches in flight: each records the rows changed since
         #: it was sent (``pipeline``: the current batch and the next one, sent ahead)
-        self.marks: list[set[int]] = []
+        self.marks: list[TouchedRows] = []
         #: new nodes noted but not placed yet, and their replica rows (``place_pending``)
         self._new_nodes: list[Node] = []
         self._new_rows: list[int] = []

@@ -26,11 +26,14 @@ __all__ = ["TieBits"]
 _JIT = njit(cache=True, nogil=True)
 
 
+#: set bits of each byte value: the prefix popcounts read one entry per byte of the
+#: window's bits (6,250 bytes at 1,000,000 nodes, per pod) instead of a bit twiddle each
+_POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
+
+
 @_JIT
 def _popcount(v):  # type: ignore[no-untyped-def]
-    v = v - ((v >> 1) & 0x55)
-    v = (v & 0x33) + ((v >> 2) & 0x33)
-    return (v + (v >> 4)) & 0x0F
+    return _POPCOUNT[v & 0xFF]
 
 
 @_JIT
@@ -75,7 +78,7 @@ def tie_count(bits, byte_off, positions, pos_off, changed, added, width):  # typ
     cum = np.empty(bits.shape[0] + 1, dtype=np.int64)
     cum[0] = 0
     for k in range(bits.shape[0]):
-        cum[k + 1] = cum[k] + _popcount(np.int64(bits[k]))
+        cum[k + 1] = cum[k] + _POPCOUNT[bits[k]]
     keep = np.zeros(changed.shape[0], dtype=np.bool_)
     for k in range(changed.shape[0]):
         keep[k] = _is_tie(bits, byte_off, positions, pos_off, changed[k])
