@@ -23,7 +23,7 @@ from cluster_sched.scheduler.own_bindings import bound_manifest
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
 from tests.workers.binding_frameworks import frameworks
-from workers.binding_task import bind_task
+from workers.binding_task import MISSING_FENCE, bind_task
 from workers.ray_binding import RayBindingExecutor
 
 PROFILE = "default-scheduler"
@@ -70,6 +70,23 @@ def test_a_binding_record_binds_as_its_job_would(redis_client: redis.Redis, redi
     assert (store.get("Pod", too_big.key) or {}).get("spec", {}).get("nodeName") is None
     scheduled = sorted(e["key"] for e in store.events(reason="Scheduled"))
     assert scheduled == sorted([job_pod.key, record_pod.key])
+
+
+def test_records_without_a_fencing_token_are_refused(
+    redis_client: redis.Redis, redis_url: str
+) -> None:
+    """A task without ``[lease key, token]`` refuses its records as it refuses its jobs:
+    one MISSING_FENCE reply each, nothing bound."""
+    store = Store(redis_client)
+    pods = pods_on_one_node(store, ["1", "1"])
+    request = {"config": b"", "jobs": [], "records": [record(p, "n0") for p in pods]}
+    reply = decode_value(bind_task(encode_value(request), redis_url, store.keys.prefix, ""))
+    assert reply == [[int(Code.ERROR), [MISSING_FENCE], ""]] * len(pods)
+    assert [(store.get("Pod", p.key) or {}).get("spec", {}).get("nodeName") for p in pods] == [
+        None,
+        None,
+    ]
+    assert store.events() == []
 
 
 @pytest.mark.parametrize(
