@@ -108,6 +108,7 @@ def _time_waits() -> None:
 
     timed(QueueScripts, "pop_many", "pop")
     timed(QueueScripts, "add", "queue add")
+    timed(QueueScripts, "add_args", "queue add")
     timed(QueueScripts, "unpop", "give back")
     timed(Store, "apply_many", "writes (feeder, nodes)")
     if hasattr(informer, "read_entries"):
