@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 
 import pytest
 
@@ -37,6 +38,7 @@ def test_idle_collection_frees_cycles_that_died_frozen(monkeypatch: pytest.Monke
         assert gc.collect() == 0
         assert not gc_policy.collect_when_idle()  # the interval has not passed
         monkeypatch.setattr(gc_policy, "IDLE_FULL_INTERVAL", 0.0)
+        monkeypatch.setattr(gc_policy, "IDLE_QUIET", 0.0)
         counts: list[int] = []
 
         def count(phase: str, info: dict[str, int]) -> None:
@@ -50,6 +52,22 @@ def test_idle_collection_frees_cycles_that_died_frozen(monkeypatch: pytest.Monke
             gc.callbacks.remove(count)
         assert counts and counts[0] >= 50
     assert not gc_policy.collect_when_idle()  # outside the scope: never
+
+
+def test_no_idle_collection_until_the_loop_has_been_quiet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An empty turn between busy ones (waiting a few ms for bindings or arrivals) is
+    not idle: the full collection waits until no turn had work for IDLE_QUIET."""
+    monkeypatch.setattr(gc_policy, "IDLE_FULL_INTERVAL", 0.0)
+    with gc_policy.survivors_frozen():
+        gc_policy.note_busy()
+        assert not gc_policy.collect_when_idle()  # busy a moment ago
+        monkeypatch.setattr(gc_policy, "IDLE_QUIET", 0.05)
+        time.sleep(0.1)
+        assert gc_policy.collect_when_idle()  # quiet long enough
+        gc_policy.note_busy()
+        assert not gc_policy.collect_when_idle()
 
 
 def test_young_collections_are_rarer_inside_the_scope_and_restored_after() -> None:

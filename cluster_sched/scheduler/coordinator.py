@@ -23,7 +23,7 @@ from cluster_sched.clock import Clock
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import StoreError
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.gc_policy import collect_when_idle
+from cluster_sched.gc_policy import collect_when_idle, note_busy
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import Location, QueuedPodInfo
 from cluster_sched.scheduler import whole_batch
@@ -238,6 +238,7 @@ class Coordinator:
             self.source.sync_when_idle()
             collect_when_idle()
             return False
+        note_busy()
         pop_ns = time.time_ns() if self.tracing.enabled else 0
         try:
             if len(batch) > 1:
