@@ -96,3 +96,34 @@ def test_a_bind_plugin_binding_through_the_store_gets_the_check_and_one_event(
     assert not too_big.is_success and "over committed" in too_big.message()
     assert [e["key"] for e in store.events(reason="Scheduled")] == ["default/fits"]
     assert [e["key"] for e in store.events(reason="OverCommit")] == ["default/too-big"]
+
+
+def test_one_shared_bind_many_checks_each_pod_as_its_profile_would(store: Store) -> None:
+    """The Fit args are read once per profile per shared ``bind_many`` (``_FitSkips``):
+    pods of two profiles in one call, one ignoring the GPU, the other not, each get
+    their own profile's check (a per-call answer would bind b or refuse a)."""
+    store.apply_many([make_node("n1").capacity({"cpu": "8", "pods": 10, GPU: 1}).manifest()])
+    doc = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [
+            {
+                "schedulerName": "ignores-gpu",
+                "pluginConfig": [{"name": "NodeResourcesFit", "args": {"ignoredResources": [GPU]}}],
+            },
+            {"schedulerName": "default-scheduler"},
+        ],
+    }
+    frameworks = new_frameworks(parse_config(doc), lambda p: Handle(profile_name=p.scheduler_name))
+    jobs = []
+    for name, profile in (("a", "ignores-gpu"), ("b", "default-scheduler"), ("c", "ignores-gpu")):
+        stored = store.apply(make_pod(name).req({"cpu": "1", GPU: 1}).manifest()).obj
+        pod = replace(parse_pod(stored), node_name="n1")
+        jobs.append(BindingJob(pod, "n1", profile, CycleState(), QueuedPodInfo(pod.key), 1))
+    a, b, c = bind_jobs(store, frameworks, jobs)
+    assert a.is_success and c.is_success  # the GPU is not checked for their profile
+    assert not b.is_success and "over committed" in b.message()  # a holds the one GPU
+    assert [e["key"] for e in store.events(reason="OverCommit")] == ["default/b"]
+
+
+GPU = "example.com/gpu"
