@@ -92,7 +92,6 @@ class ReducedCalls:
         self._rebuilds_seen = 0
         #: preload calls sent while the informer lists (``preload_listed``), not collected
         self._listing_calls: list[tuple[int, Any]] = []
-        self._preloaded = False
 
     def available(self) -> bool:
         return all(hasattr(c, "submit_reduce") for c in self.source.clients)
@@ -114,7 +113,6 @@ class ReducedCalls:
             if wait_started is not None:
                 wait_started()
         inflight, self._listing_calls = self._listing_calls, []
-        self._preloaded = True
         if not self._preloading(batch_size, percentage):
             self._collect(inflight)
             return
@@ -160,10 +158,8 @@ class ReducedCalls:
         the calls sent at the previous step. The shards take in their nodes (decode and
         parse them: ~20 s each at 1,000,000 nodes) while the coordinator goes on
         listing, instead of after; ``preload`` then sends only the rest. The same deltas
-        in the same order, only sooner: a shard ends in the same state. Only before
-        ``preload`` (the start-up listing): a relist mid-run leaves the deltas to the
-        calls, as any other change."""
-        if self._preloaded or not self._preloading(batch_size, percentage):
+        in the same order, only sooner: a shard ends in the same state."""
+        if not self._preloading(batch_size, percentage):
             return
         src = self.source
         router = src.router
