@@ -230,10 +230,6 @@ def new_scheduler(
         ),
         pods=pods,
     )
-    if options.executor == "ray" and isinstance(source, ShardedSource):
-        # the Ray shards take in the listed nodes while the listing goes on
-        reduced, pct = source.reduced, config.percentage_of_nodes_to_score
-        informer.listing_progress = lambda: reduced.preload_listed(batch_size, pct)
     binder = (
         binding_executor(store, frameworks)
         if binding_executor is not None

@@ -61,9 +61,6 @@ WATCHED_KINDS = (
 )
 
 
-#: Objects listed between two ``Informer.listing_progress`` calls.
-LISTING_STEP = 50_000
-
 #: Listing order: nodes first so pods find their nodes, pods last.
 LIST_ORDER = (
     "Node",
@@ -116,9 +113,6 @@ class Informer:
     expected: ExpectedBindings = field(default_factory=ExpectedBindings)
     #: watch entries applied from ``expected`` (not decoded)
     own_confirmed: int = 0
-    #: called every LISTING_STEP objects of a listing (``_apply_listing``): Ray shards
-    #: take in the nodes listed so far meanwhile (``ReducedCalls.preload_listed``)
-    listing_progress: Callable[[], None] | None = None
     #: new pods of a template built from its first pod's parse (pod_templates.py)
     templates: PodTemplates = field(default_factory=PodTemplates)
 
@@ -140,16 +134,10 @@ class Informer:
     def _apply_listing(self, snapshot: Mapping[str, Iterable[tuple[str, dict[str, Any]]]]) -> None:
         """Each listed object is applied as it is decoded (a million manifests never
         exist at once); then what the informer knew that the listing lacks is deleted."""
-        progress, step = self.listing_progress, LISTING_STEP
         for kind in LIST_ORDER:
             listed: set[str] = set()
             for key, doc in snapshot.get(kind, ()):
                 listed.add(key)
-                if progress is not None:
-                    step -= 1
-                    if not step:
-                        progress()
-                        step = LISTING_STEP
                 known = self._known(kind, key)
                 if known is None:
                     self._apply(kind, key, EventType.ADDED, doc)

@@ -90,9 +90,6 @@ class ReducedCalls:
         self._next_start = 0
         self._order_sent = -1
         self._rebuilds_seen = 0
-        #: preload calls sent while the informer lists (``preload_listed``), not collected
-        self._listing_calls: list[tuple[int, Any]] = []
-        self._preloaded = False
 
     def available(self) -> bool:
         return all(hasattr(c, "submit_reduce") for c in self.source.clients)
@@ -113,12 +110,16 @@ class ReducedCalls:
             wait_started = getattr(client, "wait_started", None)
             if wait_started is not None:
                 wait_started()
-        inflight, self._listing_calls = self._listing_calls, []
-        self._preloaded = True
-        if not self._preloading(batch_size, percentage):
-            self._collect(inflight)
+        n = src.table.n_nodes
+        if n < 2 or not self.available() or self.rule.mode == "replica":
+            return
+        width = num_feasible_nodes_to_find(percentage or 0, n)
+        if self.rule.mode == "auto" and not self.rule.use_shards(
+            width, src.router.n_shards, batch_size
+        ):
             return
         router = src.router
+        inflight: list[tuple[int, Any]] = []
         while True:
             ready = [
                 s
@@ -126,53 +127,16 @@ class ReducedCalls:
                 if router.deltas[s] and not router.stale[s] and s not in src.lost
             ]
             sent = [(s, src.clients[s].submit_apply(router.take_deltas(s, PRELOAD_DELTAS))) for s in ready]  # fmt: skip
-            self._collect(inflight)
+            for s, pending in inflight:
+                try:
+                    pending.result()
+                except SchedulerError as exc:
+                    if getattr(exc, "shard", None) is None:
+                        raise
+                    src.lost.add(s)  # rebuilt from the replica before its next call
             inflight = sent
             if not sent:
                 return
-
-    def _preloading(self, batch_size: int, percentage: int | None) -> bool:
-        """Batches may go to the shards at the replica's node count (``preload``)."""
-        src = self.source
-        n = src.table.n_nodes
-        if n < 2 or not self.available() or self.rule.mode == "replica":
-            return False
-        width = num_feasible_nodes_to_find(percentage or 0, n)
-        return self.rule.mode != "auto" or self.rule.use_shards(
-            width, src.router.n_shards, batch_size
-        )
-
-    def _collect(self, calls: list[tuple[int, Any]]) -> None:
-        """Wait for preload calls; a shard lost meanwhile is rebuilt before its next call."""
-        src = self.source
-        for s, pending in calls:
-            try:
-                pending.result()
-            except SchedulerError as exc:
-                if getattr(exc, "shard", None) is None:
-                    raise
-                src.lost.add(s)  # rebuilt from the replica before its next call
-
-    def preload_listed(self, batch_size: int, percentage: int | None) -> None:
-        """While the informer lists the store (``Informer.listing_progress``, every
-        ``LISTING_STEP`` objects): once the nodes listed so far make batches go to the
-        shards (``preload``'s rule), send each shard what is waiting for it, and collect
-        the calls sent at the previous step. The shards take in their nodes (decode and
-        parse them: ~20 s each at 1,000,000 nodes) while the coordinator goes on
-        listing, instead of after; ``preload`` then sends only the rest. The same deltas
-        in the same order, only sooner: a shard ends in the same state. Only before
-        ``preload`` (the start-up listing): a relist mid-run leaves the deltas to the
-        calls, as any other change."""
-        if self._preloaded or not self._preloading(batch_size, percentage):
-            return
-        src = self.source
-        router = src.router
-        self._collect(self._listing_calls)
-        self._listing_calls = []
-        for s in range(router.n_shards):
-            while router.deltas[s] and not router.stale[s] and s not in src.lost:
-                deltas = router.take_deltas(s, PRELOAD_DELTAS)
-                self._listing_calls.append((s, src.clients[s].submit_apply(deltas)))
 
     def send(
         self,
