@@ -4,8 +4,11 @@ live in ``conftest.py``)."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
+
+import redis
 
 from cluster_sched.framework.events import (
     ActionType,
@@ -13,6 +16,7 @@ from cluster_sched.framework.events import (
     EventResource,
 )
 from cluster_sched.queue import Location, QueuedPodInfo, SchedulingQueue
+from cluster_sched.queue.keys import QueueKeys
 
 #: Start of every test's fake time: far from zero so "now - 5 min" stays positive.
 T0 = 1_700_000_000.0
@@ -78,3 +82,44 @@ def park(queue: SchedulingQueue, key: str, *plugins: str, priority: int = 0) -> 
     assert popped is not None and popped.pod_key.endswith(key)
     fail(queue, popped, *plugins)
     return popped
+
+
+def dump(client: redis.Redis, keys: QueueKeys) -> dict[str, Any]:
+    """Every queue key's content, by key role (the prefix stripped)."""
+    out: dict[str, Any] = {}
+    for name in QueueKeys.__dataclass_fields__:
+        key = getattr(keys, name)
+        kind = client.type(key).decode()
+        if kind == "zset":
+            out[name] = client.zrange(key, 0, -1, withscores=True)
+        elif kind == "hash":
+            out[name] = client.hgetall(key)
+        elif kind == "string":
+            out[name] = client.get(key)
+        elif kind == "list":
+            # Wake tokens only say "look again"; one per script run, not per pod, and
+            # capped, so a batch may leave fewer than the single calls it replaces.
+            out[name] = bool(client.lrange(key, 0, -1))
+        else:
+            out[name] = kind
+    return out
+
+
+def twin(client: redis.Redis, source: SchedulingQueue, **kwargs: Any) -> SchedulingQueue:
+    """A queue under a fresh prefix holding a copy of ``source``'s keys."""
+    queue = SchedulingQueue(client, prefix=f"{{b{uuid.uuid4().hex}}}", **kwargs)
+    for name in QueueKeys.__dataclass_fields__:
+        client.copy(getattr(source.keys, name), getattr(queue.keys, name))
+    # The in-flight rule's memory (pods popped, events seen) belongs to the process.
+    queue.in_flight_events = source.in_flight_events.copy()
+    return queue
+
+
+class Recorder:
+    """Records the (queue, event) pairs a queue's metrics hook is called with."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    def __call__(self, queue: str, event: str) -> None:
+        self.seen.append((queue, event))

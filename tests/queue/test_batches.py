@@ -20,8 +20,18 @@ from hypothesis import strategies as st
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import Location, Popped, QueuedPodInfo, SchedulingQueue, priority_sort_key
-from cluster_sched.queue.keys import QueueKeys
-from tests.queue.queue_helpers import FIT, GATES, NODE_ADD, PLUGIN_EVENTS, SPREAD, T0, info
+from tests.queue.queue_helpers import (
+    FIT,
+    GATES,
+    NODE_ADD,
+    PLUGIN_EVENTS,
+    SPREAD,
+    T0,
+    Recorder,
+    dump,
+    info,
+    twin,
+)
 
 PATIENCE = 30.0
 PROPERTY = settings(
@@ -30,45 +40,6 @@ PROPERTY = settings(
 
 priorities = st.integers(min_value=-3, max_value=3)  # few values: many ties to break
 offsets = st.integers(min_value=0, max_value=50).map(lambda s: s / 10)
-
-
-def dump(client: redis.Redis, keys: QueueKeys) -> dict[str, Any]:
-    """Every queue key's content, by key role (the prefix stripped)."""
-    out: dict[str, Any] = {}
-    for name in QueueKeys.__dataclass_fields__:
-        key = getattr(keys, name)
-        kind = client.type(key).decode()
-        if kind == "zset":
-            out[name] = client.zrange(key, 0, -1, withscores=True)
-        elif kind == "hash":
-            out[name] = client.hgetall(key)
-        elif kind == "string":
-            out[name] = client.get(key)
-        elif kind == "list":
-            # Wake tokens only say "look again"; one per script run, not per pod, and
-            # capped, so a batch may leave fewer than the single calls it replaces.
-            out[name] = bool(client.lrange(key, 0, -1))
-        else:
-            out[name] = kind
-    return out
-
-
-def twin(client: redis.Redis, source: SchedulingQueue, **kwargs: Any) -> SchedulingQueue:
-    """A queue under a fresh prefix holding a copy of ``source``'s keys."""
-    queue = SchedulingQueue(client, prefix=f"{{b{uuid.uuid4().hex}}}", **kwargs)
-    for name in QueueKeys.__dataclass_fields__:
-        client.copy(getattr(source.keys, name), getattr(queue.keys, name))
-    # The in-flight rule's memory (pods popped, events seen) belongs to the process.
-    queue.in_flight_events = source.in_flight_events.copy()
-    return queue
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, str]] = []
-
-    def __call__(self, queue: str, event: str) -> None:
-        self.seen.append((queue, event))
 
 
 # One pod's history before the batch: where it is when the batch call runs.

@@ -20,8 +20,7 @@ from hypothesis import strategies as st
 
 from cluster_sched.clock import FakeClock
 from cluster_sched.queue import QueuedPodInfo, SchedulingQueue
-from tests.queue.queue_helpers import FIT, GATES, PLUGIN_EVENTS, T0, info
-from tests.queue.test_batches import Recorder, dump, twin
+from tests.queue.queue_helpers import FIT, GATES, PLUGIN_EVENTS, T0, Recorder, dump, info, twin
 
 PROPERTY = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
