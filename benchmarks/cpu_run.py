@@ -144,7 +144,15 @@ def _perf(argv: list[str]) -> int:
     return 0
 
 
+USAGE = (
+    "usage: cpu_run.py run WORKLOAD [--waits] [run options] | cpu_run.py perf CONFIG [perf options]"
+)
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] not in ("run", "perf"):
+        print(USAGE, file=sys.stderr)
+        return 2
     if argv[0] == "perf":
         return _perf(argv[1:])
     workload, extra = argv[1], argv[2:]
