@@ -5,6 +5,7 @@ two modes must agree on."""
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,15 @@ from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.store import Store
 
-__all__ = ["LIST_DEFAULTING", "PROFILE", "Outcome", "decisions", "drive_rounds", "run_outcome"]
+__all__ = [
+    "LIST_DEFAULTING",
+    "PROFILE",
+    "Outcome",
+    "decisions",
+    "drive_rounds",
+    "failed_scheduling_counts",
+    "run_outcome",
+]
 
 _prefixes = itertools.count()
 
@@ -59,15 +68,21 @@ def drive_rounds(
             return
 
 
+def failed_scheduling_counts(store: Store) -> Counter[str]:
+    """FailedScheduling Events per pod key (0 for a pod without any), read in one pass
+    over the Event stream: asking ``store.events(key=...)`` per pod reads the whole
+    stream once per pod (1,620 pods x thousands of Events took most of the 74 s of
+    ``test_spread_runs_happen_and_match``)."""
+    return Counter(e["key"] for e in store.events(reason="FailedScheduling"))
+
+
 def decisions(coord: Coordinator, store: Store) -> dict[str, Any]:
     """Placements, FailedScheduling events and attempts per pod, and the default
     profile's OpportunisticBatching counters (attempts by result, flushes by reason,
     pods placed on a hint) when it kept any."""
     placements = {d["metadata"]["name"]: d["spec"].get("nodeName", "") for d in store.list("Pod")}
-    failures = {
-        f"failed:{k}": len(store.events(key=f"default/{k}", reason="FailedScheduling"))
-        for k in placements
-    }
+    failed = failed_scheduling_counts(store)
+    failures = {f"failed:{k}": failed[f"default/{k}"] for k in placements}
     attempts = {f"attempts:{k}": v for k, v in coord.stats.attempts.items()}
     bt = coord.algorithm.batches.get(PROFILE)
     batching: dict[str, Any] = {}
@@ -151,11 +166,12 @@ def run_outcome(
             store.apply_many(then[1])
             drive_rounds(coord, clock, start=False)
         out = decisions(coord, store)
+        failed = failed_scheduling_counts(store)
         for d in store.list("Pod"):
             meta = d["metadata"]
             if meta.get("namespace", "default") != "default":
                 key = f"{meta['namespace']}/{meta['name']}"
-                out[f"failed:{key}"] = len(store.events(key=key, reason="FailedScheduling"))
+                out[f"failed:{key}"] = failed[key]
         return Outcome(out, runs, handled_pods, pre_filters)
     finally:
         whole_batch.schedule_run = real  # type: ignore[assignment]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -104,9 +105,9 @@ def run_outcome(
         placements = {
             d["metadata"]["name"]: d["spec"].get("nodeName", "") for d in store.list("Pod")
         }
-        counts = {
-            k: len(store.events(key=f"default/{k}", reason="FailedScheduling")) for k in placements
-        }
+        # one pass over the Event stream, not one per pod (each reads the whole stream)
+        failed = Counter(e["key"] for e in store.events(reason="FailedScheduling"))
+        counts = {k: failed[f"default/{k}"] for k in placements}
         counts |= {f"attempts:{k}": v for k, v in coord.stats.attempts.items()}
         counters = getattr(coord.source, "speculation_counters", dict)()
         if inspect is not None:
