@@ -26,6 +26,7 @@ import pytest
 
 from cluster_sched.cli import EXIT_STORE_LOST
 from cluster_sched.redis_server import RedisServer, connect
+from cluster_sched.scheduler.outage import DEFAULT_MAX_BACKOFF
 from cluster_sched.store.check import check_store
 from cluster_sched.store.store import Store
 
@@ -34,6 +35,10 @@ PODS = 360
 #: Guards against a hung process; never a performance assertion.
 DEADLINE = 180.0
 PAUSE_S = 15.0
+#: How long a stopped or killed Redis stays down before it is restarted: twice the
+#: coordinator's cap on one reconnection backoff step (``outage.DEFAULT_MAX_BACKOFF``), so
+#: it meets the outage (its calls fail, it waits) rather than a reconnect that just works.
+OUTAGE_S = 2 * DEFAULT_MAX_BACKOFF
 
 
 def _node(i: int) -> dict[str, Any]:
@@ -145,20 +150,21 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
         d.close()
 
 
-def _wait_exit(pid: int) -> None:
+def _wait_exit(server: RedisServer) -> None:
+    """Until the signalled redis-server has exited, then ``OUTAGE_S`` more with it down.
+
+    ``server.running`` polls (so reaps) the child: it was started by this process, and
+    a killed child stays a zombie until reaped, which ``os.kill(pid, 0)`` still finds
+    (that check waited out its whole 30 s deadline every time)."""
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+    while server.running and time.monotonic() < deadline:
         time.sleep(0.02)
+    time.sleep(OUTAGE_S)
 
 
 def _stop_then_restart(d: Deployment, sig: signal.Signals) -> None:
-    pid = d.redis.pid
-    os.kill(pid, sig)
-    _wait_exit(pid)
+    os.kill(d.redis.pid, sig)
+    _wait_exit(d.redis)
     d.restart_redis()
 
 
@@ -204,9 +210,8 @@ def test_redis_that_comes_back_empty_is_refused(deployment: Deployment) -> None:
     deployment.seed(range(40))
     deployment.start_serve()
     assert deployment.wait_bound(40) == 40
-    pid = deployment.redis.pid
-    os.kill(pid, signal.SIGKILL)
-    _wait_exit(pid)
+    os.kill(deployment.redis.pid, signal.SIGKILL)
+    _wait_exit(deployment.redis)
     for path in deployment.dir.glob("appendonly*"):
         path.unlink()  # Redis restarted without its data
     deployment.restart_redis()
