@@ -62,15 +62,34 @@ CHECKS = (
 )
 
 
+#: The suite runs in two pytest-xdist worker processes (the project's machines have 2
+#: cores; serial, it took 18.6 min there, over the 15-min budget). Whole files go to one
+#: worker (``loadfile``): a module's Ray session (``ray_session``, module-scoped) and its
+#: tests stay in one process, so Ray starts once per module, not once per worker.
+PARALLEL = ["-n", "2", "--dist", "loadfile"]
+
+
+def _parallel(pytest_args: list[str]) -> list[str]:
+    """``PARALLEL`` before ``pytest_args``, unless these choose for themselves
+    (``-n N``/``--numprocesses``, ``--dist``, or ``-p no:xdist``)."""
+    for arg in pytest_args:
+        if arg in ("-n", "no:xdist", "-pno:xdist") or arg.startswith(("--numprocesses", "--dist")):
+            return pytest_args
+        if arg.startswith("-n") and arg[2:].isdigit():
+            return pytest_args
+    return [*PARALLEL, *pytest_args]
+
+
 def _test(pytest_args: list[str]) -> int:
-    """ruff, mypy, then pytest; the first failure ends the run with its exit code."""
+    """ruff, mypy, then pytest (``_parallel``); the first failure ends the run with its
+    exit code."""
     python = str(BIN / "python")
     for check in CHECKS:
         print("$ python " + " ".join(check), flush=True)
         rc = subprocess.call([python, *check], cwd=ROOT)
         if rc != 0:
             return rc
-    return subprocess.call([python, "-m", "pytest", *pytest_args], cwd=ROOT)
+    return subprocess.call([python, "-m", "pytest", *_parallel(pytest_args)], cwd=ROOT)
 
 
 if __name__ == "__main__":
