@@ -12,6 +12,9 @@
 The server is always private, even if ``CLUSTER_SCHED_REDIS_URL`` is set: tests flush
 the database and must never touch a Redis someone else uses. Under pytest-xdist every
 worker process gets its own server.
+
+Under ``--dist loadfile`` (``scripts/dev.py test``), a file's tests run in one worker
+process, and the files in :data:`ONE_WORKER` share one worker, one after the other.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -32,6 +36,31 @@ REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 # example is load, not a defect (speed lives in benchmarks/).
 settings.register_profile("cluster-sched", deadline=None)
 settings.load_profile("cluster-sched")
+
+
+#: Files that must not run at the same time as each other (each group in one xdist
+#: worker): they start Ray with ``ray start`` (infra.launcher), whose workers all take
+#: ports from the same fixed range (``--min-worker-port`` 10002 up), so two such clusters
+#: at once would hand out the same ports.
+ONE_WORKER = {
+    "tests/e2e/test_topology.py": "ray-start",
+    "tests/infra/test_infra_launcher.py": "ray-start",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile``, with the files of :data:`ONE_WORKER` grouped."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return ONE_WORKER.get(path, path)
+
+    return _Scheduling(config, log)
 
 
 @pytest.fixture(scope="session")
