@@ -104,9 +104,14 @@ class Procs:
         return (self.log_dir / f"{name}.err").read_text(errors="replace")
 
     def stop(self, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> int:
-        """SIGTERM (after SIGCONT, should it be paused), then the exit status."""
+        """SIGTERM (after SIGCONT, should it be paused, and once serve has installed its
+        SIGTERM handler: ``catches_sigterm``), then the exit status."""
         if proc.poll() is None:
             proc.send_signal(signal.SIGCONT)
+            wait_until(
+                "serve handles SIGTERM",
+                lambda: proc.poll() is not None or catches_sigterm(proc.pid),
+            )
             proc.send_signal(signal.SIGTERM)
         try:
             return proc.wait(timeout=timeout)
@@ -120,6 +125,20 @@ class Procs:
                 proc.send_signal(signal.SIGCONT)
                 proc.kill()
                 proc.wait()
+
+
+def catches_sigterm(pid: int) -> bool:
+    """True once process ``pid`` has a SIGTERM handler (``SigCgt`` in /proc/PID/status).
+
+    serve installs it after its imports; a SIGTERM sent before (a coordinator started
+    together with the leader, still importing on a loaded machine once the leader had
+    filled the cluster) kills it with -15 instead of the orderly exit 0 under test."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
 
 
 def wait_until(what: str, done: Callable[[], bool], procs: Procs | None = None) -> None:
