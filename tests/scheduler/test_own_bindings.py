@@ -30,6 +30,7 @@ from tests.scheduler.informer_helpers import (
     pod_statuses,
     recording_informer,
 )
+from workers.ray_binding import ray_binding_executor
 
 _names = itertools.count()
 
@@ -236,3 +237,26 @@ def test_bindings_with_one_condition_share_one_conditions_list_and_each_is_its_p
         assert p == parse_object(stored) and p.raw == stored
     lists = {id(p.raw["status"]["conditions"]) for p in pods if p.raw is not None}
     assert len(lists) == 1
+
+
+def test_ray_tasks_bindings_are_confirmed_whenever_their_replies_come(
+    ray_session: None, make_harness: Any, redis_url: str
+) -> None:
+    """Through the coordinator with Ray binding tasks: each task's reply (one per batch)
+    may come before or after the watch entries of its bindings; either way every one of
+    them takes the compact path and confirms the assumed pod in the cache."""
+    mark = OwnMark()
+    factory = ray_binding_executor(redis_url=redis_url, batch=2, mark=mark.mark)
+    h = make_harness(binding_executor=factory, patience=120.0)
+    h.coord.informer.own = mark  # the informer new_scheduler built, with the task's mark
+    h.apply(node("n1"), *(pod(f"p{i}") for i in range(4)))
+    h.start()
+    for _ in range(4):
+        h.cycle()
+    h.settle()
+    informer = h.coord.informer
+    assert (informer.own_confirmed, informer.own_decoded) == (4, 0)
+    for i in range(4):
+        key = f"default/p{i}"
+        assert informer.pods[key] == parse_object(h.store.get("Pod", key))
+        assert not h.cache.is_assumed(key) and h.cache.pod_node(key) == "n1"
