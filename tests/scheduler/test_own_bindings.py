@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import redis
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from cluster_sched.api.manifest import parse_object
@@ -62,6 +62,11 @@ def _watching(store: Store, seen: list[tuple[Any, Any]] | None = None) -> Inform
 
 
 @PROPERTY
+@example(  # PodScheduled already True: bind.lua keeps that condition as it is
+    status={"conditions": [{"type": "PodScheduled", "status": "True"}], "phase": "Pending"},
+    labels={},
+    relabel=False,
+)
 @given(
     status=statuses,
     labels=st.dictionaries(st.sampled_from(["app", "tier"]), st.sampled_from(["a", "b"])),

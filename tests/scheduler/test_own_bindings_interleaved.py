@@ -1,6 +1,7 @@
 """Our bindings' watch entries met in any order against everything else that happens to
-their pods (refused and fenced bindings, foreign bindings, relabels, deletes, re-created
-pods, the informer reading at any point): an informer that takes the compact path for
+their pods (refused and fenced bindings, foreign bindings, relabels, nominations and
+PodScheduled=False written first, deletes, re-created pods, the informer reading at any
+point): an informer that takes the compact path for
 entries with its mark ends in exactly the state of one that decodes every entry (the
 path before own_bindings.py), having made the same handler calls, so the cache and the
 queue, which only those calls feed, end the same too."""
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from cluster_sched.errors import StoreError
 from cluster_sched.scheduler.informer import Informer
 from cluster_sched.scheduler.own_bindings import OwnMark
+from cluster_sched.store.podstatus import unschedulable_condition
 from cluster_sched.store.store import Store
 from cluster_sched.testing import make_pod
 from tests.scheduler.informer_helpers import PROPERTY, recording_informer
@@ -30,7 +32,11 @@ steps = st.one_of(
         st.integers(0, PODS - 1),
         st.sampled_from(NODES),
     ),
-    st.tuples(st.sampled_from(["relabel", "recreate", "delete"]), st.integers(0, PODS - 1)),
+    st.tuples(st.just("nominate"), st.integers(0, PODS - 1), st.sampled_from(NODES)),
+    st.tuples(
+        st.sampled_from(["relabel", "recreate", "delete", "unschedulable"]),
+        st.integers(0, PODS - 1),
+    ),
     st.tuples(st.just("read"), st.integers(1, 5)),
 )
 
@@ -67,7 +73,11 @@ def _step(store: Store, redis_client: redis.Redis, ours: Informer, step: tuple[A
             return 0
         (result,) = store.bind_many([(key, node, uid)], mark=mark)
         return int(result.ok and mark == ours.own.mark)
-    if what == "relabel" and doc is not None:
+    if what == "nominate" and doc is not None:  # the failure handler's or preemption's
+        store.update_pod_status(key, nominated_node_name=args[1])
+    elif what == "unschedulable" and doc is not None:  # PodScheduled=False, then bound
+        store.update_pod_status(key, condition=unschedulable_condition("0/2 nodes fit"))
+    elif what == "relabel" and doc is not None:
         doc["metadata"].setdefault("labels", {})["app"] = "b"
         store.apply(doc)
     elif what == "delete" and doc is not None:
