@@ -64,12 +64,30 @@ _loop_cpu = [0.0]
 _run_workload = runner_module.run_workload
 
 
+#: the informer's own-binding counters after the loop (``own_counts``)
+_own: dict[str, int] = {}
+
+
+def own_counts(informer: Any) -> dict[str, int]:
+    """The informer's watch entries of our own bindings: applied from their mark
+    (``own_confirmed``) and decoded in full (``own_decoded``; a checkout without that
+    counter leaves it out: every binding of ours not confirmed was decoded)."""
+    return {
+        k: int(getattr(informer, k))
+        for k in ("own_confirmed", "own_decoded", "relists")
+        if hasattr(informer, k)
+    }
+
+
 def _timed_run_workload(*args: Any, **kwargs: Any) -> None:
     cpu0 = _cpu()
     try:
         _run_workload(*args, **kwargs)
     finally:
         _loop_cpu[0] += _cpu() - cpu0
+        coord = args[1] if len(args) > 1 else kwargs.get("coord")
+        for k, v in own_counts(getattr(coord, "informer", None)).items():
+            _own[k] = _own.get(k, 0) + v
 
 
 runner_module.run_workload = _timed_run_workload
@@ -183,7 +201,8 @@ def main(argv: list[str]) -> int:
         f"CPU {cpu:.1f} s = {1e6 * cpu / max(pods, 1):.0f} us/pod "
         f"(loop {1e6 * _loop_cpu[0] / max(pods, 1):.0f}), "
         f"longest gap between binds {1e3 * _longest_gap[0]:.0f} ms, "
-        f"compiled {json.dumps(summary.get('compiled_path'))}"
+        f"compiled {json.dumps(summary.get('compiled_path'))}, "
+        f"own-binding watch entries {json.dumps(_own)} of {summary['scheduled']} bound"
     )
     if _waits:
         parts = ", ".join(f"{k} {1e6 * v / max(pods, 1):.0f}" for k, v in _waits.items())

@@ -79,7 +79,8 @@ def _printed(run: dict[str, Any]) -> str:
         f"{run['nodes']:,} nodes, {run['mode']}: {run['throughput']:.1f} pods/s; CPU per pod "
         f"(µs): {cpu}; peak RSS {run['peak_rss_gib']:.2f} GiB; attempts answered by "
         f"the shards {run.get('reduced_attempts')} of {run['pods']:,} pods; "
-        f"load {run['load']}; other jobs {run['other_jobs_cores']:.2f} cores"
+        f"load {run['load']}; other jobs {run['other_jobs_cores']:.2f} cores; "
+        f"own-binding watch entries {run.get('own_watch')} of {run.get('scheduled')} bound"
     )
 
 

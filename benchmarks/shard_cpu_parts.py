@@ -107,6 +107,7 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
 
     from cluster_sched.cli import main as cli_main
     from cluster_sched.scheduler import coordinator as coordinator_module
+    from cluster_sched.workload import runner as runner_module
 
     steps: list[float] = []
     step = coordinator_module.Coordinator.step
@@ -121,6 +122,18 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         return got
 
     coordinator_module.Coordinator.step = noted  # type: ignore[method-assign]
+    own: dict[str, int] = {}
+    view = runner_module.informer_view
+
+    def counted(informer: Any) -> Any:
+        own.update(
+            (k, int(getattr(informer, k)))
+            for k in ("own_confirmed", "own_decoded", "relists")
+            if hasattr(informer, k)
+        )
+        return view(informer)
+
+    runner_module.informer_view = counted
     started = time.time()
     spans: dict[str, list[float]] = {}
     _time_phases(spans, steps)
@@ -193,6 +206,10 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         "shard_wait_us_per_pod": spec.get("shard_wait_us_per_pod"),
         "reduced_attempts": spec.get("reduced_attempts"),
         "pods": pods,
+        "scheduled": summary.get("scheduled"),
+        #: the informer's own-binding watch entries: from their mark, decoded in full
+        #: (a checkout without ``own_decoded``: scheduled - own_confirmed were decoded)
+        "own_watch": own,
         "phases_s": phases,
         "peak_rss_gib_by_kind": {k: round(v / gib, 3) for k, v in sorted(kind_peak.items())},
         "peak_rss_gib_largest": {k: round(v / gib, 3) for k, v in sorted(largest.items())},

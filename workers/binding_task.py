@@ -28,7 +28,6 @@ from cluster_sched.framework.status import Code, Status
 from cluster_sched.scheduler.binding_cycle import bind_jobs, store_binder
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.store.fence import Fence
-from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import Tracing
 from workers.ray_runtime import worker_tracing
@@ -167,20 +166,12 @@ def bind_task(payload: bytes, redis_url: str, prefix: str, trace_endpoint: str) 
             decode_errors[len(jobs)] = Status(Code.ERROR, (f"binding record unreadable: {exc}",))
             jobs.append(None)
     runnable = [j for j in jobs if j is not None]
-    results: list[BindResult] = []
-    done = iter(bind_jobs(store, frameworks, runnable, tracing, confirm=results.extend))
-    bound = {
-        r.pod_key: [r.rv, dict(r.condition)]
-        for r in results
-        if r.outcome is BindOutcome.BOUND and r.rv > 0 and r.condition is not None
-    }
+    mark = req.get("mark") or ""
+    done = iter(bind_jobs(store, frameworks, runnable, tracing, mark=str(mark)))
     out = []
     for i, job in enumerate(jobs):
         s = decode_errors[i] if job is None else next(done)
-        reply = [int(s.code), list(s.reasons), s.plugin]
-        if job is not None and s.is_success and job.pod.key in bound:
-            reply.extend(bound[job.pod.key])  # what bind.lua wrote: the watch need not say
-        out.append(reply)
+        out.append([int(s.code), list(s.reasons), s.plugin])
     return encode_value(out)
 
 

@@ -19,8 +19,10 @@ Where each phase runs:
 - **PreBind, Bind, PostBind** run in the Ray task (``bind_jobs``), through Frameworks
   the worker builds from the same configuration (cached per worker process, as is its
   Redis client); DefaultBinder's ``handle.binder`` writes through ``Store.bind``. The
-  task returns ``[code, reasons, plugin]`` per job as msgpack, followed by ``rv,
-  condition`` for a pod bound through the store (the store's reply to ``bind_many``).
+  task returns ``[code, reasons, plugin]`` per job as msgpack. The bindings it makes
+  through the store carry the coordinator's informer's ``mark`` (sent with the task) in
+  their watch entries, so the informer knows them as ours without decoding them, whether
+  the task's reply has arrived or not (``scheduler/own_bindings.py``).
 - A job whose cycle in the task reads nothing but the pod's key, uid, node and requests
   (the common case: no WaitOnPermit, every PreBind preflight Skips, DefaultBinder alone,
   no PostBind; ``_lean``) travels as a binding record: the task neither re-parses its
@@ -30,9 +32,7 @@ Batching is adaptive: a batch leaves when ``batch`` jobs wait, or when fewer tha
 ``max_in_flight`` tasks run and the previous batch left ``BATCH_WAIT`` (250 ms) ago or
 more: an idle cluster binds at once, a busy one sends at most one task per slot per
 BATCH_WAIT. ``poll`` never blocks and never asks Ray: each task's completion callback
-(on Ray's thread) decodes its reply, hands the bindings it made to ``confirm`` (the
-informer's ``ExpectedBindings``: their watch entries are then not decoded, as with the
-in-process binder) and queues the reply for ``poll``. The executor's workers start warming
+(on Ray's thread) decodes its reply and queues it for ``poll``. The executor's workers start warming
 up when it is built, and the first job waits for them (``_warm_up``).
 
 Every task carries the coordinator's fencing token (``[lease key, token]``, token 0 when
@@ -72,10 +72,9 @@ from cluster_sched.framework.state_codec import (
 from cluster_sched.framework.status import SUCCESS, Code, Status
 from cluster_sched.plugins.names import DEFAULT_BINDER
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
-from cluster_sched.scheduler.binding_cycle import Confirm, statuses_from_store, wait_on_permit
+from cluster_sched.scheduler.binding_cycle import statuses_from_store, wait_on_permit
 from cluster_sched.scheduler.schedule_one import pre_bind_pre_flights
 from cluster_sched.store.fence import is_fenced_message
-from cluster_sched.store.results import BindOutcome, BindResult
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.tracing import DISABLED, Tracing
 from workers.binding_task import MISSING_FENCE, bind_task, remote_bind_task
@@ -117,16 +116,6 @@ DEFAULT_WAITERS: Final = 8
 # ---------------------------------------------------------------------------- coordinator side
 
 
-def _bindings_of(jobs: list[BindingJob], reply: list[Any]) -> list[BindResult]:
-    """The store bindings a task's reply reports (``[code, reasons, plugin, rv,
-    condition]`` for a pod bound through the store), as the store's replies."""
-    return [
-        BindResult(job.pod.key, job.node_name, BindOutcome.BOUND, rv=bound[0], condition=bound[1])
-        for job, (_, _, _, *bound) in zip(jobs, reply, strict=True)
-        if len(bound) == 2
-    ]
-
-
 def redis_url_of(store: Store) -> str:
     """A redis:// URL for the store's own client (TCP or unix socket)."""
     kw = store.client.connection_pool.connection_kwargs
@@ -155,7 +144,7 @@ class RayBindingExecutor:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         waiters: int = DEFAULT_WAITERS,
         address: str | None = None,
-        confirm: Confirm | None = None,
+        mark: str = "",
     ) -> None:
         ensure_ray(address)
         self._store = store
@@ -173,9 +162,9 @@ class RayBindingExecutor:
         #: finished tasks (ref, decoded reply or the task's error), queued by Ray's
         #: completion callbacks: ``poll`` reads this queue, it never asks Ray
         self._finished: queue.Queue[tuple[Any, Any]] = queue.Queue()
-        #: told the bindings the tasks made, as soon as a task's reply arrives (the
-        #: informer then knows them without decoding their watch events)
-        self._confirm = confirm
+        #: the informer's mark, which the tasks' bindings write into their watch
+        #: entries (the informer then knows them without decoding them)
+        self._mark = mark
         #: outcomes decided on waiter threads (rejected in WaitOnPermit)
         self._done: queue.Queue[BindingOutcome] = queue.Queue()
         #: jobs allowed by WaitOnPermit, to be sent by the coordinator's thread
@@ -343,6 +332,7 @@ class RayBindingExecutor:
                 "jobs": wire,
                 "records": records,
                 "fence": [fence.key, fence.token],
+                "mark": self._mark,
             }
         )
         ref = remote_bind_task().remote(payload, self._redis_url, self._prefix, self._endpoint)
@@ -377,19 +367,12 @@ class RayBindingExecutor:
         )
 
     def _on_finished(self, ref: Any, done: Future[bytes]) -> None:
-        """On Ray's thread, as a task finishes: its reply decoded, the bindings it made
-        confirmed at once (before the informer meets their watch entries, mostly), then
-        queued for ``poll``. Never raises: Ray would only log it."""
+        """On Ray's thread, as a task finishes: its reply decoded and queued for
+        ``poll``. Never raises: Ray would only log it."""
         try:
             reply: Any = decode_value(done.result())
         except Exception as exc:  # the task failed as a whole (worker died, bad reply)
             reply = exc
-        else:
-            if self._confirm is not None:
-                try:
-                    self._confirm(_bindings_of(self._in_flight[ref], reply))
-                except Exception:  # a malformed reply fails in ``_collect``
-                    log.warning("binding task reply without its bindings", exc_info=True)
         self._finished.put((ref, reply))
 
     def _warm_up(self) -> list[Any]:
@@ -450,10 +433,11 @@ def ray_binding_executor(
     address: str | None = None,
     batch: int = DEFAULT_BATCH,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-    confirm: Confirm | None = None,
+    mark: str = "",
 ) -> Callable[[Store, dict[str, Framework]], RayBindingExecutor]:
     """The ``binding_executor`` factory for Coordinator: binding cycles as Ray tasks whose
-    Frameworks come from the configuration file at ``config_path`` (None: defaults)."""
+    Frameworks come from the configuration file at ``config_path`` (None: defaults);
+    ``mark``: the informer's (``RayBindingExecutor``)."""
     config = config_document(config_path)
 
     def factory(store: Store, frameworks: dict[str, Framework]) -> RayBindingExecutor:
@@ -466,7 +450,7 @@ def ray_binding_executor(
             batch=batch,
             max_in_flight=max_in_flight,
             address=address,
-            confirm=confirm,
+            mark=mark,
         )
 
     return factory

@@ -32,7 +32,7 @@ from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import QueuedPodInfo, SortKey, priority_sort_key
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.binding import BindingExecutor, LocalBindingExecutor
-from cluster_sched.scheduler.binding_cycle import Confirm, store_binder
+from cluster_sched.scheduler.binding_cycle import store_binder
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE, Coordinator, SchedulerParts
 from cluster_sched.scheduler.event_handlers import EventHandlers
 from cluster_sched.scheduler.failure import FailureHandler
@@ -104,7 +104,7 @@ def _binding_executor(
     store: Store,
     frameworks: dict[str, Framework],
     tracing: Tracing,
-    confirm: Confirm | None = None,
+    mark: str = "",
 ) -> BindingExecutor:
     if options.executor == "ray":
         from workers.ray_binding import ray_binding_executor
@@ -115,10 +115,10 @@ def _binding_executor(
             redis_url=options.redis_url,
             config_path=options.config_path,
             tracing=tracing,
-            confirm=confirm,
+            mark=mark,
         )
         return factory(store, frameworks)  # type: ignore[no-any-return]
-    return LocalBindingExecutor(store, frameworks, tracing=tracing, confirm=confirm)
+    return LocalBindingExecutor(store, frameworks, tracing=tracing, mark=mark)
 
 
 def new_scheduler(
@@ -233,7 +233,7 @@ def new_scheduler(
     binder = (
         binding_executor(store, frameworks)
         if binding_executor is not None
-        else _binding_executor(options, store, frameworks, tracing, informer.expected.expect)
+        else _binding_executor(options, store, frameworks, tracing, informer.own.mark)
     )
     return Coordinator(
         SchedulerParts(

@@ -118,9 +118,12 @@ class ThreadedOutcomes:
         waiters: int = 8,
         tracing: Tracing | None = None,
         confirm: Confirm | None = None,
+        mark: str = "",
     ) -> None:
         self._store = store
         self._confirm = confirm
+        #: the informer's mark, written into our bindings' watch entries (own_bindings.py)
+        self._mark = mark
         self._tracing = tracing or DISABLED
         self._frameworks = frameworks
         self._done = _Outcomes()
@@ -154,7 +157,9 @@ class ThreadedOutcomes:
         """Binding cycles for ``jobs``, on a binder or waiter thread; every job gets its
         outcome, whatever the plugins do, so the thread lives on."""
         try:
-            statuses = bind_jobs(self._store, self._frameworks, jobs, self._tracing, self._confirm)
+            statuses = bind_jobs(
+                self._store, self._frameworks, jobs, self._tracing, self._confirm, self._mark
+            )
         except Exception as exc:  # a bug in the cycle itself: ask the store what landed
             log.exception("binding cycles of %d pods failed", len(jobs))
             statuses = statuses_from_store(self._store, jobs, f"binding cycle failed: {exc}")
@@ -175,8 +180,11 @@ class LocalBindingExecutor(ThreadedOutcomes):
         waiters: int = 8,
         tracing: Tracing | None = None,
         confirm: Confirm | None = None,
+        mark: str = "",
     ) -> None:
-        super().__init__(store, frameworks, waiters=waiters, tracing=tracing, confirm=confirm)
+        super().__init__(
+            store, frameworks, waiters=waiters, tracing=tracing, confirm=confirm, mark=mark
+        )
         self._batch = batch
         self._jobs: queue.Queue[list[BindingJob] | None] = queue.Queue()
         #: jobs submitted while the binder was busy, since the last hand-over: the

@@ -75,7 +75,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Told the store's replies of a shared ``bind_many`` (``ExpectedBindings.expect``).
+#: Told the store's replies of a shared ``bind_many`` (an observer's hook).
 Confirm = Callable[[Sequence[BindResult]], None]
 
 
@@ -127,11 +127,13 @@ def bind_jobs(
     jobs: Sequence[CycleJob],
     tracing: Tracing = DISABLED,
     confirm: Confirm | None = None,
+    mark: str = "",
 ) -> list[Status]:
     """One binding cycle per job, each outcome independent, in the order of ``jobs``
     (see the module docstring). Never raises for a plugin's sake. ``confirm`` is handed
-    the store's replies to the shared ``bind_many`` as soon as they arrive (the
-    coordinator's informer then knows those bindings without decoding their events)."""
+    the store's replies to the shared ``bind_many`` as soon as they arrive. ``mark``: the
+    coordinator's informer's (``OwnMark.mark``), written into the watch entries of the
+    bindings ``bind_many`` makes, so the informer knows them without decoding them."""
     nominate(store, jobs)
     cycles = [_Cycle(job, frameworks.get(job.profile), _start_span(tracing, job)) for job in jobs]
     together: list[_Cycle] = []
@@ -141,7 +143,7 @@ def bind_jobs(
         if c.status is None:
             together.append(c)
     if together:
-        _bind_together(store, together, tracing, confirm)
+        _bind_together(store, together, tracing, confirm, mark)
     shared = {id(c) for c in together}
     alone = [
         c for c in cycles if id(c) not in shared and c.status is not None and c.status.is_success
@@ -228,7 +230,11 @@ def _record_scheduled_events(store: Store, cycles: Sequence[_Cycle]) -> None:
 
 
 def _bind_together(
-    store: Store, cycles: Sequence[_Cycle], tracing: Tracing, confirm: Confirm | None = None
+    store: Store,
+    cycles: Sequence[_Cycle],
+    tracing: Tracing,
+    confirm: Confirm | None = None,
+    mark: str = "",
 ) -> None:
     """DefaultBinder's write for several pods in one round trip, then their PostBind;
     each pod's Scheduled Event is written by the same script as its binding."""
@@ -248,6 +254,7 @@ def _bind_together(
             ],
             scheduled_events=True,
             check_fit=True,
+            mark=mark,
         )
     except Exception as exc:
         for c in cycles:

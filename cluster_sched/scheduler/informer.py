@@ -33,7 +33,7 @@ from cluster_sched.api.objects import (
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.dra.listers import DRA_KINDS
 from cluster_sched.errors import InvalidObjectError
-from cluster_sched.scheduler.own_bindings import ExpectedBindings, OwnBinding, bound_manifest
+from cluster_sched.scheduler.own_bindings import OwnBinding, OwnMark, bound_manifest
 from cluster_sched.scheduler.pod_templates import PodTemplates
 from cluster_sched.store.codec import gc_paused
 from cluster_sched.store.results import EventType, WatchEvent
@@ -108,11 +108,14 @@ class Informer:
     unreadable: int = 0
     #: pods' and nodes' manifests are kept with their equal parts shared (memory at scale)
     sharing: ManifestSharing = field(default_factory=ManifestSharing)
-    #: the coordinator's own bindings by resourceVersion, registered by its binder from
-    #: the store's replies: their watch entries are applied without decoding
-    expected: ExpectedBindings = field(default_factory=ExpectedBindings)
-    #: watch entries applied from ``expected`` (not decoded)
+    #: the mark the coordinator's binder has bind.lua write into its bindings' watch
+    #: entries: those are applied without decoding (own_bindings.py)
+    own: OwnMark = field(default_factory=OwnMark)
+    #: watch entries of our own bindings applied from their mark (not decoded)
     own_confirmed: int = 0
+    #: watch entries of our own bindings decoded in full all the same (a pod the
+    #: informer did not hold unbound, a manifest part bind.lua rewrites whole): ~0
+    own_decoded: int = 0
     #: new pods of a template built from its first pod's parse (pod_templates.py)
     templates: PodTemplates = field(default_factory=PodTemplates)
 
@@ -156,31 +159,33 @@ class Informer:
 
     def _apply_entries(self, entries: list[Entry]) -> int:
         """Apply raw stream entries in order: the coordinator's own bindings from
-        ``expected`` (no decoding), every other one decoded. A gap in resourceVersions
+        their mark (no decoding), every other one decoded. A gap in resourceVersions
         before the first entry means the stream was trimmed past us: relist instead."""
         if entries and self._gap(entry_rv(entries[0][1])):
             return len(entries)
+        mark = self.own.raw
         for i, (entry_id, fields) in enumerate(entries):
-            if self._confirm_own(entry_id, fields):
+            if fields.get(b"by") == mark and self._confirm_own(entry_id, fields):
                 continue
             if self._apply_event(decode_entry(entry_id, fields)):
                 return i + 1
-        self.expected.prune(self.last_rv)
         return len(entries)
 
     def _confirm_own(self, entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> bool:
-        """Apply the entry as one of our bindings if it is one (see own_bindings.py)."""
-        if not len(self.expected):
-            return False
-        rv = entry_rv(fields)
-        binding = self.expected.pop(rv)
+        """Apply an entry carrying our mark as our binding (see own_bindings.py);
+        False to decode it after all (counted in ``own_decoded``)."""
+        binding = self.own.binding(fields)
+        try:  # bind.lua writes it as an integer: no need for entry_rv's checks
+            rv = int(fields[b"rv"])
+        except (KeyError, ValueError):
+            rv = 0
         if binding is None or fields.get(b"type") != b"MODIFIED" or fields.get(b"kind") != b"Pod":
-            return False
-        if fields.get(b"key") != binding.key.encode():
+            self.own_decoded += 1
             return False
         old = self.pods.get(binding.key)
-        new = own_bound_pod(old, binding, rv, self.sharing)
+        new = own_bound_pod(old, binding, rv, self.sharing) if rv > 0 else None
         if new is None:
+            self.own_decoded += 1
             return False
         self.last_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         self.last_rv = rv
@@ -394,7 +399,7 @@ def own_bound_pod(
     old: Pod | None, binding: OwnBinding, rv: int, sharing: ManifestSharing
 ) -> Pod | None:
     """The pod ``old`` (unbound, the informer's) as ``binding`` at ``rv`` left it, from
-    the store's reply alone (see own_bindings.py); None to decode the watch entry."""
+    the binding's marked watch entry alone (own_bindings.py); None to decode the entry."""
     if old is None or old.raw is None or old.node_name or old.key != binding.key:
         return None
     fresh = binding.conditions

@@ -1,47 +1,53 @@
-"""The coordinator's own bindings, known from the store's reply instead of the watch.
+"""The coordinator's own bindings, known from their watch entries' mark, not decoded.
 
 A binding the coordinator's binder made comes back on the watch as a MODIFIED event with
 the whole bound manifest, which the informer used to decode again for every pod (the
-largest part of its watch time). But the store's reply to ``bind_many`` already says all
-there is to know: the binding's resourceVersion, and that bind.lua changed nothing but
-spec.nodeName, status.nominatedNodeName (cleared), the PodScheduled condition (set to the
-reply's ``condition``) and metadata.resourceVersion. The binder registers each bound pod
-here (``ExpectedBindings.expect``, on its own thread, right after the reply); when the
-informer meets an entry with a registered resourceVersion, it builds the bound manifest
-from the pod it holds (``bound_manifest``) and skips decoding the entry.
+largest part of its watch time). But bind.lua changes nothing but spec.nodeName,
+status.nominatedNodeName (cleared), the PodScheduled condition and
+metadata.resourceVersion, so the entry's key, rv, node and condition are all there is to
+know. The binder passes the informer's mark (``OwnMark.mark``, random per informer) to
+``Store.bind_many``, in process or in a Ray binding task, and bind.lua writes it into
+each binding's entry with the node and the condition's bytes (fields ``by``, ``node``,
+``cond``). When the informer meets an entry with its mark, it builds the bound manifest
+from the pod it holds (``bound_manifest``) and skips decoding ``obj``. The entry says it
+all by itself, so it does not matter whether the binder's reply arrived first: a Ray
+task's reply (one per ~250 jobs, every 250 ms at most) usually arrives after the watch
+entries of its bindings, which an earlier design, registering each binding from the
+reply by its resourceVersion, then had to decode in full.
 
 Why this is exact: watch events are applied in resourceVersion order, so when the entry
 of a binding at rv R is reached, the informer's pod is the stored object as it was just
 before R, which is exactly what bind.lua edited (an external write in between, such as a
-label change, was applied first). Anything unusual (the pod unknown to the informer, not
-the registered key, a manifest part bind.lua would have rewritten as a whole) returns
-None and the entry is decoded as before. A binding refused or failed registers nothing:
-its pod goes through Unreserve/Forget/requeue as before, and external writers (the API,
-apply) are always decoded.
+label change, was applied first). Only bind.lua writes the mark, and only into the
+entry of a binding it made: a binding refused (conflict, over-commit, uid mismatch of a
+re-created pod) or fenced (a lost lease: the whole script is refused) writes no entry;
+another binder's (the API, another coordinator, a former coordinator's task) has no mark
+or another one, and is decoded as before. Anything unusual (the pod unknown to the
+informer or bound already, a manifest part bind.lua would have rewritten as a whole, an
+unreadable mark field) returns None and the entry is decoded as before.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping, Sequence
+import secrets
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import msgpack  # type: ignore[import-untyped]
+
 from cluster_sched.store.podstatus import POD_SCHEDULED
-from cluster_sched.store.results import BindOutcome, BindResult
 
-__all__ = ["ExpectedBindings", "OwnBinding", "bound_manifest"]
+__all__ = ["OwnBinding", "OwnMark", "bound_manifest"]
 
-#: Above this many registered bindings, those older than the informer's position are
-#: dropped (their entries were passed by a relist and will never be met).
-PRUNE_ABOVE = 8192
+#: Distinct conditions kept decoded (one per second of binding: lastTransitionTime).
+CONDITIONS_KEPT = 64
 
 
 class OwnBinding(NamedTuple):
-    """What a binding at a known resourceVersion wrote: ``key`` bound to ``node`` with
-    the PodScheduled=True ``condition``. ``conditions``: ``[condition]``, the conditions
-    list of a pod that had none, one list shared by the bindings of a reply whose
-    conditions are equal (read-only, as the informer's manifests are). A tuple: one is
-    made per binding on the binder thread, which shares the GIL with the loop."""
+    """What a binding wrote: ``key`` bound to ``node`` with the PodScheduled=True
+    ``condition``. ``conditions``: ``[condition]``, the conditions list of a pod that had
+    none, one list shared by every binding with equal condition bytes (read-only, as the
+    informer's manifests are)."""
 
     key: str
     node: str
@@ -49,50 +55,49 @@ class OwnBinding(NamedTuple):
     conditions: list[Any] | None = None
 
 
-class ExpectedBindings:
-    """resourceVersion -> OwnBinding for bindings whose watch entries are still ahead.
+class OwnMark:
+    """The informer's mark, and the reading of entries that carry it.
 
-    Written by binder threads, read and emptied by the coordinator's thread: each
-    operation is one dict call (the writers' and ``prune``'s under a lock)."""
+    ``mark`` goes to the binder (``Store.bind_many(mark=...)``); an entry is ours when
+    its ``by`` field is ``raw``, and ``binding`` reads its ``key``, ``node`` and
+    ``cond`` fields. Used by the informer's thread only (the binder reads ``mark``)."""
 
-    __slots__ = ("_by_rv", "_lock")
+    __slots__ = ("_conditions", "mark", "raw")
 
-    def __init__(self) -> None:
-        self._by_rv: dict[int, OwnBinding] = {}
-        self._lock = threading.Lock()
+    def __init__(self, mark: str | None = None) -> None:
+        self.mark = mark if mark is not None else secrets.token_hex(8)
+        self.raw = self.mark.encode()
+        #: condition bytes -> (condition, [condition]), or None when unreadable
+        self._conditions: dict[bytes, tuple[dict[str, Any], list[Any]] | None] = {}
 
-    def expect(self, results: Sequence[BindResult]) -> None:
-        """Register the bound ones of ``results`` (store replies)."""
-        fresh: dict[int, OwnBinding] = {}
-        last: Mapping[str, Any] | None = None
-        listed: list[Any] = []
-        for r in results:
-            if r.outcome is not BindOutcome.BOUND or r.rv <= 0 or r.condition is None:
-                continue
-            if r.condition != last:  # a reply's bindings share one time, so one list
-                last, listed = r.condition, [dict(r.condition)]
-            fresh[r.rv] = OwnBinding(r.pod_key, r.node_name, r.condition, listed)
-        if fresh:
-            with self._lock:
-                self._by_rv.update(fresh)
+    def binding(self, fields: Mapping[bytes, bytes]) -> OwnBinding | None:
+        """The binding a marked entry records; None if a field does not read as one."""
+        key, node, cond = fields.get(b"key"), fields.get(b"node"), fields.get(b"cond")
+        if key is None or node is None or cond is None:
+            return None
+        try:
+            known = self._conditions[cond]
+        except KeyError:
+            known = self._decoded(cond)
+        if known is None:
+            return None
+        try:
+            return OwnBinding(key.decode(), node.decode(), known[0], known[1])
+        except UnicodeDecodeError:
+            return None
 
-    def pop(self, rv: int) -> OwnBinding | None:
-        """The registration at ``rv``, removed; None if there is none. Unlocked: one
-        dict.pop is atomic against ``expect``'s one dict.update, and ``prune``, the
-        only iteration, runs on this same reader thread."""
-        return self._by_rv.pop(rv, None)
-
-    def prune(self, applied_rv: int) -> None:
-        """Drop registrations at or below ``applied_rv`` when there are many (entries a
-        relist went past); a registration is otherwise removed when its entry is met."""
-        if len(self._by_rv) <= PRUNE_ABOVE or applied_rv <= 0:
-            return
-        with self._lock:
-            for rv in [rv for rv in self._by_rv if rv <= applied_rv]:
-                del self._by_rv[rv]
-
-    def __len__(self) -> int:
-        return len(self._by_rv)
+    def _decoded(self, cond: bytes) -> tuple[dict[str, Any], list[Any]] | None:
+        """``cond`` decoded as the watch decodes objects (one list shared by all
+        bindings with these bytes); None unless a map, as bind.lua's condition is."""
+        try:
+            value = msgpack.unpackb(cond, raw=False, strict_map_key=False)
+        except Exception:  # msgpack raises several unrelated types for bad input
+            value = None
+        known = (value, [dict(value)]) if isinstance(value, dict) else None
+        if len(self._conditions) >= CONDITIONS_KEPT:
+            self._conditions.clear()
+        self._conditions[cond] = known
+        return known
 
 
 def bound_manifest(

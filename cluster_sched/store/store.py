@@ -283,6 +283,7 @@ class Store:
         *,
         scheduled_events: bool = False,
         check_fit: bool = False,
+        mark: str = "",
     ) -> builtins.list[BindResult]:
         """Bind ``(pod_key, node_name, pod_uid[, requests[, fit_skips]])`` tuples
         atomically, each independently, in one script call per ``batch_size``.
@@ -293,13 +294,12 @@ class Store:
         ``check_fit`` (the scheduler's binder) it is refused as OVER_COMMITTED (with an
         ``OverCommit`` Warning Event) when the node's allocatable cannot hold ``requests``
         (but the ``fit_skips`` resources; ``fit_skips`` None: unchecked) besides the pods
-        bound there; without, it binds as the API server does. Either
-        way the requests are counted on the node (omitted: computed from the stored pod,
-        one more round trip). Success sets
+        bound there; without, it binds as the API server does. Either way the requests
+        are counted on the node (omitted: read from the stored pod). Success sets
         spec.nodeName and PodScheduled=True, clears status.nominatedNodeName, bumps the
-        resourceVersion and emits MODIFIED; with ``scheduled_events`` (the scheduler's
-        binder) the same script records the pod's ``Scheduled`` Event, so no binding the
-        scheduler made is ever without its Event.
+        resourceVersion and emits MODIFIED (with the binder's ``mark``, its node and
+        condition: ``scheduler/own_bindings.py``); with ``scheduled_events`` the same
+        script records the pod's ``Scheduled`` Event (never a binding without it).
         """
         todo = [BindingRequest(*b) for b in bindings]
         for b in todo:
@@ -338,6 +338,7 @@ class Store:
                             self._kevents_maxlen,
                             rfc3339_micro(now),
                             "1" if scheduled_events else "0",
+                            mark,
                         ],
                     )
                 )

@@ -19,7 +19,7 @@ from cluster_sched.framework.status import Code
 from cluster_sched.plugins.volumebinding import BINDINGS_KEY, _Bindings
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.binding import BindingJob
-from cluster_sched.scheduler.own_bindings import bound_manifest
+from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
 from tests.workers.binding_frameworks import frameworks
@@ -59,14 +59,20 @@ def test_a_binding_record_binds_as_its_job_would(redis_client: redis.Redis, redi
         "jobs": [[job_pod.raw, "n0", PROFILE, encode_state(CycleState()), 7, {}]],
         "records": [record(record_pod, "n0"), record(too_big, "n0")],
     }
+    informer = Informer(store, InformerHandlers(lambda old, new: None, lambda old, new: None))
+    informer.list_and_watch()
+    request["mark"] = informer.own.mark
     reply = decode_value(bind_task(encode_value(request), redis_url, store.keys.prefix, ""))
     assert len(reply) == 3
-    (code_j, _, _, rv_j, cond_j), (code_r, _, _, rv_r, cond_r), refused = reply
+    (code_j, _, _), (code_r, _, _), refused = reply
     assert (code_j, code_r) == (int(Code.SUCCESS), int(Code.SUCCESS))
     assert refused[0] == int(Code.ERROR) and "over" in refused[1][0].lower(), refused
-    for pod, rv, cond in ((job_pod, rv_j, cond_j), (record_pod, rv_r, cond_r)):
-        assert pod.raw is not None
-        assert store.get("Pod", pod.key) == bound_manifest(pod.raw, "n0", rv, cond)
+    informer.poll()  # each bound pod from its entry's mark alone (no reply needed)
+    assert (informer.own_confirmed, informer.own_decoded) == (2, 0)
+    for pod in (job_pod, record_pod):
+        stored = store.get("Pod", pod.key)
+        assert stored is not None and informer.pods[pod.key].raw == stored
+        assert informer.pods[pod.key] == parse_object(stored)
     assert (store.get("Pod", too_big.key) or {}).get("spec", {}).get("nodeName") is None
     scheduled = sorted(e["key"] for e in store.events(reason="Scheduled"))
     assert scheduled == sorted([job_pod.key, record_pod.key])

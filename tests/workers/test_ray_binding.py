@@ -19,7 +19,7 @@ from cluster_sched.framework.status import Code
 from cluster_sched.framework.waiting_pods import new_waiting_pod
 from cluster_sched.queue.types import QueuedPodInfo
 from cluster_sched.scheduler.binding import BindingJob, BindingOutcome
-from cluster_sched.scheduler.own_bindings import ExpectedBindings, OwnBinding, bound_manifest
+from cluster_sched.scheduler.informer import Informer, InformerHandlers
 from cluster_sched.store.fence import is_fenced_message
 from cluster_sched.store.store import Store
 from cluster_sched.telemetry.spans import BINDING_CYCLE
@@ -103,31 +103,31 @@ def test_batches_bind_each_pod_once_and_report_each_outcome(
     assert sorted(scheduled) == sorted(p.key for p in pods[:11])
 
 
-def test_bindings_the_tasks_make_are_confirmed_with_what_the_store_wrote(
+def test_bindings_the_tasks_make_are_known_to_the_informer_by_its_mark(
     redis_client: redis.Redis, redis_url: str
 ) -> None:
-    """The coordinator is told each binding a task made (resourceVersion, condition), so
-    its informer can skip decoding the watch entry: the told binding must rebuild the
-    stored manifest exactly. A binding refused (already bound) is not told."""
+    """The tasks' bindings carry the informer's mark in their watch entries, so the
+    informer applies them without decoding, and holds exactly the parse of what the store
+    wrote. A binding refused (already bound) writes nothing; the foreign binding that
+    got there first is decoded."""
     store = Store(redis_client)
     pods = cluster(store, 5)
+    informer = Informer(store, InformerHandlers(lambda old, new: None, lambda old, new: None))
+    informer.list_and_watch()
     store.bind(pods[4].key, "n0")
-    expected = ExpectedBindings()
-    ex = ray_binding_executor(redis_url=redis_url, batch=3, confirm=expected.expect)(
+    ex = ray_binding_executor(redis_url=redis_url, batch=3, mark=informer.own.mark)(
         store, frameworks(store)
     )
     outcomes = bind_round_robin(ex, pods)
     assert [outcomes[p.key].is_success for p in pods] == [True] * 4 + [False]
-    assert len(expected) == 4
-    for i, pod in enumerate(pods[:4]):
+    while informer.poll():
+        pass
+    assert (informer.own_confirmed, informer.own_decoded) == (4, 0)
+    for i, pod in enumerate(pods):
         stored = store.get("Pod", pod.key)
-        assert stored is not None
-        rv = int(stored["metadata"]["resourceVersion"])
-        told = expected.pop(rv)
-        assert isinstance(told, OwnBinding)
-        assert (told.key, told.node) == (pod.key, f"n{i % 3}")
-        assert pod.raw is not None
-        assert bound_manifest(pod.raw, told.node, rv, told.condition) == stored
+        assert stored is not None and informer.pods[pod.key] == parse_object(stored)
+        assert informer.pods[pod.key].raw == stored
+        assert informer.pods[pod.key].node_name == (f"n{i % 3}" if i < 4 else "n0")
 
 
 def test_wait_on_permit_runs_in_the_coordinator(redis_client: redis.Redis, redis_url: str) -> None:

@@ -35,6 +35,12 @@
 -- ARGV[5]     approximate MAXLEN of the Event stream
 -- ARGV[6]     the Events' time (RFC 3339, microseconds)
 -- ARGV[7]     "1": append a Scheduled Event per binding; "0": none
+-- ARGV[8]     the binder's mark ("" or absent: none). When set, each binding's MODIFIED
+--             entry also carries 'by' (the mark), 'node' and 'cond' (ARGV[3]): with the
+--             key and rv that is all bind.lua changed, so the binder's own informer,
+--             which knows its mark, rebuilds the bound manifest from the pod it holds
+--             instead of decoding 'obj' (scheduler/own_bindings.py). A refused binding
+--             writes no entry, so a mark only ever names a binding that was made.
 -- Without a skip entry a binding is made as the API server makes it; its requests are
 -- counted either way.
 -- Returns     msgpack array, three entries per binding: code, rv, detail
@@ -154,6 +160,7 @@ local out = {}
 local maxlen, kind, cond = ARGV[1], ARGV[2], ARGV[3]
 local items = cmsgpack.unpack(ARGV[4])
 local time, with_events = ARGV[6], ARGV[7] == '1'
+local mark = ARGV[8] or ''
 if #items == 0 then return cmsgpack.pack(out) end
 -- Reads are made once for the whole call (HMGET), not per binding. What this script
 -- writes is read back from the tables it keeps: a pod's object once bound (`written`),
@@ -220,8 +227,15 @@ for i = 1, #items do
       last_rv = rv
       redis.call('HSET', KEYS[3], field, obj)
       written[field] = obj
-      local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
-        'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
+      local id
+      if mark ~= '' then
+        id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
+          'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj,
+          'by', mark, 'node', node, 'cond', cond)
+      else
+        id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxlen, '*',
+          'type', 'MODIFIED', 'kind', kind, 'key', field, 'rv', rv, 'obj', obj)
+      end
       for r, q in pairs(reqs) do
         if r ~= 'pods' then used[r] = (used[r] or 0) + q end
       end
