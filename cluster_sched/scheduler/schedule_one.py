@@ -108,6 +108,8 @@ class SchedulingCycle:
         #: plugin-metrics sampling decisions drawn for this batch's pods that a
         #: whole-batch run did not take: their own cycles use them (``draw_sample``)
         self.samples: dict[str, bool] = {}
+        #: binding jobs kept for submission together (``hold_bindings``), else None
+        self._held: list[BindingJob] | None = None
 
     def prefetch(self, batch: Sequence[tuple[QueuedPodInfo, int]]) -> None:
         """Ask the shards the batch's first Filter questions in one call each, when
@@ -303,20 +305,38 @@ class SchedulingCycle:
             NOMINATED_NODE_NAME_FOR_EXPECTATION
         ) and self._nominate_for_expectation(fwk, state, assumed, host, waiting)
         carrier = self.tracing.carrier_of(self._cycle_span) if self._cycle_span is not None else {}
-        self.binder.submit(
-            BindingJob(
-                assumed,
-                host,
-                fwk.profile_name,
-                state,
-                info,
-                cycle,
-                waiting=waiting,
-                trace_carrier=carrier,
-                nominate=nominate,
-            )
+        job = BindingJob(
+            assumed,
+            host,
+            fwk.profile_name,
+            state,
+            info,
+            cycle,
+            waiting=waiting,
+            trace_carrier=carrier,
+            nominate=nominate,
         )
+        if self._held is not None and not waiting:
+            self._held.append(job)
+        else:
+            self.release_bindings(hold=self._held is not None)
+            self.binder.submit(job)
         return True
+
+    def hold_bindings(self) -> None:
+        """Keep the binding jobs of the next commits until ``release_bindings``: a
+        whole-batch run hands its pods' binding cycles over together when it ends (one
+        wake-up of the binder and one bind call for the run, instead of the first pod's
+        alone while the others commit). Only when the bindings start changes: outcomes
+        are read between batches either way. A pod parked by Permit is handed over at
+        once, after the jobs held before it (their order kept)."""
+        self._held = []
+
+    def release_bindings(self, *, hold: bool = False) -> None:
+        """Submit the held jobs in commit order; ``hold``: keep holding after."""
+        held, self._held = self._held, ([] if hold else None)
+        for job in held or ():
+            self.binder.submit(job)
 
     def activate_failed_preemptors(self) -> None:
         """Preemptors whose async preemption failed go to activeQ (upstream's goroutine

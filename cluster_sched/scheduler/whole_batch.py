@@ -329,6 +329,7 @@ def _commit_all(
     host_names: list[str] = [names[r] for r in hosts]  # type: ignore[misc]
     bulk = _assume_all(sc, fwk, pods, host_names)
     reached = 0  # pods whose commit was called: the other bulk-assumed ones are forgotten
+    sc.hold_bindings()
     try:
         for i, (pod, state, _) in enumerate(zip(pods, states, hosts, strict=False)):
             info, cycle = batch[i]
@@ -362,6 +363,7 @@ def _commit_all(
                 return i + 1
         return len(hosts)
     finally:
+        sc.release_bindings()
         for pod in reversed(bulk[reached:]):  # as if never assumed (Forget)
             sc.cache.forget_pod(pod)
 

@@ -86,16 +86,35 @@ local function forget(pod)
   redis.call('HDEL', K_REV, pod)
 end
 
+-- Variadic commands take their arguments through Lua's unpack, whose stack is bounded:
+-- scripts write in slices of this many pods so any number works.
+local SLICE = 1000
+
 -- Upstream Done for ARGV[first..]: forget each pod still in flight (a pod that went
 -- back to a sub-queue in the meantime stays there). Returns how many were forgotten.
+-- The same state as one pod after the other (each pod's keys are its own; a key given
+-- twice is forgotten once), written per key for a slice of pods: one HMGET, one ZREM
+-- and five HDELs instead of seven calls per pod.
 local function finish_cycles(first)
-  local forgotten = 0
-  for i = first, #ARGV do
-    local pod = ARGV[i]
-    if location(pod) == 'inflight' then
-      detach(pod, 'inflight')
-      forget(pod)
-      forgotten = forgotten + 1
+  local forgotten, seen = 0, {}
+  for s = first, #ARGV, SLICE do
+    local slice = {unpack(ARGV, s, math.min(s + SLICE - 1, #ARGV))}
+    local where = redis.call('HMGET', K_WHERE, unpack(slice))
+    local gone = {}
+    for j, pod in ipairs(slice) do
+      if where[j] == 'inflight' and not seen[pod] then
+        seen[pod] = true
+        gone[#gone + 1] = pod
+      end
+    end
+    if #gone > 0 then
+      redis.call('ZREM', K_INFLIGHT, unpack(gone))
+      redis.call('HDEL', K_INFO, unpack(gone))
+      redis.call('HDEL', K_ATTEMPTS, unpack(gone))
+      redis.call('HDEL', K_SORTKEY, unpack(gone))
+      redis.call('HDEL', K_WHERE, unpack(gone))
+      redis.call('HDEL', K_REV, unpack(gone))
+      forgotten = forgotten + #gone
     end
   end
   return forgotten

@@ -27,7 +27,6 @@ for i = 1, #ARGV, 7 do
   seen[pod] = true
   pods[#pods + 1] = pod
 end
-local SLICE = 1000  -- variadic calls take their arguments through unpack: bounded stack
 if burst then
   for first = 1, n, SLICE do
     local where = redis.call('HMGET', K_WHERE, unpack(pods, first, math.min(first + SLICE - 1, n)))

@@ -69,20 +69,17 @@ end
 local cycle0 = redis.call('INCRBY', K_CYCLE, n) - n
 local rev0 = redis.call('INCRBY', K_SEQ, n) - n
 local reply = {}
--- Variadic commands take their arguments through Lua's unpack, whose stack is bounded:
--- write in slices so any N works.
-local SLICE = 1000
+-- In slices of SLICE pods (_lib.lua: unpack's stack is bounded).
 for first = 1, n, SLICE do
   local last = math.min(first + SLICE - 1, n)
   local slice = {unpack(pods, first, last)}
   local infos = redis.call('HMGET', K_INFO, unpack(slice))
   local tries = redis.call('HMGET', K_ATTEMPTS, unpack(slice))
-  local where, inflight, attempts, revs = {}, {}, {}, {}
+  local where, attempts, revs = {}, {}, {}
   for j, pod in ipairs(slice) do
     local i = first + j - 1
     local tried = (tonumber(tries[j] or '0') or 0) + 1  -- an unreadable count restarts
     where[#where + 1], where[#where + 2] = pod, 'inflight'
-    inflight[#inflight + 1], inflight[#inflight + 2] = ARGV[1], pod
     attempts[#attempts + 1], attempts[#attempts + 2] = pod, tried
     revs[#revs + 1], revs[#revs + 2] = pod, rev0 + i
     reply[#reply + 1] = pod
@@ -90,6 +87,15 @@ for first = 1, n, SLICE do
     reply[#reply + 1] = tried
     reply[#reply + 1] = cycle0 + i
     reply[#reply + 1] = source
+  end
+  -- The in-flight pods share one score (the pop time), so they sort by key: a small
+  -- sorted set is a flat list Redis scans from its head for every new member, so the
+  -- members go in from the largest key down, each placed at once (same set, linear
+  -- instead of quadratic in the batch).
+  table.sort(slice)
+  local inflight = {}
+  for j = #slice, 1, -1 do
+    inflight[#inflight + 1], inflight[#inflight + 2] = ARGV[1], slice[j]
   end
   redis.call('HSET', K_WHERE, unpack(where))
   redis.call('ZADD', K_INFLIGHT, unpack(inflight))
