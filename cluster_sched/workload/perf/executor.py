@@ -258,7 +258,13 @@ class WorkloadExecutor:
                 docs.append(doc)
             if op.unique_label_key or op.node_allocatable or op.label_strategy:
                 parse_object(docs[0], template.source)
-            self.store.apply_many(docs)
+            if self.feeder is not None:  # upstream's client creates the nodes too
+                self.feeder.submit(group_message(docs=docs), f"creating {op.count} nodes")
+                # Not the op's timeout (the child may still be starting): a child that
+                # dies or loses Redis (its store's socket timeout) answers anyway.
+                self.feeder.wait()
+            else:
+                self.store.apply_many(docs)
         while self.coord.poll_informer():  # the scheduler sees every node before pods come
             pass
 
