@@ -30,6 +30,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
@@ -183,13 +184,15 @@ class ProcessFeed:
     once the scheduler holds all the group's pods, as with the inline feeder.
 
     A message is sent every ``every`` calls (loop turns), with at most ``window``
-    unanswered; ``in_step``: and only once the watch has seen the last one's writes.
-    That is the inline feeder's arrival pacing (a chunk every FEED_TURNS turns, in
-    step with the batches scheduled), without its writing. Unpaced, the child wrote a
-    10,000-pod burst in a second or two and the loop then read it 2,000 watch entries
-    a turn: a second with no bind, three times (scheduling-basic.yaml); paced by turns
-    alone, turns that only wait on the watch are short and the burst still came at
-    once."""
+    unanswered; ``lead``: and at most that many written or being written that the
+    watch has not yet seen. That is the inline feeder's arrival pacing (a chunk every
+    FEED_TURNS turns, in step with the batches scheduled), without its writing.
+    Unpaced, the child wrote a 10,000-pod burst in a second or two and the loop then
+    read it 2,000 watch entries a turn: a second with no bind, three times
+    (scheduling-basic.yaml); paced by turns alone, turns that only wait on the watch
+    are short and the burst still came at once; one chunk at a time, on a loaded
+    machine the loop waited for the child to be given a core, queue empty (gaps of
+    0.9 s). Two chunks ahead keep the queue fed and the watch reads small."""
 
     def __init__(
         self,
@@ -200,10 +203,12 @@ class ProcessFeed:
         *,
         every: int = 1,
         window: int | None = None,
-        in_step: bool = False,
+        lead: int | None = None,
     ) -> None:
         self.proc, self.seen_rv, self.what = proc, seen_rv, what
-        self.every, self.window, self.in_step = max(1, every), window, in_step
+        self.every, self.window, self.lead = max(1, every), window, lead
+        #: resourceVersions of the answered messages' last writes, oldest first
+        self.unseen: deque[int] = deque()
         self.messages = iter(messages)
         self.turns = self.every - 1  # since the last message: the first goes at once
         self.outstanding = 0
@@ -217,6 +222,7 @@ class ProcessFeed:
             self.outstanding -= 1
             self.created += int(reply["done"])
             self.rv = max(self.rv, int(reply["rv"]))
+            self.unseen.append(int(reply["rv"]))
         self.turns += 1
         if not self.exhausted and self.turns >= self.every and self._may_send():
             msg = next(self.messages, None)
@@ -231,9 +237,15 @@ class ProcessFeed:
         return self.seen_rv() < self.rv
 
     def _may_send(self) -> bool:
-        if self.in_step:
-            return not self.outstanding and self.seen_rv() >= self.rv
-        return self.window is None or self.outstanding < self.window
+        if self.window is not None and self.outstanding >= self.window:
+            return False
+        if self.lead is None:
+            return True
+        if self.unseen:
+            seen = self.seen_rv()
+            while self.unseen and self.unseen[0] <= seen:
+                self.unseen.popleft()
+        return self.outstanding + len(self.unseen) < self.lead
 
     def written(self) -> bool:
         """Every message sent and answered (the watch may not have seen them yet)."""
@@ -319,7 +331,12 @@ def group_feed(
         messages += [take_message(chunk, chunk) for _ in range(chunk, count, chunk)]
     what = f"writing pod group {group.name}"
     return ProcessFeed(
-        feeder, messages, lambda: informer.last_rv, what, every=every, in_step=take is not None
+        feeder,
+        messages,
+        lambda: informer.last_rv,
+        what,
+        every=every,
+        lead=None if take is None else 2,
     )
 
 
