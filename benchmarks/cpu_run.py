@@ -4,6 +4,9 @@
 in-process executor; the Redis server is another process), and in brackets the same over
 the loop alone (``run_workload``: feeding, scheduling, binding; without start-up, the
 record and the report), and the longest time between two binds (a stall shows there).
+The pods are written by the feeder process unless ``--feeder inline`` (issue 23): its
+CPU is the client's, not the coordinator's, and is printed beside it ("feeder"), not
+hidden; a checkout without a feeder process prints none.
 For alternating old and new checkouts run by run:
 
     PYTHONPATH=/tmp/old .venv/bin/python benchmarks/cpu_run.py run examples/topology-spreading.yaml
@@ -92,6 +95,29 @@ def _timed_run_workload(*args: Any, **kwargs: Any) -> None:
 
 runner_module.run_workload = _timed_run_workload
 
+#: CPU seconds of the feeder processes (the workload's client), summed over runs
+_feeder_cpu = [0.0]
+
+
+def _count_feeder_cpu() -> bool:
+    """Add each feeder process's CPU to ``_feeder_cpu`` when it is closed; False for a
+    checkout without one."""
+    try:
+        from cluster_sched.workload import feeder
+    except ImportError:
+        return False
+    close = feeder.FeederProcess.close
+
+    def counted(self: Any) -> None:
+        close(self)
+        _feeder_cpu[0] += self.cpu_seconds
+
+    feeder.FeederProcess.close = counted  # type: ignore[method-assign]
+    return True
+
+
+_HAS_FEEDER = _count_feeder_cpu()
+
 
 #: wall seconds the loop thread spent inside each timed Redis call site (``--waits``)
 _waits: dict[str, float] = {}
@@ -157,9 +183,19 @@ def _perf(argv: list[str]) -> int:
                 and d.get("labels", {}).get("Metric") == "SchedulingThroughput"
             ]
             print(
-                f"{path.stem}: throughput {json.dumps(throughput)}, wall {wall:.1f} s, CPU {cpu:.1f} s"
+                f"{path.stem}: throughput {json.dumps(throughput)}, wall {wall:.1f} s, "
+                f"CPU {cpu:.1f} s{_feeder_text(None)}"
             )
     return 0
+
+
+def _feeder_text(pods: int | None) -> str:
+    """The feeder process's CPU (seconds, per pod if ``pods``), when there was one."""
+    if not _HAS_FEEDER or _feeder_cpu[0] == 0.0:
+        return ""
+    if pods is None:
+        return f", feeder process CPU {_feeder_cpu[0]:.1f} s"
+    return f", feeder process CPU {_feeder_cpu[0]:.1f} s = {1e6 * _feeder_cpu[0] / max(pods, 1):.0f} us/pod"
 
 
 USAGE = (
@@ -199,7 +235,7 @@ def main(argv: list[str]) -> int:
         f"{Path(workload).name}: {summary['scheduled']}/{pods} pods, "
         f"{float(summary['throughput']):.1f} pods/s [{per_group}], wall {wall:.1f} s, "
         f"CPU {cpu:.1f} s = {1e6 * cpu / max(pods, 1):.0f} us/pod "
-        f"(loop {1e6 * _loop_cpu[0] / max(pods, 1):.0f}), "
+        f"(loop {1e6 * _loop_cpu[0] / max(pods, 1):.0f}){_feeder_text(pods)}, "
         f"longest gap between binds {1e3 * _longest_gap[0]:.0f} ms, "
         f"compiled {json.dumps(summary.get('compiled_path'))}, "
         f"own-binding watch entries {json.dumps(_own)} of {summary['scheduled']} bound"

@@ -19,6 +19,7 @@ from typing import Any
 from cluster_sched.errors import UsageError
 from cluster_sched.scheduler.assembly import EXECUTORS
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE
+from cluster_sched.workload.feeder import DEFAULT_FEEDER, FEEDERS
 from cluster_sched.workload.option_types import int_at_least, port, seconds, seed
 
 __all__ = [
@@ -168,6 +169,18 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_feeder_option(p: argparse.ArgumentParser) -> None:
+    """``--feeder process|inline``: who writes the workload's pods (``workload.feeder``)."""
+    p.add_argument(
+        "--feeder",
+        choices=FEEDERS,
+        default=DEFAULT_FEEDER,
+        help="who writes the pods: a client process beside the scheduler, as upstream's "
+        "scheduler_perf client (process), or the scheduler's loop thread between turns, "
+        "a fixed interleaving (inline)",
+    )
+
+
 def add_feature_gates_option(p: argparse.ArgumentParser) -> None:
     """``--feature-gates Name=true,Name2=false``: upstream's flag, v1.35 defaults."""
     p.add_argument(
@@ -211,6 +224,7 @@ def add_clock_options(p: argparse.ArgumentParser) -> None:
 _USELESS: tuple[tuple[str, str, Callable[[argparse.Namespace], bool]], ...] = (
     ("horizon", "--clock virtual", lambda a: a.clock != "virtual"),
     ("group_timeout", "--clock real", lambda a: getattr(a, "clock", "real") != "real"),
+    ("feeder", "--clock real", lambda a: getattr(a, "clock", "real") != "real"),
     ("shards", "--executor shards or ray", lambda a: a.executor == "local"),
     ("shard_prefetch", "--executor shards or ray", lambda a: a.executor == "local"),
     ("ray_address", "--executor ray", lambda a: a.executor != "ray"),

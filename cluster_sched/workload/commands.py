@@ -24,6 +24,7 @@ from cluster_sched.workload.cli_args import (
     add_clock_options,
     add_executor_options,
     add_feature_gates_option,
+    add_feeder_option,
     add_lenient_option,
     add_redis_option,
     port,
@@ -71,6 +72,7 @@ def _register_run(sub: Any) -> None:
         "summary (Ctrl-C ends it early)",
     )
     add_executor_options(p)
+    add_feeder_option(p)
     add_feature_gates_option(p)
     add_clock_options(p)
     add_redis_option(p, private_fallback=True)
@@ -258,6 +260,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             horizon=args.horizon,
             api=lambda store, url: api_serving(args, store, url),
             record_results=args.record_results,
+            feeder=args.feeder,
         )
     )
     for line in result.summary.get("warnings") or []:

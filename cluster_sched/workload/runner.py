@@ -1,8 +1,11 @@
 """``cluster-sched run``: a whole evaluation of a workload against the real loop.
 
 Objects and nodes are written to the store first, then each pod group in turn; the
-coordinator runs in this thread between feeds, so the evaluation exercises exactly the
-path a deployment does: store → watch → queue → cycle → binding → watch.
+coordinator runs in this thread, so the evaluation exercises exactly the path a
+deployment does: store → watch → queue → cycle → binding → watch. The pods are written
+by a client process beside it (``--feeder process``, ``workload.feeder``: what the
+scheduler is charged for is what its watch brings) or, ``--feeder inline``, from this
+thread between turns (the interleaving is then fixed by the loop's turns).
 """
 
 from __future__ import annotations
@@ -35,22 +38,33 @@ from cluster_sched.store.store import Store
 from cluster_sched.telemetry.memory import peak_rss_bytes, redis_memory
 from cluster_sched.telemetry.metrics import Metrics
 from cluster_sched.telemetry.tracing import setup_tracing
+from cluster_sched.workload.feeder import (
+    APPLY_BATCH,
+    DEFAULT_FEEDER,
+    FEEDERS,
+    FeederProcess,
+    InlineFeeder,
+    group_feed,
+    group_message,
+)
 from cluster_sched.workload.final_state import final_record, informer_view, listing
-from cluster_sched.workload.spec import PodGroup, Workload, load_workload
+from cluster_sched.workload.spec import Workload, load_workload
 from cluster_sched.workload.virtual import VirtualRun, VirtualStats, virtual_figures
 from cluster_sched.workload.virtual_binding import InlineBindingExecutor
 
 #: ``--clock`` choices.
 CLOCKS = ("real", "virtual")
 
-APPLY_BATCH = 2000
-#: A burst is written a chunk every this many loop turns, one batch per turn (_Feeder).
+#: A burst is written a chunk every this many loop turns, one batch per turn (InlineFeeder).
 FEED_TURNS = 8
 #: A group that makes no progress for this long (seconds of wall time) is declared settled
 #: even if pods still bounce through backoff: they are counted as unschedulable.
 STALL_SECONDS = 30.0
 #: While the loop is busy, ``drive``'s condition is checked at least this often (seconds).
 UNTIL_EVERY = 0.01
+#: While another process feeds and a turn found nothing to do, the loop waits this long
+#: on the watch (milliseconds; new entries end the wait at once) instead of spinning.
+FEED_WAIT_MS = 5
 
 
 @dataclass(slots=True)
@@ -97,6 +111,9 @@ class RunOptions:
     #: ``--record-results``: the label selector of pods that get the simulator's result
     #: annotations (None: off, nothing recorded)
     record_results: str | None = None
+    #: who writes the pod groups: "process" (a client process, ``workload.feeder``) or
+    #: "inline" (this thread, between turns)
+    feeder: str = DEFAULT_FEEDER
 
 
 @dataclass(slots=True)
@@ -116,57 +133,6 @@ def _settled(coord: Coordinator) -> bool:
         and counts[Location.IN_FLIGHT] == 0
         and coord.binder.pending() == 0
     )
-
-
-class _Feeder:
-    """Creates a group's pods: all at once, or paced at ``rate`` pods per second.
-
-    "All at once" is ``chunk`` pods every ``every`` loop turns, as many as the turns
-    between schedule (one coordinator batch each): the loop runs feeding and scheduling
-    on one thread, and writing (then watching) thousands of pods per turn against one
-    popped batch left almost nothing bound for a second while a burst arrived (issue 23,
-    item 4). In step, pods bind while the burst is written, as under upstream's
-    scheduler_perf, whose client creates pods beside the scheduler; a chunk of several
-    batches keeps the writes, watch reads and queue adds in bulk."""
-
-    def __init__(
-        self, store: Store, group: PodGroup, chunk: int = APPLY_BATCH, every: int = 1
-    ) -> None:
-        self.store = store
-        self.group = group
-        self.chunk = max(1, min(chunk, APPLY_BATCH))
-        self.every = max(1, every)
-        self.turn = 0
-        self.it = group.manifests(shared=True)  # only the store reads them
-        self.created = 0
-        self.start = time.monotonic()
-        self.done = group.count == 0
-
-    def feed(self) -> bool:
-        """Write the pods now due; True while some remain to be written."""
-        self.tick()
-        return not self.done
-
-    def tick(self) -> None:
-        if self.done:
-            return
-        if self.group.rate > 0:
-            due = int((time.monotonic() - self.start) * self.group.rate) + 1 - self.created
-        else:
-            self.turn += 1
-            due = self.chunk if (self.turn - 1) % self.every == 0 else 0
-        batch = []
-        for _ in range(max(0, min(due, APPLY_BATCH))):
-            doc = next(self.it, None)
-            if doc is None:
-                self.done = True
-                break
-            batch.append(doc)
-        if batch:
-            self.store.apply_many(batch)
-            self.created += len(batch)
-        if self.created >= self.group.count:
-            self.done = True
 
 
 @contextmanager
@@ -194,6 +160,7 @@ def drive(
     tick: Callable[[], None] | None = None,
     stall_seconds: float | None = STALL_SECONDS,
     on_bound: Callable[[int], None] | None = None,
+    feed_elsewhere: bool = False,
 ) -> bool:
     """Run the coordinator loop in this thread until the work at hand is done.
 
@@ -201,7 +168,9 @@ def drive(
     runs every turn for work beside scheduling (paced deletes, churn, samplers). Done:
     ``until()`` holds once feeding is over, or, without ``until``, the queue settled
     (nothing active, backing off or in flight, no binding pending). ``on_bound(n)``: the
-    bound-pod count, when it changes.
+    bound-pod count, when it changes. ``feed_elsewhere``: ``feed()`` only watches
+    another process write (``ProcessFeed``), so a turn with nothing to schedule waits on
+    the watch instead of calling it again at once.
 
     True when done; False after ``timeout`` seconds or (``stall_seconds`` set) that long
     with no new binding and none pending: the caller decides what that means.
@@ -228,7 +197,11 @@ def drive(
             last_check = now
             if until():
                 return True
-        if worked or feeding:
+        if worked:
+            continue
+        if feeding:
+            if feed_elsewhere:
+                coord.poll_informer(block_ms=FEED_WAIT_MS)
             continue
         coord.process_binding_outcomes()
         coord.flush_done()
@@ -258,11 +231,31 @@ def finish_bindings(coord: Coordinator, wait: float = 10.0) -> None:
 
 
 def run_workload(
-    workload: Workload, coord: Coordinator, store: Store, *, quiet: bool, group_timeout: float
+    workload: Workload,
+    coord: Coordinator,
+    store: Store,
+    *,
+    quiet: bool,
+    group_timeout: float,
+    feeder: FeederProcess | None = None,
 ) -> None:
-    store.apply_many(workload.objects)
-    for start in range(0, len(workload.node_docs), APPLY_BATCH):
-        store.apply_many(workload.node_docs[start : start + APPLY_BATCH])
+    """Write the objects and nodes, then feed and schedule each group in turn: from
+    ``feeder``, a client process, if given (nodes too: upstream's client creates them),
+    else from this thread (``InlineFeeder``). The scheduler starts once the nodes are
+    written either way, and lists them."""
+    if feeder is not None:
+        objects = workload.objects  # one call, as inline: classes before their users
+        for what, docs, chunk in (
+            ("objects", objects, len(objects)),
+            ("nodes", workload.node_docs, APPLY_BATCH),
+        ):
+            if docs:
+                feeder.submit(group_message(docs=docs, chunk=chunk), f"writing the {what}")
+                feeder.wait(group_timeout)
+    else:
+        store.apply_many(workload.objects)
+        for start in range(0, len(workload.node_docs), APPLY_BATCH):
+            store.apply_many(workload.node_docs[start : start + APPLY_BATCH])
     coord.start()
     coord.queue.run()
     with _progress(quiet, workload.total_pods) as progress:
@@ -274,8 +267,17 @@ def run_workload(
 
         for group in workload.pod_groups:
             chunk = FEED_TURNS * coord.batch_size
-            feeder = _Feeder(store, group, chunk=chunk, every=FEED_TURNS)
-            drive(coord, feed=feeder.feed, timeout=group_timeout, on_bound=show)
+            if feeder is not None:
+                feed = group_feed(feeder, coord.informer, group, chunk, FEED_TURNS).feed
+            else:
+                feed = InlineFeeder(store, group, chunk=chunk, every=FEED_TURNS).feed
+            drive(
+                coord,
+                feed=feed,
+                timeout=group_timeout,
+                on_bound=show,
+                feed_elsewhere=feeder is not None,
+            )
         finish_bindings(coord)
         show(len(coord.stats.bound_node))
 
@@ -311,6 +313,8 @@ def gated_pods(coord: Coordinator) -> list[str]:
 def _check_clock(opts: RunOptions) -> None:
     if opts.clock not in CLOCKS:
         raise UsageError(f"--clock must be one of {', '.join(CLOCKS)}, got {opts.clock!r}")
+    if opts.feeder not in FEEDERS:
+        raise UsageError(f"--feeder must be one of {', '.join(FEEDERS)}, got {opts.feeder!r}")
     if opts.clock == "virtual" and opts.executor == "ray":
         raise UsageError(
             "--clock virtual runs the scheduler in this process: use --executor local or shards"
@@ -378,8 +382,17 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
                 vstats = vrun.run()
                 completed = vrun.completed
             else:
+                feeder = None
+                if opts.feeder == "process":
+                    feeder = FeederProcess(session.url, opts.prefix)
+                    extras.callback(feeder.close)
                 run_workload(
-                    workload, coord, store, quiet=opts.quiet, group_timeout=opts.group_timeout
+                    workload,
+                    coord,
+                    store,
+                    quiet=opts.quiet,
+                    group_timeout=opts.group_timeout,
+                    feeder=feeder,
                 )
             counts = coord.queue.counts()
             gated = gated_pods(coord)

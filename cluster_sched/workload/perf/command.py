@@ -34,10 +34,12 @@ from cluster_sched.workload.cli_args import (
     EXIT_OK,
     add_executor_options,
     add_feature_gates_option,
+    add_feeder_option,
     add_redis_option,
     seconds,
     seed,
 )
+from cluster_sched.workload.feeder import DEFAULT_FEEDER, FeederProcess
 from cluster_sched.workload.perf.config import (
     PlannedWorkload,
     feature_gates_of,
@@ -93,6 +95,7 @@ def register_perf(sub: Any) -> None:
         help=f"how long an op may wait for its pods (default {DEFAULT_TIMEOUT:g}, as upstream)",
     )
     add_executor_options(p)
+    add_feeder_option(p)
     add_redis_option(p, private_fallback=True)
     add_feature_gates_option(p)
     p.set_defaults(func=_cmd_perf)
@@ -187,6 +190,7 @@ def run_workload(
     features = feature_gates_of(planned.feature_gates, cli_features(args))[0]
     shared = resolve_url(args.redis) is not None
     prefix = f"{{csperf-{uuid.uuid4().hex[:12]}}}" if shared else "{cs}"
+    feeder: FeederProcess | None = None
     with redis_session(args.redis) as session:
         store = Store(session.client, prefix=prefix)
         coord = new_scheduler(
@@ -213,14 +217,24 @@ def run_workload(
             attach_metrics(coord, coord.metrics)  # pending pods incl. gated, at scrape
             coord.start()
             coord.queue.run()
+            if getattr(args, "feeder", DEFAULT_FEEDER) == "process":
+                feeder = FeederProcess(session.url, prefix)
             executor = WorkloadExecutor(
-                planned, coord, store, timeout=args.timeout, seed=args.seed, features=features
+                planned,
+                coord,
+                store,
+                timeout=args.timeout,
+                seed=args.seed,
+                features=features,
+                feeder=feeder,
             )
             outcome = executor.run()
             if inspect is not None:
                 inspect(store, coord)
             return outcome
         finally:
+            if feeder is not None:
+                feeder.close()
             coord.close()
             if shared:
                 keys = list(session.client.scan_iter(match=f"{prefix}*", count=1000))

@@ -1,7 +1,8 @@
 """Running one planned scheduler_perf workload through the real scheduler.
 
 Upstream's WorkloadExecutor runs ops against an API server while the scheduler runs in
-its own goroutines. Here the coordinator runs in this thread, so every op that waits
+its own goroutines. Here the coordinator runs in this thread (the pods are written by a client process
+beside it, ``workload.feeder``, unless ``--feeder inline``), so every op that waits
 (pods to be scheduled, a barrier, a sleep) drives the loop with
 :func:`cluster_sched.workload.runner.drive`, and what upstream does in goroutines beside
 it (paced deletes, churn, the throughput sampler) ticks on each turn of that loop.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from cluster_sched.features import FeatureGates
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.store.kinds import NAMESPACED_KINDS
 from cluster_sched.store.store import Store
+from cluster_sched.workload.feeder import FeederProcess, ProcessFeed, group_message
 from cluster_sched.workload.perf.background import ChurnTask, PacedDeletes, SeenScheduled
 from cluster_sched.workload.perf.config import DEFAULT_METRICS, SLI_METRIC, PlannedWorkload
 from cluster_sched.workload.perf.dra_ops import (
@@ -86,8 +88,9 @@ class Outcome:
 
 
 class _Feeder:
-    """Writes ``count`` rendered objects, a batch per call (upstream creates them at
-    full client speed while the scheduler runs)."""
+    """Writes ``count`` rendered objects, a batch per call, from the loop thread
+    (``--feeder inline``; upstream creates them at full client speed while the
+    scheduler runs)."""
 
     def __init__(
         self, ex: WorkloadExecutor, template: Template, namespace: str, count: int
@@ -117,8 +120,11 @@ class WorkloadExecutor:
         timeout: float,
         seed: int | None = None,
         features: FeatureGates | None = None,
+        feeder: FeederProcess | None = None,
     ) -> None:
         self.planned = planned
+        #: the client process that writes createPods' pods (None: this thread does)
+        self.feeder = feeder
         self.features = features or FeatureGates()
         self.coord = coord
         self.store = store
@@ -198,6 +204,7 @@ class WorkloadExecutor:
         *,
         what: Callable[[], str],
         feed: Callable[[], bool] | None = None,
+        feed_elsewhere: bool = False,
     ) -> None:
         """Run the scheduler until ``until()``; ``what()`` says what was awaited, with
         the progress made, when the op's timeout runs out first."""
@@ -208,6 +215,7 @@ class WorkloadExecutor:
             until=until,
             tick=self._tick,
             stall_seconds=None,
+            feed_elsewhere=feed_elsewhere,
         ):
             raise OpFailed(f"timed out after {self.timeout:g} s waiting for {what()}")
 
@@ -250,7 +258,13 @@ class WorkloadExecutor:
                 docs.append(doc)
             if op.unique_label_key or op.node_allocatable or op.label_strategy:
                 parse_object(docs[0], template.source)
-            self.store.apply_many(docs)
+            if self.feeder is not None:  # upstream's client creates the nodes too
+                self.feeder.submit(group_message(docs=docs), f"creating {op.count} nodes")
+                # Not the op's timeout (the child may still be starting): a child that
+                # dies or loses Redis (its store's socket timeout) answers anyway.
+                self.feeder.wait()
+            else:
+                self.store.apply_many(docs)
         while self.coord.poll_informer():  # the scheduler sees every node before pods come
             pass
 
@@ -303,10 +317,14 @@ class WorkloadExecutor:
         if op.steady_state:
             self._steady_state(template, namespace, op)
         else:
-            feeder = _Feeder(self, template, namespace, op.count)
+            feeder: _Feeder | ProcessFeed = _Feeder(self, template, namespace, op.count)
+            if self.feeder is not None:
+                feeder = self._process_feed(template, namespace, op.count)
             if op.skip_wait_to_completion:
                 while feeder.feed():
-                    pass
+                    if isinstance(feeder, ProcessFeed) and feeder.written():
+                        break
+                    time.sleep(0 if isinstance(feeder, _Feeder) else 0.001)
                 self.namespaces[namespace] += op.count
             else:
                 self._drive(
@@ -316,9 +334,26 @@ class WorkloadExecutor:
                         f"({self.scheduled([namespace], {})} scheduled)"
                     ),
                     feed=feeder.feed,
+                    feed_elsewhere=isinstance(feeder, ProcessFeed),
                 )
         if op.collect_metrics:
             self._stop_window()
+
+    def _process_feed(self, template: Template, namespace: str, count: int) -> ProcessFeed:
+        """createPods through the feeder process: rendered here a chunk at a time (the
+        labels and gates are noted as the inline feeder notes them), written there."""
+        assert self.feeder is not None
+        chunk = APPLY_BATCH  # the inline feeder's: a full batch a turn
+
+        def messages() -> Iterator[dict[str, Any]]:
+            for start in range(0, count, chunk):
+                end = min(count, start + chunk)
+                docs = [self.render(template, i, count, namespace) for i in range(start, end)]
+                yield group_message(docs=[*self.claims.claims_for(docs), *docs])
+
+        informer = self.coord.informer
+        what = f"creating {count} pods in namespace {namespace}"
+        return ProcessFeed(self.feeder, messages(), lambda: informer.last_rv, what, window=2)
 
     def _steady_state(self, template: Template, namespace: str, op: CreatePods) -> None:
         """Upstream createPodsSteadily: ``count`` pods; each time as many more were seen

@@ -1,0 +1,151 @@
+"""The pod feeder process (issue 23): the same placements as the inline feeder, a bad
+pod's one-line error and exit code from the child, and a killed child failing the run
+at once instead of leaving it waiting for pods. Real processes, real Redis."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cluster_sched.store.store import Store
+from cluster_sched.testing import make_node, make_pod
+from cluster_sched.workload.runner import RunOptions, run_evaluation
+
+
+def _template(builder: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = builder.manifest()
+    doc["metadata"].pop("namespace", None)
+    return doc
+
+
+def _workload(path: Path, groups: list[dict[str, Any]], nodes: int = 20) -> Path:
+    doc = {
+        "apiVersion": "cluster-sched.io/v1alpha1",
+        "kind": "Workload",
+        "metadata": {"name": "feeder"},
+        "spec": {
+            "nodeGroups": [
+                {
+                    "count": nodes,
+                    "template": _template(make_node("n").capacity(cpu="8", pods=110)),
+                    "labels": {"zone": ["a", "b", "c"]},
+                }
+            ],
+            "podGroups": groups,
+        },
+    }
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _run(path: Path, redis_url: str, feeder: str) -> dict[str, str]:
+    result = run_evaluation(
+        RunOptions(str(path), seed=7, quiet=True, redis=redis_url, feeder=feeder, batch_size=16)
+    )
+    return result.placements
+
+
+def test_the_feeder_process_gives_the_inline_placements(tmp_path: Path, redis_url: str) -> None:
+    """Every pod fits and each group waits for the last: the queue's order is the
+    creation order either way (one writer, one stream), so the serial decisions, tie
+    draws included, are the same pod by pod, whenever each pod arrived."""
+    small = _template(make_pod("small").req(cpu="100m"))
+    big = _template(make_pod("big").req(cpu="1500m"))
+    groups = [
+        {"name": "first", "count": 300, "template": small},
+        {"name": "second", "count": 50, "template": big, "labels": {"app": ["x", "y"]}},
+        {"name": "third", "count": 400, "template": _template(make_pod("late").req(cpu="50m"))},
+    ]
+    path = _workload(tmp_path / "w.yaml", groups)
+    inline = _run(path, redis_url, "inline")
+    process = _run(path, redis_url, "process")
+    assert len(inline) == 750
+    assert process == inline
+
+
+def _cli(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cluster_sched.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_a_bad_pod_fails_the_run_with_the_inline_error(tmp_path: Path, redis_url: str) -> None:
+    """Only the store's admission finds the pod bad (its PriorityClass does not exist):
+    the child's error comes back as the same one line and exit code 2."""
+    bad = _template(make_pod("bad").req(cpu="100m"))
+    bad["spec"]["priorityClassName"] = "nope"
+    groups = [
+        {"name": "good", "count": 50, "template": _template(make_pod("ok").req(cpu="100m"))},
+        {"name": "bad", "count": 5, "template": bad},
+    ]
+    path = str(_workload(tmp_path / "w.yaml", groups))
+    runs = {
+        f: _cli(["run", path, "--quiet", "--redis", redis_url, "--feeder", f])
+        for f in ("inline", "process")
+    }
+    for feeder, done in runs.items():
+        assert done.returncode == 2, (feeder, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert lines == [
+            "error: Pod default/bad-0: field spec.priorityClassName: "
+            "no PriorityClass with name nope was found"
+        ], feeder
+
+
+def _feeder_child(parent: int, deadline: float) -> int:
+    """The pid of ``parent``'s feeder process, once it runs."""
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            ppid = int(stat.rpartition(")")[2].split()[1])
+            if ppid == parent and b"cluster_sched.workload.feeder" in cmdline:
+                return int(entry)
+        time.sleep(0.05)
+    raise AssertionError("no feeder process appeared")
+
+
+def test_a_killed_feeder_fails_the_run_at_once(tmp_path: Path, redis_url: str) -> None:
+    """Pods paced at 20 a second keep the child busy for a minute; killed, it leaves a
+    clear error (exit 2) within seconds, not a run waiting for the group's timeout."""
+    slow = {"name": "slow", "count": 1200, "rate": 20, "template": _template(make_pod("s"))}
+    path = str(_workload(tmp_path / "w.yaml", [slow]))
+    argv = ["run", path, "--quiet", "--redis", redis_url, "--feeder", "process"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cluster_sched.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        child = _feeder_child(proc.pid, time.monotonic() + 60)
+        with Store.from_url(redis_url) as store:
+            while store.count("Pod") < 10:  # the child is writing the group
+                time.sleep(0.05)
+        os.kill(child, signal.SIGKILL)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2
+    assert err.strip().splitlines() == [
+        f"error: the pod feeder process (pid {child}) exited with code -9 while writing "
+        "pod group slow: the workload was not all written"
+    ]
