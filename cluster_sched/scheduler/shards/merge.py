@@ -362,9 +362,7 @@ class ReducedBatch:
             return None
         skip = frozenset(state.skip_score_plugins)
         present = {pl.name for pl in fwk.pre_score}
-        if not (present & CROSS_NODE) <= skip or any(
-            skipped != skip for skipped in merged.skipped(at)
-        ):
+        if not (present & CROSS_NODE) <= skip or not merged.skips_agree(at, skip):
             self._miss("prescore")
             return None
         if merged.conflict[at]:
