@@ -157,9 +157,7 @@ class MergedChunk:
         ids: dict[frozenset[str], int] = {}
         gids = np.stack(
             [
-                np.array([ids.setdefault(k, len(ids)) for k in r.skips], dtype=np.int64)[
-                    r.skip_of
-                ]
+                np.array([ids.setdefault(k, len(ids)) for k in r.skips], dtype=np.int64)[r.skip_of]
                 if len(r.skips)
                 else np.zeros(n, dtype=np.int64)
                 for r in self.replies
