@@ -2,7 +2,9 @@
 protocol's scaling model from those parts, validated against full runs.
 
 Parts, measured here (real Ray shard actors holding the nodes, each pod assumed before
-the next, batches of 64 pods; the first batch warms up and is not timed):
+the next, batches of 64 pods; the first batch warms up and is not timed; every part's
+coordinator set up at once and their batches run in turn, so the machine's load drifts
+alike for each shard count, ``--sequential``: one part after the other as before):
 
 - ``coordinator CPU per pod``: the coordinator process's CPU time (``time.process_time``:
   the shards are other processes) per whole attempt, for the compiled path on the
@@ -24,7 +26,7 @@ Validation (``--validate``): the model at 1 and 2 shards against full runs with
 ``--shard-dispatch shards`` on the same workload. A benchmark: it prints, asserts nothing.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/shard_protocol_bench.py [--nodes 20000]
-[--validate] [--pods 3000]
+[--validate] [--pods 3000] [--attempt-pods 640] [--sequential]
 """
 
 from __future__ import annotations
@@ -67,67 +69,104 @@ def _node(i: int) -> Node:
     return Node(ObjectMeta(f"n{i}", labels=labels), allocatable=alloc, capacity=alloc)
 
 
-def attempts(nodes: int, shards: int, protocol: str, pods: int = 640) -> dict[str, float]:
-    """Per pod: wall and coordinator CPU seconds, and shard busy seconds (reduced)."""
-    router = ShardRouter(max(1, shards))
-    cache = Cache(router)
-    for i in range(nodes):
-        cache.add_node(_node(i))
-    clients: list[Any] = []
-    source: Any
-    if shards:
-        from workers.ray_shard import ray_shard_clients
+class _Setup:
+    """One coordinator's state for the parts' runs: a cache of ``nodes`` nodes, its
+    source (``shards`` Ray shard actors, or the replica alone), a scheduler and the
+    batches of 64 pods it schedules (each pod assumed before the next)."""
 
-        clients = list(ray_shard_clients(shards))
-        source = ShardedSource(router, clients, dispatch=DispatchRule("shards"))
-    else:
-        source = LocalSource(router.table)
-    profile = default_config().profiles[0]
-    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
-    handle.snapshot = cache.snapshot
-    fwk = new_framework(profile, handle)
-    fast = FastPath(share_pre_cycle=True) if protocol in ("replica", "reduced") else None
-    sched = Scheduler(0, random.Random(7), fast=fast)
-    frameworks = {fwk.profile_name: fwk}
-    batches = [
-        [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(64)]
-        for i in range(pods // 64 + 1)
-    ]
-    walls, cpus, threads = [], [], []
-    try:
-        for k, batch in enumerate(batches):
-            wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
-            args = (cache.snapshot, sched.next_start_node_index, 0)
-            if protocol == "batched":
-                source.prefetch_batch(frameworks, batch, *args, False)
-            elif protocol == "reduced":
-                source.reduce_batch(
-                    frameworks, batch, *args, len(batch), fast.pre_cycle if fast else None
-                )
-            for pod in batch:
-                res = sched.schedule_pod(fwk, CycleState(), pod, router.table, cache.snapshot, None, source)  # fmt: skip
-                host = res.suggested_host
-                assert host is not None, "every node fits these pods"
-                cache.assume_pod(replace(pod, node_name=host), host)
-            if shards:
-                source.end_batch()
-            if k:
-                walls.append((time.perf_counter() - wall) / len(batch))
-                cpus.append((time.process_time() - cpu) / len(batch))
-                threads.append((time.thread_time() - thread) / len(batch))
+    def __init__(self, nodes: int, shards: int, protocol: str, pods: int) -> None:
+        self.shards, self.protocol = shards, protocol
+        self.router = ShardRouter(max(1, shards))
+        self.cache = Cache(self.router)
+        for i in range(nodes):
+            self.cache.add_node(_node(i))
+        self.clients: list[Any] = []
+        if shards:
+            from workers.ray_shard import ray_shard_clients
+
+            self.clients = list(ray_shard_clients(shards))
+            self.source: Any = ShardedSource(
+                self.router, self.clients, dispatch=DispatchRule("shards")
+            )
+        else:
+            self.source = LocalSource(self.router.table)
+        profile = default_config().profiles[0]
+        handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
+        handle.snapshot = self.cache.snapshot
+        self.fwk = new_framework(profile, handle)
+        self.fast = FastPath(share_pre_cycle=True) if protocol in ("replica", "reduced") else None
+        self.sched = Scheduler(0, random.Random(7), fast=self.fast)
+        self.frameworks = {self.fwk.profile_name: self.fwk}
+        self.batches = [
+            [make_pod(f"p{i}-{j}").req(cpu="100m", memory="500Mi").obj() for j in range(64)]
+            for i in range(pods // 64 + 1)
+        ]
+        self.walls: list[float] = []
+        self.cpus: list[float] = []
+        self.threads: list[float] = []
+
+    def step(self, k: int) -> None:
+        """Schedule batch ``k`` (timed per pod unless it is the first: warm-up)."""
+        batch, cache, sched, source = self.batches[k], self.cache, self.sched, self.source
+        wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
+        args = (cache.snapshot, sched.next_start_node_index, 0)
+        if self.protocol == "batched":
+            source.prefetch_batch(self.frameworks, batch, *args, False)
+        elif self.protocol == "reduced":
+            pre_cycle = self.fast.pre_cycle if self.fast else None
+            source.reduce_batch(self.frameworks, batch, *args, len(batch), pre_cycle)
+        for pod in batch:
+            res = sched.schedule_pod(self.fwk, CycleState(), pod, self.router.table, cache.snapshot, None, source)  # fmt: skip
+            host = res.suggested_host
+            assert host is not None, "every node fits these pods"
+            cache.assume_pod(replace(pod, node_name=host), host)
+        if self.shards:
+            source.end_batch()
+        if k:
+            self.walls.append((time.perf_counter() - wall) / len(batch))
+            self.cpus.append((time.process_time() - cpu) / len(batch))
+            self.threads.append((time.thread_time() - thread) / len(batch))
+
+    def result(self) -> dict[str, float]:
         out = {
-            "wall": statistics.median(walls),
-            "cpu": statistics.median(cpus),
-            "thread": statistics.median(threads),
+            "wall": statistics.median(self.walls),
+            "cpu": statistics.median(self.cpus),
+            "thread": statistics.median(self.threads),
         }
-        if protocol == "reduced":
-            b = source.reduced.batch
-            out["busy"] = b.busy / max(1, b.pods_sent) / max(1, shards)
+        if self.protocol == "reduced":
+            b = self.source.reduced.batch
+            out["busy"] = b.busy / max(1, b.pods_sent) / max(1, self.shards)
             out["answered"] = b.hits / max(1, b.pods_sent)
         return out
-    finally:
-        for c in clients:
+
+    def close(self) -> None:
+        for c in self.clients:
             c.close()
+
+
+def attempts(nodes: int, shards: int, protocol: str, pods: int = 640) -> dict[str, float]:
+    """Per pod: wall and coordinator CPU seconds, and shard busy seconds (reduced)."""
+    return interleaved(nodes, [(protocol, shards)], pods)[(protocol, shards)]
+
+
+def interleaved(
+    nodes: int, runs: list[tuple[str, int]], pods: int = 640
+) -> dict[tuple[str, int], dict[str, float]]:
+    """``attempts`` of every (protocol, shards) in ``runs`` at once, batch by batch in
+    turn: on a shared machine the load drifts over minutes, and runs one after the
+    other (1, then 2, then 3 shards) read that drift as a cost per shard (rounds gave
+    -2 to 49 µs). In turn, each shard count sees the same drift."""
+    setups: list[_Setup] = []
+    try:
+        for protocol, shards in runs:
+            setups.append(_Setup(nodes, shards, protocol, pods))
+        for k in range(len(setups[0].batches)):
+            for setup in setups:
+                setup.step(k)
+        return {(s.protocol, s.shards): s.result() for s in setups}
+    finally:
+        for s in setups:
+            s.close()
 
 
 def full_run(workload: Path, *extra: str) -> float:
@@ -147,6 +186,11 @@ def main() -> None:
     ap.add_argument("--batched", action="store_true", help="also the batched protocol")
     ap.add_argument("--attempt-pods", type=int, default=640, help="pods of each part's run")
     ap.add_argument(
+        "--sequential",
+        action="store_true",
+        help="each part's run after the other (as before), not batch by batch in turn",
+    )
+    ap.add_argument(
         "--loop-us", type=float, default=450.0, help="loop time without --validate (README)"
     )
     args = ap.parse_args()
@@ -156,8 +200,13 @@ def main() -> None:
     parts: dict[tuple[str, int], dict[str, float]] = {}
     runs = [("replica", 0), ("batched", 1), ("batched", 2)] if args.batched else [("replica", 0)]
     runs += [("reduced", s) for s in (1, 2, 3)]
+    if args.sequential:
+        for protocol, shards in runs:
+            parts[(protocol, shards)] = attempts(args.nodes, shards, protocol, args.attempt_pods)
+    else:
+        parts = interleaved(args.nodes, runs, args.attempt_pods)
     for protocol, shards in runs:
-        got = parts[(protocol, shards)] = attempts(args.nodes, shards, protocol, args.attempt_pods)
+        got = parts[(protocol, shards)]
         extra = f", shard busy {got['busy'] * 1e6:.0f}" if "busy" in got else ""
         extra += f", answered {got['answered']:.0%}" if "answered" in got else ""
         print(

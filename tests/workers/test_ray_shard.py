@@ -115,3 +115,17 @@ def test_an_actor_that_cannot_start_fails_when_waited_for(tmp_path: Any) -> None
         client.close()
     with pytest.raises(ShardLostError, match="NoSuchPlugin"):
         ray_shard_clients(1, config_path=str(config))
+
+
+def test_a_small_chunk_travels_in_the_call_and_a_big_one_once_in_the_object_store() -> None:
+    """``share``: a chunk of compact asks is copied into each shard's call (no ray.put,
+    no reference to resolve), a chunk past ``INLINE_PAYLOAD`` (one carrying the node
+    order) is stored once; the shard reads the same bytes either way."""
+    import ray
+
+    from workers.ray_shard import INLINE_PAYLOAD
+
+    small, big = b"s" * INLINE_PAYLOAD, b"b" * (INLINE_PAYLOAD + 1)
+    assert RayShardClient.share(small) is small
+    shared = RayShardClient.share(big)
+    assert isinstance(shared, ray.ObjectRef) and ray.get(shared) == big

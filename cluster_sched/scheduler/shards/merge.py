@@ -7,8 +7,9 @@ shards, the coordinator predicts each pod's window as ``prefetch`` does (it star
 where the previous pod's ended and holds numFeasibleNodesToFind rows of the node order),
 runs its PreFilter (through the cycle's ``pre_cycle`` cache when given), and encodes
 the chunk once, a pod shape's manifest and state with its first pod only (``_shape_key``;
-the others are compact asks, ``reduce``): every shard receives the same object
-(one ``ray.put``) and only its own pending deltas beside it. So the coordinator's cost
+the others are compact asks, ``reduce``): every shard receives the same bytes
+(``client.share``: inline when small, else one ``ray.put``) and only its own pending
+deltas beside it. So the coordinator's cost
 per pod does not grow with the shard count, and what it sends does not grow with the
 window (a window is two integers; the order travels once per node-set change).
 
@@ -362,9 +363,7 @@ class ReducedBatch:
             return None
         skip = frozenset(state.skip_score_plugins)
         present = {pl.name for pl in fwk.pre_score}
-        if not (present & CROSS_NODE) <= skip or any(
-            skipped != skip for skipped in merged.skipped(at)
-        ):
+        if not (present & CROSS_NODE) <= skip or not merged.skips_agree(at, skip):
             self._miss("prescore")
             return None
         if merged.conflict[at]:

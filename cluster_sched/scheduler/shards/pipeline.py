@@ -2,10 +2,10 @@
 batch sent before this one is committed.
 
 A popped batch is one chunk (``merge.CHUNK`` pods; a bigger batch several), one shared
-payload (``ReducedBatch.encode``), put once where every shard can read it
-(``client.share``: one ``ray.put`` for Ray actors), and one call per shard carrying that
-reference and the shard's pending deltas: each shard costs the coordinator one Ray call
-and one reply per batch. The batch's answers are read (all shards in one wait) when the
+payload (``ReducedBatch.encode``), encoded once (``client.share``: for Ray actors the
+bytes themselves in each call when small, else one ``ray.put`` and its reference), and
+one call per shard carrying it and the shard's pending deltas: each shard costs the
+coordinator one Ray call and one reply per batch. The batch's answers are read (all shards in one wait) when the
 first of its pods is scheduled.
 
 Pipelining. Right after a batch is sent (or taken from the batch sent ahead), the pods

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cluster_sched.scheduler.shards.reduce import DEFAULT_NORMALIZED, OK, STALE, PodReduction
-from cluster_sched.scheduler.shards.ties import TieBits
+from cluster_sched.scheduler.shards.ties import TieBits, rows_agree
 
 __all__ = ["NORMALIZED_NAMES", "ChunkReduction", "MergedChunk"]
 
@@ -140,15 +140,33 @@ class MergedChunk:
         low = np.where(shown, maxima, np.iinfo(np.int64).max).min(axis=0)
         #: whether some shard's maximum differs from another's
         self.conflict = ((self.maxima >= 0) & (low != self.maxima)).any(axis=1)
-        # what ``tie_bits`` reads per pod, made once per chunk as Python ints (numpy
-        # scalars cost more per read): each pod's holders of the best, and each shard's
-        # byte offsets and row counts per pod
-        self._holders: list[list[int]] = [[] for _ in range(n)]
-        holder, pod = np.nonzero(self.winners)
-        for s, i in zip(holder.tolist(), pod.tolist(), strict=True):
-            self._holders[i].append(s)
-        self._offsets = [r.offsets.tolist() for r in self.replies]
-        self._rows = [r.rows.tolist() for r in self.replies]
+        # what ``tie_bits`` and ``skips_agree`` read per pod, made once per chunk as
+        # columns, so a pod's read costs the same whatever the shard count: every
+        # shard's tie bits in one array, and per pod and shard where its bits start
+        # there (-1 unless it holds the pod's best) and its rows of the window
+        sizes = [len(r.bits) for r in self.replies]
+        self._bits = np.concatenate([r.bits for r in self.replies]) if sum(sizes) else _NO_BITS
+        base = np.zeros(len(sizes), dtype=np.int64)
+        np.cumsum(sizes[:-1], out=base[1:])
+        offsets = np.stack([r.offsets[:n] for r in self.replies]) + base[:, None]
+        self._byte_off = np.ascontiguousarray(np.where(self.winners, offsets, -1).T)
+        rows = np.stack([r.rows for r in self.replies])
+        self._rows = np.ascontiguousarray(np.where(self.winners, rows, 0).T)
+        # each pod's PreScore skip set if every shard holding rows reported the same
+        # one (its index in ``_skip_sets``; -1: no such shard), else -2
+        ids: dict[frozenset[str], int] = {}
+        gids = np.stack(
+            [
+                np.array([ids.setdefault(k, len(ids)) for k in r.skips], dtype=np.int64)[r.skip_of]
+                if len(r.skips)
+                else np.zeros(n, dtype=np.int64)
+                for r in self.replies
+            ]
+        )
+        high = np.where(self.relevant, gids, -1).max(axis=0)
+        low = np.where(self.relevant, gids, len(ids)).min(axis=0)
+        self._skip_of: list[int] = np.where((high == low) | (high < 0), high, -2).tolist()
+        self._skip_sets = list(ids)
 
     def skipped(self, i: int) -> list[frozenset[str]]:
         """The PreScore skip sets of the shards holding rows of pod ``i``'s window."""
@@ -161,33 +179,21 @@ class MergedChunk:
             name: int(m) for name, m in zip(NORMALIZED_NAMES, self.maxima[i], strict=True) if m >= 0
         }
 
+    def skips_agree(self, i: int, skip: frozenset[str]) -> bool:
+        """Whether every shard holding rows of pod ``i``'s window skipped exactly
+        ``skip`` in PreScore: ``all(s == skip for s in skipped(i))``, in O(1)."""
+        got = self._skip_of[i]
+        return got == -1 or (got >= 0 and self._skip_sets[got] == skip)
+
     def tie_bits(
         self, i: int, positions: np.ndarray, pos_off: np.ndarray, width: int
     ) -> TieBits | None:
         """Pod ``i``'s tie set over its window (``width`` long) from the shards holding
         its best total (``ties``); ``positions[pos_off[s]:pos_off[s + 1]]``: where shard
         ``s``'s rows of the window sit in it, in order. None when a shard's row count is
-        not the coordinator's (never trusted then)."""
-        shards = len(self.replies)
-        byte_off, rows = [-1] * shards, [0] * shards
-        bounds = pos_off.tolist()
-        parts = []
-        at = 0
-        for s in self._holders[i]:
-            n = self._rows[s][i]
-            if bounds[s + 1] - bounds[s] != n:
-                return None
-            offsets = self._offsets[s]
-            parts.append(self.replies[s].bits[offsets[i] : offsets[i + 1]])
-            byte_off[s], rows[s] = at, n
-            at += offsets[i + 1] - offsets[i]
-        # a copy even of one part: the kernels take one (writable) array type
-        bits = np.concatenate(parts) if parts else _NO_BITS
-        return TieBits(
-            bits,
-            np.array(byte_off, dtype=np.int64),
-            np.array(rows, dtype=np.int64),
-            positions,
-            pos_off,
-            width,
-        )
+        not the coordinator's (never trusted then). No copy of the bits: every shard's
+        are read where the chunk's merge put them."""
+        byte_off, rows = self._byte_off[i], self._rows[i]
+        if not rows_agree(byte_off, rows, pos_off):
+            return None
+        return TieBits(self._bits, byte_off, rows, positions, pos_off, width)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["TieBits"]
+__all__ = ["TieBits", "rows_agree"]
 
 _JIT = njit(cache=True, nogil=True)
 
@@ -69,6 +69,16 @@ def _is_tie(bits, byte_off, positions, pos_off, q):  # type: ignore[no-untyped-d
         if j < pos.shape[0] and pos[j] == q:
             return (bits[byte_off[s] + (j >> 3)] >> (7 - (j & 7))) & 1 == 1
     return False
+
+
+@_JIT
+def rows_agree(byte_off, rows, pos_off):  # type: ignore[no-untyped-def]
+    """Whether each shard holding ties (``byte_off[s] >= 0``) counts as many rows of the
+    window as the coordinator places for it (``pos_off``): else its bits are not trusted."""
+    for s in range(byte_off.shape[0]):
+        if byte_off[s] >= 0 and rows[s] != pos_off[s + 1] - pos_off[s]:
+            return False
+    return True
 
 
 @_JIT

@@ -59,10 +59,20 @@ def test_replica_dispatch_sends_nothing(redis_client: redis.Redis) -> None:
     assert counters.get("reduced_batches", 0) == 0 and counters["reduced_attempts"] == 0
 
 
+@pytest.mark.parametrize("inline", [True, False])
 def test_ray_reduced_shards_report_traffic(
-    ray_session: None, redis_client: redis.Redis, redis_url: str
+    ray_session: None,
+    redis_client: redis.Redis,
+    redis_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    inline: bool,
 ) -> None:
-    """Real actors: the serial outcome, and bytes and utilisation in the counters."""
+    """Real actors: the serial outcome, and bytes and utilisation in the counters; with
+    the chunks in each call (small) and, forced, through the object store (big)."""
+    if not inline:
+        import workers.ray_shard
+
+        monkeypatch.setattr(workers.ray_shard, "INLINE_PAYLOAD", -1)
     docs = reducible_workload(REACHING_SEEDS[0])
     serial = run_outcome(redis_client, docs, ExecutorOptions("local", compiled=False), 1)
     options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")

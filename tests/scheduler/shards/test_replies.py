@@ -100,6 +100,9 @@ def test_merged_columns_are_the_per_pod_merge(shards: list[list[PodReduction]]) 
         parts = [_positions(s, lens[s], len(shards)) for s in range(len(shards))]
         assert _tie_positions(merged, i, parts, width) == ties
         assert merged.skipped(i) == skipped
+        # the per-chunk skip columns say what comparing each shard's set says
+        for skip in map(frozenset, ([], ["A"], ["B"], ["A", "B"])):
+            assert merged.skips_agree(i, skip) == all(k == skip for k in skipped)
 
 
 def test_tie_bits_need_the_shards_row_count() -> None:
