@@ -9,6 +9,13 @@ goes on to the end and exits 0. :func:`ctrl_c_never_swallowed` (the CLI's ``main
 installs a handler that, inside such a frame, sends the signal again a few
 milliseconds later instead of raising, by when the callback has returned: the
 interruption is late by one callback, never lost.
+
+A process-directed SIGINT may be caught by another thread's C handler and run on the
+main thread a little later, by when the frame that was interrupted has returned and the
+collector is running something the frame check cannot name (a weakref callback, a
+finalizer of an object from elsewhere). So while a collection runs (between its
+``start`` and ``stop`` callbacks, tracked by a callback of our own registered first),
+the signal is sent again too.
 """
 
 from __future__ import annotations
@@ -28,6 +35,13 @@ RESEND_AFTER = 0.005
 
 _resends: list[threading.Timer] = []
 
+#: True between a collection's "start" and "stop" callbacks (``_track_collection``).
+_collecting = [False]
+
+
+def _track_collection(phase: str, info: dict[str, int]) -> None:
+    _collecting[0] = phase == "start"
+
 
 def _inside_callback(frame: FrameType | None) -> bool:
     """True if a frame on the stack is one whose exceptions C code would swallow."""
@@ -43,7 +57,7 @@ def _inside_callback(frame: FrameType | None) -> bool:
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
-    if _inside_callback(frame):
+    if _collecting[0] or _inside_callback(frame):
         resend = threading.Timer(RESEND_AFTER, os.kill, (os.getpid(), signum))
         resend.daemon = True
         _resends.append(resend)
@@ -60,9 +74,12 @@ def ctrl_c_never_swallowed() -> Iterator[None]:
         yield
         return
     previous = signal.signal(signal.SIGINT, _on_sigint)
+    gc.callbacks.insert(0, _track_collection)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        gc.callbacks.remove(_track_collection)
+        _collecting[0] = False
         while _resends:
             _resends.pop().cancel()  # the command is over: nothing left to interrupt

@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -113,3 +114,31 @@ def test_off_the_main_thread_it_changes_nothing() -> None:
     worker.start()
     worker.join()
     assert seen == [signal.default_int_handler]
+
+
+def test_ctrl_c_inside_a_weakref_callback_the_collector_runs_is_delivered_after_it(
+    unraisable: list[type[BaseException]],
+) -> None:
+    """A Ctrl-C handled in any frame the collector runs, not only the callbacks the frame
+    check names: here a weakref callback of a cycle being freed (as when the signal,
+    caught by another thread, reaches the main thread after the frame it hit returned)."""
+
+    class Node:
+        other: Any
+
+    done: list[str] = []
+
+    def on_freed(_ref: Any) -> None:
+        _interrupt_here()
+        done.append("callback ran to its end")
+
+    with ctrl_c_never_swallowed(), pytest.raises(KeyboardInterrupt):
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: only the collector frees it
+        ref = weakref.ref(a, on_freed)
+        del a, b
+        gc.collect()
+        _wait_for_interrupt()
+    assert done == ["callback ran to its end"]
+    assert unraisable == []
+    assert ref() is None
