@@ -27,6 +27,7 @@ __all__ = [
     "decisions",
     "drive_rounds",
     "failed_scheduling_counts",
+    "round_coordinator",
     "run_outcome",
 ]
 
@@ -106,7 +107,7 @@ class Outcome:
     pre_filters: int
 
 
-def run_outcome(
+def round_coordinator(
     client: redis.Redis,
     docs: list[dict[str, Any]],
     seed: int,
@@ -115,13 +116,9 @@ def run_outcome(
     *,
     gate: bool = False,
     config: Any = None,
-    counted: str | None = None,
-    then: tuple[list[str], list[dict[str, Any]]] | None = None,
-) -> Outcome:
-    """``docs`` scheduled by a coordinator with whole batches ``on`` or off (the
-    default profile's plugin ``counted``: its PreFilter calls counted); ``then``: pods
-    (keys) deleted and documents applied once ``docs`` are settled, and those
-    scheduled too."""
+) -> tuple[Coordinator, Store, FakeClock]:
+    """A local coordinator over ``docs`` (applied under a fresh prefix) with whole
+    batches ``on`` or off, on a fake clock that ``drive_rounds`` steps."""
     prefix = f"{{rd{next(_prefixes)}}}"
     store = Store(client, prefix=prefix)
     store.apply_many(docs)
@@ -138,6 +135,26 @@ def run_outcome(
         features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
     )
     coord.whole_batch = on
+    return coord, store, clock
+
+
+def run_outcome(
+    client: redis.Redis,
+    docs: list[dict[str, Any]],
+    seed: int,
+    on: bool,
+    batch: int,
+    *,
+    gate: bool = False,
+    config: Any = None,
+    counted: str | None = None,
+    then: tuple[list[str], list[dict[str, Any]]] | None = None,
+) -> Outcome:
+    """``docs`` scheduled by a coordinator with whole batches ``on`` or off (the
+    default profile's plugin ``counted``: its PreFilter calls counted); ``then``: pods
+    (keys) deleted and documents applied once ``docs`` are settled, and those
+    scheduled too."""
+    coord, store, clock = round_coordinator(client, docs, seed, on, batch, gate=gate, config=config)
     runs = handled_pods = pre_filters = 0
     real = whole_batch.schedule_run
 

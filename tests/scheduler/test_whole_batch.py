@@ -15,15 +15,9 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config
-from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
 from cluster_sched.scheduler import coordinator as coordinator_module
-from cluster_sched.scheduler import whole_batch
-from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
-from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
-from tests.scheduler.round_driver import decisions, drive_rounds
+from tests.scheduler.round_driver import run_outcome
 
 _runs = itertools.count()
 #: pod shapes: (cpu, memory); the last fits no node
@@ -51,40 +45,10 @@ def _docs(seed: int) -> list[dict[str, Any]]:
 def _outcome(
     client: redis.Redis, seed: int, on: bool, gate: bool, batch: int
 ) -> tuple[dict[str, Any], int]:
-    prefix = f"{{wb{next(_runs)}}}"
-    store = Store(client, prefix=prefix)
-    store.apply_many(_docs(seed))
-    clock = FakeClock(1_700_000_000.0)
-    coord = new_scheduler(
-        store,
-        client,
-        load_config(None),
-        options=ExecutorOptions("local"),
-        clock=clock,
-        seed=seed,
-        prefix=prefix,
-        batch_size=batch,
-        features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
-    )
-    coord.whole_batch = on
-    runs = 0
-    real = whole_batch.schedule_run
-
-    def counting(sc: Any, b: Any) -> int:
-        nonlocal runs
-        handled = real(sc, b)
-        runs += handled > 0
-        return handled
-
-    whole_batch.schedule_run = counting  # type: ignore[assignment]
-    try:
-        drive_rounds(coord, clock)
-        # with the gate on every pod is unsignable here (System defaulting): the
-        # batching counters are those of unsignable pods
-        return decisions(coord, store), runs
-    finally:
-        whole_batch.schedule_run = real  # type: ignore[assignment]
-        coord.close()
+    # with the gate on every pod is unsignable here (System defaulting): the batching
+    # counters are those of unsignable pods
+    out = run_outcome(client, _docs(seed), seed, on, batch, gate=gate)
+    return out.decisions, out.runs
 
 
 @pytest.fixture

@@ -15,15 +15,10 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cluster_sched.clock import FakeClock
-from cluster_sched.config.load import load_config
-from cluster_sched.features import OPPORTUNISTIC_BATCHING, FeatureGates
 from cluster_sched.scheduler import coordinator as coordinator_module
-from cluster_sched.scheduler.assembly import ExecutorOptions, new_scheduler
 from cluster_sched.scheduler.binding import BindingJob
-from cluster_sched.store.store import Store
 from cluster_sched.testing.builders import make_node, make_pod
-from tests.scheduler.round_driver import decisions, drive_rounds
+from tests.scheduler.round_driver import decisions, drive_rounds, round_coordinator
 
 _runs = itertools.count()
 #: pod shapes (cpu, memory); the last fits no node, so its pods break runs
@@ -61,22 +56,7 @@ def _job(job: BindingJob) -> tuple[object, ...]:
 def _submitted(
     client: redis.Redis, seed: int, on: bool, gate: bool, batch: int
 ) -> tuple[list[tuple[object, ...]], dict[str, Any]]:
-    prefix = f"{{wbb{next(_runs)}}}"
-    store = Store(client, prefix=prefix)
-    store.apply_many(_docs(seed))
-    clock = FakeClock(1_700_000_000.0)
-    coord = new_scheduler(
-        store,
-        client,
-        load_config(None),
-        options=ExecutorOptions("local"),
-        clock=clock,
-        seed=seed,
-        prefix=prefix,
-        batch_size=batch,
-        features=FeatureGates({OPPORTUNISTIC_BATCHING: gate}),
-    )
-    coord.whole_batch = on
+    coord, store, clock = round_coordinator(client, _docs(seed), seed, on, batch, gate=gate)
     jobs: list[tuple[object, ...]] = []
     submit = coord.binder.submit
 
