@@ -47,7 +47,7 @@ FEEDERS = ("inline", "process")
 #: ``run`` and ``perf``: the client process, as upstream's scheduler_perf creates pods
 DEFAULT_FEEDER = "process"
 #: most objects per store write
-MAX_CHUNK = APPLY_BATCH = 2000
+APPLY_BATCH = 2000
 #: a paced group is written at most once per this many seconds, the pods due by then
 #: (a write per pod at 1,000 pods/s cost the child and Redis a round trip each, and on a
 #: loaded machine the starved child then caught up in bursts: p99 380 ms, not 180)
@@ -67,7 +67,7 @@ def group_message(
     labels: Mapping[str, Any] | None = None,
     claim_statuses: list[list[dict[str, Any]]] | None = None,
     docs: Iterable[Mapping[str, Any]] | None = None,
-    chunk: int = MAX_CHUNK,
+    chunk: int = APPLY_BATCH,
     rate: float = 0.0,
     take: int | None = None,
 ) -> dict[str, Any]:
@@ -84,9 +84,9 @@ def group_message(
     return msg
 
 
-def take_message(take: int, chunk: int = MAX_CHUNK) -> dict[str, Any]:
+def take_message(take: int, chunk: int = APPLY_BATCH) -> dict[str, Any]:
     """Write the next ``take`` objects of the group in hand."""
-    return {"take": take, "chunk": max(1, min(chunk, MAX_CHUNK)), "rate": 0.0}
+    return {"take": take, "chunk": max(1, min(chunk, APPLY_BATCH)), "rate": 0.0}
 
 
 class FeederProcess:
@@ -268,11 +268,11 @@ class InlineFeeder:
     batches keeps the writes, watch reads and queue adds in bulk."""
 
     def __init__(
-        self, store: Store, group: PodGroup, chunk: int = MAX_CHUNK, every: int = 1
+        self, store: Store, group: PodGroup, chunk: int = APPLY_BATCH, every: int = 1
     ) -> None:
         self.store = store
         self.group = group
-        self.chunk = max(1, min(chunk, MAX_CHUNK))
+        self.chunk = max(1, min(chunk, APPLY_BATCH))
         self.every = max(1, every)
         self.turn = 0
         self.it = group.manifests(shared=True)  # only the store reads them
@@ -294,7 +294,7 @@ class InlineFeeder:
             self.turn += 1
             due = self.chunk if (self.turn - 1) % self.every == 0 else 0
         batch = []
-        for _ in range(max(0, min(due, MAX_CHUNK))):
+        for _ in range(max(0, min(due, APPLY_BATCH))):
             doc = next(self.it, None)
             if doc is None:
                 self.done = True
@@ -407,7 +407,7 @@ def write_group(
                 wake = max(start + created / rate, last + RATE_TICK)
                 time.sleep(max(0.0, wake - now))
                 continue
-            due = min(due, MAX_CHUNK)
+            due = min(due, APPLY_BATCH)
             last = now
         else:
             due = chunk

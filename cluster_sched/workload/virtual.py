@@ -46,14 +46,13 @@ from cluster_sched.queue.types import DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_SECO
 from cluster_sched.scheduler.coordinator import Coordinator
 from cluster_sched.scheduler.stats import RunStats
 from cluster_sched.store.store import Store
+from cluster_sched.workload.feeder import APPLY_BATCH
 from cluster_sched.workload.spec import PodGroup, Workload
 
 __all__ = ["VirtualRun", "VirtualStats", "group_phases", "virtual_figures"]
 
 log = logging.getLogger(__name__)
 
-#: Objects written per store round trip.
-APPLY_BATCH = 2000
 #: Events the informer reads per poll (Informer.poll's default): fewer means drained.
 INFORMER_BATCH = 2000
 #: Wall seconds the driver waits for the binder to hand back a batch's outcomes.
