@@ -12,7 +12,8 @@ window order, ``r`` drawn by the caller as ``select_host`` draws.
 A window of 50,000 rows (1,000,000 nodes) made that a 50,000-bool mask per pod
 (unpack, scatter, flatnonzero: ~0.1-0.3 ms). Here the count is a popcount of the bytes,
 and the ``r``-th member a binary search over window positions whose counts come from
-each shard's prefix popcounts: O(bytes + log(width) * shards * log(rows)) per pod.
+each shard's prefix popcounts of this pod's bytes only (the chunk's array holds every
+pod's): O(bytes + log(width) * shards * log(rows)) per pod.
 ``TieBits.mask`` is the bool mask the search stands for (the reference of the tests).
 """
 
@@ -37,24 +38,24 @@ def _popcount(v):  # type: ignore[no-untyped-def]
 
 
 @_JIT
-def _prefix(bits, byte_off, cum, s, i):  # type: ignore[no-untyped-def]
-    """Ties among shard ``s``'s first ``i`` rows (``cum``: popcounts before each byte)."""
-    b = byte_off[s] + (i >> 3)
-    got = cum[b] - cum[byte_off[s]]
+def _prefix(bits, byte_off, cum, cum_off, s, i):  # type: ignore[no-untyped-def]
+    """Ties among shard ``s``'s first ``i`` rows (``cum[cum_off[s] + k]``: the popcount
+    of its first ``k`` bytes)."""
+    got = cum[cum_off[s] + (i >> 3)]
     if i & 7:
-        got += _popcount(np.int64(bits[b]) >> (8 - (i & 7)))
+        got += _popcount(np.int64(bits[byte_off[s] + (i >> 3)]) >> (8 - (i & 7)))
     return got
 
 
 @_JIT
-def _before(bits, byte_off, positions, pos_off, cum, removed, added, p):  # type: ignore[no-untyped-def]
+def _before(bits, byte_off, positions, pos_off, cum, cum_off, removed, added, p):  # type: ignore[no-untyped-def]
     """Members of the tie set at window positions < ``p``."""
     got = 0
     for s in range(byte_off.shape[0]):
         if byte_off[s] < 0:
             continue
         pos = positions[pos_off[s] : pos_off[s + 1]]
-        got += _prefix(bits, byte_off, cum, s, np.searchsorted(pos, p))
+        got += _prefix(bits, byte_off, cum, cum_off, s, np.searchsorted(pos, p))
     # changed rows that were ties leave the set, the changed rows holding the best join
     return got - np.searchsorted(removed, p) + np.searchsorted(added, p)
 
@@ -82,27 +83,41 @@ def rows_agree(byte_off, rows, pos_off):  # type: ignore[no-untyped-def]
 
 
 @_JIT
-def tie_count(bits, byte_off, positions, pos_off, changed, added, width):  # type: ignore[no-untyped-def]
-    """The size of the tie set (module docstring), the popcounts before each byte and
-    the changed positions that were ties."""
-    cum = np.empty(bits.shape[0] + 1, dtype=np.int64)
-    cum[0] = 0
-    for k in range(bits.shape[0]):
-        cum[k + 1] = cum[k] + _POPCOUNT[bits[k]]
+def tie_count(bits, byte_off, rows, positions, pos_off, changed, added, width):  # type: ignore[no-untyped-def]
+    """The size of the tie set (module docstring), the holders' prefix popcounts (each
+    holder's own run in ``cum`` from ``cum_off[s]``) and the changed positions that were
+    ties. Only the holders' bytes of this pod are counted: ``bits`` is the whole chunk's
+    (every pod's, every shard's: 64 x 6,250 bytes at 1,000,000 nodes), and counting all of
+    it per pod made the pod's cost grow with the chunk times the window."""
+    cum_off = np.full(byte_off.shape[0], -1, dtype=np.int64)
+    total = 0
+    for s in range(byte_off.shape[0]):
+        if byte_off[s] >= 0:
+            cum_off[s] = total
+            total += (rows[s] + 7) // 8 + 1
+    cum = np.empty(total, dtype=np.int64)
+    for s in range(byte_off.shape[0]):
+        if byte_off[s] < 0:
+            continue
+        b0, c0 = byte_off[s], cum_off[s]
+        cum[c0] = 0
+        for k in range((rows[s] + 7) // 8):
+            cum[c0 + k + 1] = cum[c0 + k] + _POPCOUNT[bits[b0 + k]]
     keep = np.zeros(changed.shape[0], dtype=np.bool_)
     for k in range(changed.shape[0]):
         keep[k] = _is_tie(bits, byte_off, positions, pos_off, changed[k])
     removed = changed[keep]
-    return _before(bits, byte_off, positions, pos_off, cum, removed, added, width), cum, removed
+    count = _before(bits, byte_off, positions, pos_off, cum, cum_off, removed, added, width)
+    return count, cum, cum_off, removed
 
 
 @_JIT
-def tie_select(bits, byte_off, positions, pos_off, cum, removed, added, width, r):  # type: ignore[no-untyped-def]
+def tie_select(bits, byte_off, positions, pos_off, cum, cum_off, removed, added, width, r):  # type: ignore[no-untyped-def]
     """The window position of the tie set's ``r``-th member (0-based, window order)."""
     lo, hi = 0, width - 1
     while lo < hi:  # the first p with more than r members at positions <= p
         mid = (lo + hi) >> 1
-        if _before(bits, byte_off, positions, pos_off, cum, removed, added, mid + 1) > r:
+        if _before(bits, byte_off, positions, pos_off, cum, cum_off, removed, added, mid + 1) > r:
             hi = mid
         else:
             lo = mid + 1
@@ -134,6 +149,7 @@ class TieBits:
         self._added = np.zeros(0, dtype=np.int64)
         self._removed = np.zeros(0, dtype=np.int64)
         self._cum = np.zeros(1, dtype=np.int64)
+        self._cum_off = np.full(len(byte_off), -1, dtype=np.int64)
         self.count = 0
 
     def settle(self, changed: np.ndarray, added: np.ndarray, drop_shards: bool) -> int:
@@ -144,8 +160,8 @@ class TieBits:
             self.byte_off = np.full_like(self.byte_off, -1)
         self._changed = np.ascontiguousarray(changed, dtype=np.int64)
         self._added = np.ascontiguousarray(added, dtype=np.int64)
-        self.count, self._cum, self._removed = tie_count(
-            self.bits, self.byte_off, self.positions, self.pos_off,
+        self.count, self._cum, self._cum_off, self._removed = tie_count(
+            self.bits, self.byte_off, self.rows, self.positions, self.pos_off,
             self._changed, self._added, self.width,
         )  # fmt: skip
         return int(self.count)
@@ -154,7 +170,7 @@ class TieBits:
         """The window position of the ``r``-th member (after ``settle``)."""
         at = tie_select(
             self.bits, self.byte_off, self.positions, self.pos_off,
-            self._cum, self._removed, self._added, self.width, r,
+            self._cum, self._cum_off, self._removed, self._added, self.width, r,
         )  # fmt: skip
         return int(at)
 

@@ -35,16 +35,23 @@ def test_select_finds_every_rank_of_the_mask(
     holders = [s for s in range(shards) if len(parts[s]) and rng.random() < 0.8]
     byte_off = np.full(shards, -1, dtype=np.int64)
     rows = np.zeros(shards, dtype=np.int64)
-    chunks, at = [], 0
+
+    # as in a merged chunk (``replies.MergedChunk``): the holders' bytes for this pod sit
+    # in any order among other pods' and shards' bytes (random here), back to back or not
+    def other_bytes() -> np.ndarray:
+        return np.array([rng.randrange(256) for _ in range(rng.choice([0, 0, 1, 7]))], np.uint8)
+
+    chunks = [other_bytes()]
+    at = len(chunks[0])
     want = np.zeros(width, dtype=np.bool_)
-    for s in holders:
+    for s in rng.sample(holders, len(holders)):
         mask = np.array([rng.random() < density for _ in parts[s]], dtype=np.bool_)
         packed = np.packbits(mask)
         byte_off[s], rows[s] = at, len(mask)
-        chunks.append(packed)
-        at += len(packed)
+        chunks += [packed, other_bytes()]
+        at += len(packed) + len(chunks[-1])
         want[parts[s]] = mask
-    bits = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint8)
+    bits = np.concatenate(chunks)
     changed = np.array(sorted(rng.sample(range(width), min(n_changed, width))), dtype=np.int64)
     added = np.array([q for q in changed if rng.random() < 0.4], dtype=np.int64)
     if drop:
