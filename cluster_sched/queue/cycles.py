@@ -190,6 +190,11 @@ class CycleQueue(QueueBase):
         cycle): stop keeping events for it."""
         self.in_flight_events.finished([pod_key])
 
+    def binding_done_many(self, pod_keys: list[str]) -> None:
+        """``binding_done`` for each of ``pod_keys``, in one in-flight update (the
+        events kept end the same: ``InFlightEvents.finished``)."""
+        self.in_flight_events.finished(pod_keys)
+
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, pod_scheduling_cycle: int
     ) -> Location | None:

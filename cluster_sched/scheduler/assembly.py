@@ -227,6 +227,7 @@ def new_scheduler(
             on_node=handlers.on_node,
             on_other=handlers.on_other,
             on_invalid=handlers.on_invalid,
+            on_own_bound=handlers.on_own_bound,
         ),
         pods=pods,
     )

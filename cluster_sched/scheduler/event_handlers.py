@@ -260,6 +260,41 @@ class EventHandlers:
             else:
                 self.update_pod_in_scheduling_queue(old, new)
 
+    def on_own_bound(self, pairs: list[tuple[Pod, Pod]]) -> None:
+        """``on_pod(old, new)`` for each pair in order, for a run of our own bindings
+        the informer confirmed from their marks (``old`` unbound, ``new`` bound, one
+        pair per pod): each pod leaves the scheduling queue (its binding cycle Done when
+        it is assumed) and is added to the cache (its assumption confirmed). Gathered:
+        the Done of consecutive assumed pods is one in-flight update, the rest of
+        ``on_pod``'s branching is not taken per pod. Nothing here reads what another
+        pod of the run changes (each key once), so the state is ``on_pod``'s."""
+        cache, queue, stats, clock = self.cache, self.queue, self.stats, self.clock
+        pending = self._pending_adds
+        done: list[str] = []
+        for old, new in pairs:
+            key = old.key
+            if pending.pop(key, None) is None:  # delete_pod_from_scheduling_queue
+                if cache.is_assumed(key):
+                    done.append(key)
+                else:  # bound, but not assumed here: out of the queue, Done kept in order
+                    if done:
+                        queue.binding_done_many(done)
+                        done = []
+                    queue.delete(key)
+            cache.add_pod(new)  # add_pod_to_cache
+            requests = new.requests
+            stats.on_bound(
+                key,
+                new.node_name,
+                clock.now(),
+                requests.get(CPU, 0),
+                requests.get(MEMORY, 0),
+                {r: v for r, v in requests.items() if "/" in r} if len(requests) > 2 else None,
+            )
+        if done:
+            queue.binding_done_many(done)
+        self._pending_assigned.extend(new for _, new in pairs)
+
     def _responsible(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.frameworks
 

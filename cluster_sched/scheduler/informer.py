@@ -88,6 +88,10 @@ class InformerHandlers:
     on_node: Callable[[Node | None, Node | None], None]
     on_other: Callable[[str, Any, Any], None] = lambda kind, old, new: None
     on_invalid: Callable[[str, str, InvalidObjectError], None] = lambda kind, key, err: None
+    #: our own bindings confirmed from their marks, consecutive in the watch, as
+    #: ``(old, new)`` pairs (old unbound, new bound; one pair per pod): what ``on_pod``
+    #: would get for each, in order, handed on in one call. None: ``on_pod`` per pair.
+    on_own_bound: Callable[[list[tuple[Pod, Pod]]], None] | None = None
 
 
 @dataclass(slots=True)
@@ -164,16 +168,41 @@ class Informer:
         if entries and self._gap(entry_rv(entries[0][1])):
             return len(entries)
         mark = self.own.raw
-        for i, (entry_id, fields) in enumerate(entries):
-            if fields.get(b"by") == mark and self._confirm_own(entry_id, fields):
-                continue
-            if self._apply_event(decode_entry(entry_id, fields)):
-                return i + 1
+        bound: list[tuple[Pod, Pod]] = []  # our bindings not yet handed on, in order
+        try:
+            for i, (entry_id, fields) in enumerate(entries):
+                if fields.get(b"by") == mark:
+                    pair = self._confirm_own(entry_id, fields)
+                    if pair is not None:
+                        bound.append(pair)
+                        continue
+                if bound:  # handed on before the next event: the handlers' order kept
+                    self._hand_on_bound(bound)
+                    bound = []
+                if self._apply_event(decode_entry(entry_id, fields)):
+                    return i + 1
+        finally:
+            if bound:
+                self._hand_on_bound(bound)
         return len(entries)
 
-    def _confirm_own(self, entry_id: bytes | str, fields: Mapping[bytes, bytes]) -> bool:
-        """Apply an entry carrying our mark as our binding (see own_bindings.py);
-        False to decode it after all (counted in ``own_decoded``)."""
+    def _hand_on_bound(self, pairs: list[tuple[Pod, Pod]]) -> None:
+        """A run of our own bindings to the handlers: in one call (``on_own_bound``),
+        or as ``on_pod`` per pod when there is none."""
+        bulk = self.handlers.on_own_bound
+        if bulk is not None:
+            bulk(pairs)
+            return
+        on_pod = self.handlers.on_pod
+        for old, new in pairs:
+            on_pod(old, new)
+
+    def _confirm_own(
+        self, entry_id: bytes | str, fields: Mapping[bytes, bytes]
+    ) -> tuple[Pod, Pod] | None:
+        """Apply an entry carrying our mark as our binding (see own_bindings.py) to the
+        informer's pods; the ``(old, new)`` pair for the handlers (``_hand_on_bound``),
+        or None to decode it after all (counted in ``own_decoded``)."""
         binding = self.own.binding(fields)
         try:  # bind.lua writes it as an integer: no need for entry_rv's checks
             rv = int(fields[b"rv"])
@@ -181,18 +210,17 @@ class Informer:
             rv = 0
         if binding is None or fields.get(b"type") != b"MODIFIED" or fields.get(b"kind") != b"Pod":
             self.own_decoded += 1
-            return False
+            return None
         old = self.pods.get(binding.key)
         new = own_bound_pod(old, binding, rv, self.sharing) if rv > 0 else None
-        if new is None:
+        if old is None or new is None:
             self.own_decoded += 1
-            return False
+            return None
         self.last_id = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         self.last_rv = rv
         self.own_confirmed += 1
         self.pods[binding.key] = new
-        self.handlers.on_pod(old, new)
-        return True
+        return old, new
 
     def _gap(self, first_rv: int) -> bool:
         """A gap before ``first_rv`` (events trimmed before we read them): relist."""
