@@ -76,9 +76,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-__all__ = ["DISPATCH_MODES", "DispatchRule"]
+__all__ = ["DISPATCH_MODES", "RELAY_FROM_SHARDS", "RELAY_MODES", "DispatchRule"]
 
 DISPATCH_MODES = ("auto", "shards", "replica")
+#: ``--shard-relay``: the reduced protocol's chunks through one relay actor (``workers.ray_relay``)
+RELAY_MODES = ("auto", "on", "off")
+#: auto's rule: the relay from this many Ray shards (module docstring, The relay)
+RELAY_FROM_SHARDS = 3
 
 
 def _host_cores() -> float:
@@ -116,35 +120,68 @@ class DispatchRule:
     lead: float = 0.125
     #: the next batch sent to the shards while this one is committed (``pipeline``)
     pipeline: bool = True
+    #: the shard relay: "auto" (``use_relay``), "on", "off"
+    relay: str = "auto"
+    #: through the relay, the coordinator's CPU per pod for the relay's one call, and per
+    #: shard (µs); the relay's own CPU per pod, and per shard (µs: its serial bound)
+    relay_call_us: float = 0.0
+    relay_per_shard_us: float = 0.0
+    relay_us: float = 0.0
+    relay_shard_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:
             raise ValueError(f"shard dispatch mode {self.mode!r}: one of {DISPATCH_MODES}")
+        if self.relay not in RELAY_MODES:
+            raise ValueError(f"shard relay {self.relay!r}: one of {RELAY_MODES}")
+
+    def use_relay(self, shards: int) -> bool:
+        """Whether ``shards`` Ray shards take the reduced protocol's chunks through the
+        relay (module docstring, The relay)."""
+        if self.relay != "auto":
+            return self.relay == "on"
+        return shards >= RELAY_FROM_SHARDS
 
     def replica_time_us(self, width: int) -> float:
         """Time per pod on the replica path (module docstring)."""
         coordinator = self.replica_us + self.replica_row_us * width
         return max(coordinator + self.wait_us, (coordinator + self.replica_rest_us) / self.cores)
 
-    def shard_parts_us(self, width: int, shards: int) -> tuple[float, float]:
+    def shard_parts_us(
+        self, width: int, shards: int, relay: bool | None = None
+    ) -> tuple[float, float]:
         """The coordinator's and each shard's CPU per pod through the shards' reductions
-        (module docstring)."""
-        coordinator = (
-            self.coordinator_us + self.coordinator_row_us * width + self.per_shard_us * shards
-        )
+        (module docstring); ``relay``: through the relay (default: ``use_relay``)."""
+        base = self.coordinator_us + self.coordinator_row_us * width
+        if self.use_relay(shards) if relay is None else relay:
+            coordinator = base + self.relay_call_us + self.relay_per_shard_us * shards
+        else:
+            coordinator = base + self.per_shard_us * shards
         return coordinator, self.shard_us + self.shard_row_us * width / max(1, shards)
 
-    def serial_bound_us(self, width: int, shards: int) -> float:
+    def relay_time_us(self, shards: int, relay: bool | None = None) -> float:
+        """The relay's CPU per pod, its serial bound (0 without the relay)."""
+        if not (self.use_relay(shards) if relay is None else relay):
+            return 0.0
+        return self.relay_us + self.relay_shard_us * shards
+
+    def serial_bound_us(self, width: int, shards: int, relay: bool | None = None) -> float:
         """The coordinator's time per pod through the shards: its CPU and its waits
         (``1e6 /`` this is its serial bound in pods/s)."""
-        return self.shard_parts_us(width, shards)[0] + self.wait_us + self.shard_wait_us
+        coordinator = self.shard_parts_us(width, shards, relay)[0]
+        return coordinator + self.wait_us + self.shard_wait_us
 
-    def shard_time_us(self, width: int, shards: int, cores: float | None = None) -> float:
+    def shard_time_us(
+        self, width: int, shards: int, cores: float | None = None, relay: bool | None = None
+    ) -> float:
         """Time per pod through the shards' reductions (module docstring), on ``cores``
-        (default: the rule's)."""
-        coordinator, shard = self.shard_parts_us(width, shards)
-        total = coordinator + shards * shard + self.shard_rest_us
-        return max(self.serial_bound_us(width, shards), shard, total / (cores or self.cores))
+        (default: the rule's); ``relay`` as ``shard_parts_us``: the relay is one more
+        serial part, and its CPU shares the cores."""
+        coordinator, shard = self.shard_parts_us(width, shards, relay)
+        hop = self.relay_time_us(shards, relay)
+        total = coordinator + shards * shard + hop + self.shard_rest_us
+        serial = max(self.serial_bound_us(width, shards, relay), shard, hop)
+        return max(serial, total / (cores or self.cores))
 
     def leading(self, pods: int) -> int:
         """How many of a batch's ``pods`` given to the shards the replica takes first."""
