@@ -12,6 +12,9 @@ alike for each shard count, ``--sequential``: one part after the other as before
   per shard, the batch encoded and every row's Filter answer and scores decoded and
   merged) and the reduced protocol (``shard_merge``: one payload for every shard,
   reductions back), at 1 and 2 shards: the cost per extra shard is the difference;
+  and the reduced protocol through the shard relay (``relay``, ``workers.ray_relay``:
+  one call per chunk for every shard), at 1, 2 and 3 shards, with the relay process's
+  own CPU per pod (its ``cpu_seconds`` read around the timed batches);
 - ``shard busy per pod``: the reduced protocol's evaluation time per pod in each shard
   (the actors report it), at 1 and 2 shards, fitted as ``f + g * W / S`` (W the window);
 - ``loop``: the coordinator's time per pod outside the attempt, from a full
@@ -26,7 +29,7 @@ Validation (``--validate``): the model at 1 and 2 shards against full runs with
 ``--shard-dispatch shards`` on the same workload. A benchmark: it prints, asserts nothing.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/shard_protocol_bench.py [--nodes 20000]
-[--validate] [--pods 3000] [--attempt-pods 640] [--sequential]
+[--validate] [--pods 3000] [--attempt-pods 640] [--sequential] [--no-relay]
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.workload_file import write_basic_workload
 
 SHARDS = (1, 2, 4, 16, 64)
+#: the reduced protocol's coordinators: direct calls, and through the shard relay
+REDUCED = ("reduced", "relay")
 SIZES = (100_000, 1_000_000)
 
 
@@ -81,10 +86,13 @@ class _Setup:
         for i in range(nodes):
             self.cache.add_node(_node(i))
         self.clients: list[Any] = []
+        self.relay: Any = None
+        self.relay_cpu: list[tuple[float, float]] = []
         if shards:
             from workers.ray_shard import ray_shard_clients
 
-            self.clients = list(ray_shard_clients(shards))
+            self.clients = list(ray_shard_clients(shards, relay=protocol == "relay"))
+            self.relay = self.clients[0].relay
             self.source: Any = ShardedSource(
                 self.router, self.clients, dispatch=DispatchRule("shards")
             )
@@ -94,7 +102,7 @@ class _Setup:
         handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
         handle.snapshot = self.cache.snapshot
         self.fwk = new_framework(profile, handle)
-        self.fast = FastPath(share_pre_cycle=True) if protocol in ("replica", "reduced") else None
+        self.fast = FastPath(share_pre_cycle=True) if protocol in (*REDUCED, "replica") else None
         self.sched = Scheduler(0, random.Random(7), fast=self.fast)
         self.frameworks = {self.fwk.profile_name: self.fwk}
         self.batches = [
@@ -108,11 +116,13 @@ class _Setup:
     def step(self, k: int) -> None:
         """Schedule batch ``k`` (timed per pod unless it is the first: warm-up)."""
         batch, cache, sched, source = self.batches[k], self.cache, self.sched, self.source
+        if k == 1 and self.relay is not None:
+            self.relay_cpu.append(self.relay.cpu_seconds())
         wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
         args = (cache.snapshot, sched.next_start_node_index, 0)
         if self.protocol == "batched":
             source.prefetch_batch(self.frameworks, batch, *args, False)
-        elif self.protocol == "reduced":
+        elif self.protocol in REDUCED:
             pre_cycle = self.fast.pre_cycle if self.fast else None
             source.reduce_batch(self.frameworks, batch, *args, len(batch), pre_cycle)
         for pod in batch:
@@ -133,10 +143,16 @@ class _Setup:
             "cpu": statistics.median(self.cpus),
             "thread": statistics.median(self.threads),
         }
-        if self.protocol == "reduced":
+        if self.protocol in REDUCED:
             b = self.source.reduced.batch
             out["busy"] = b.busy / max(1, b.pods_sent) / max(1, self.shards)
             out["answered"] = b.hits / max(1, b.pods_sent)
+        if self.relay is not None and self.relay_cpu:
+            timed = sum(len(b) for b in self.batches[1:])
+            (whole, in_calls), (whole0, in_calls0) = self.relay.cpu_seconds(), self.relay_cpu[0]
+            out["relay_cpu"] = (whole - whole0) / timed
+            out["relay_call_cpu"] = (in_calls - in_calls0) / timed
+            out["relayed"] = self.source.reduced.batch.relayed
         return out
 
     def close(self) -> None:
@@ -169,6 +185,33 @@ def interleaved(
             s.close()
 
 
+def _print_relay(parts: dict[tuple[str, int], dict[str, float]], xs: list[float]) -> None:
+    """Through the relay: the coordinator's cost per extra shard (process and main
+    thread), its one call against the direct protocol's, and the relay's own CPU per pod
+    as e + k * S (its serial bound)."""
+    ys = [parts[("relay", int(s))]["cpu"] for s in xs]
+    ts = [parts[("relay", int(s))]["thread"] for s in xs]
+    rs = [parts[("relay", int(s))]["relay_cpu"] for s in xs]
+    cs = [parts[("relay", int(s))]["relay_call_cpu"] for s in xs]
+    fit, relay = statistics.linear_regression(xs, ys), statistics.linear_regression(xs, rs)
+    calls = statistics.linear_regression(xs, cs)
+    direct = statistics.linear_regression(xs, [parts[("reduced", int(s))]["cpu"] for s in xs])
+    print(
+        f"  relay: coordinator CPU per extra shard per pod {fit.slope * 1e6:.1f} µs "
+        f"(main thread {statistics.linear_regression(xs, ts).slope * 1e6:.1f} µs), "
+        f"intercept {fit.intercept * 1e6:.0f} against direct {direct.intercept * 1e6:.0f} µs"
+    )
+    print(
+        f"  relay process CPU per pod: e={relay.intercept * 1e6:.1f} µs + k={relay.slope * 1e6:.1f}"
+        f" µs/shard (1-3 shards: {', '.join(f'{r * 1e6:.0f}' for r in rs)}; per pod per shard"
+        f" {', '.join(f'{r / s * 1e6:.0f}' for r, s in zip(rs, xs, strict=True))})"
+    )
+    print(
+        f"  relay CPU in its calls per pod: e={calls.intercept * 1e6:.1f} µs + k={calls.slope * 1e6:.1f}"
+        f" µs/shard (1-3 shards: {', '.join(f'{r * 1e6:.0f}' for r in cs)})"
+    )
+
+
 def full_run(workload: Path, *extra: str) -> float:
     """pods/s (first pop to last bind) of one ``cluster-sched run``."""
     with tempfile.TemporaryDirectory() as out:
@@ -193,13 +236,14 @@ def main() -> None:
     ap.add_argument(
         "--loop-us", type=float, default=450.0, help="loop time without --validate (README)"
     )
+    ap.add_argument("--no-relay", action="store_true", help="no relay coordinators")
     args = ap.parse_args()
     warm_up()
     width = num_feasible_nodes_to_find(0, args.nodes)
     print(f"{args.nodes} nodes, window {width}: per pod, µs (wall / coordinator CPU)")
     parts: dict[tuple[str, int], dict[str, float]] = {}
     runs = [("replica", 0), ("batched", 1), ("batched", 2)] if args.batched else [("replica", 0)]
-    runs += [("reduced", s) for s in (1, 2, 3)]
+    runs += [(p, s) for p in REDUCED[: 1 if args.no_relay else 2] for s in (1, 2, 3)]
     if args.sequential:
         for protocol, shards in runs:
             parts[(protocol, shards)] = attempts(args.nodes, shards, protocol, args.attempt_pods)
@@ -209,6 +253,8 @@ def main() -> None:
         got = parts[(protocol, shards)]
         extra = f", shard busy {got['busy'] * 1e6:.0f}" if "busy" in got else ""
         extra += f", answered {got['answered']:.0%}" if "answered" in got else ""
+        if "relay_cpu" in got:
+            extra += f", relay CPU {got['relay_cpu'] * 1e6:.0f} (in its calls {got['relay_call_cpu'] * 1e6:.0f}; {got['relayed']:.0f} relayed)"  # fmt: skip
         print(
             f"  {protocol:8} {shards} shard(s): {got['wall'] * 1e6:7.0f} / {got['cpu'] * 1e6:6.0f}"
             f" (main thread {got['thread'] * 1e6:.0f})" + extra
@@ -225,6 +271,8 @@ def main() -> None:
         f"  reduced: coordinator CPU per extra shard per pod {fit_b * 1e6:.1f} µs "
         f"(main thread {statistics.linear_regression(xs, ts).slope * 1e6:.1f} µs)"
     )
+    if not args.no_relay:
+        _print_relay(parts, xs)
     b = max(0.0, fit_b)
     a = statistics.fmean(ys) - b * 2
     busy1, busy2 = parts[("reduced", 1)]["busy"], parts[("reduced", 2)]["busy"]

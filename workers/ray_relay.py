@@ -69,6 +69,8 @@ class RelayActor:
     def __init__(self, inline_payload: int) -> None:
         self._inline = inline_payload
         self._handles: dict[str, Any] = {}
+        #: the process's CPU seconds spent inside ``reduce`` calls (Ray's threads too)
+        self._in_calls = 0.0
 
     def pid(self) -> int:
         return os.getpid()
@@ -79,16 +81,25 @@ class RelayActor:
 
         return str(ray.get_runtime_context().get_node_id())
 
-    def cpu_seconds(self) -> float:
-        """This process's CPU time (Ray's threads included): benchmarks read it around
-        a run to charge the relay its own cost per pod."""
-        return time.process_time()
+    def cpu_seconds(self) -> bytes:
+        """msgpack [this process's CPU time, the part of it inside ``reduce`` calls]
+        (Ray's threads included): benchmarks read it around a run to charge the relay
+        its own cost per pod; the whole process's also counts Ray's idle threads."""
+        return encode_value([time.process_time(), self._in_calls])
 
     def reduce(self, plan: bytes, payload: bytes) -> bytes:
         """``plan``: msgpack ``[[shard actor name, its encoded deltas], ...]``; every
         shard gets ``reduce(deltas, payload)``. Returns msgpack ``[reply, error]`` with,
         per shard in plan order, its reply bytes or None and, then, the error that lost
         it (``ShardLostError``'s message) or None."""
+
+        began = time.process_time()
+        try:
+            return self._reduce(plan, payload)
+        finally:
+            self._in_calls += time.process_time() - began
+
+    def _reduce(self, plan: bytes, payload: bytes) -> bytes:
         import ray
 
         shards = decode_value(plan)
@@ -354,11 +365,13 @@ class ShardRelay:
             self._dead = True
         self.unknown = set(range(self.shards))
 
-    def cpu_seconds(self) -> float:
-        """The relay process's CPU time so far (benchmarks)."""
+    def cpu_seconds(self) -> tuple[float, float]:
+        """The relay process's CPU time so far, and the part inside its calls
+        (benchmarks)."""
         import ray
 
-        return float(ray.get(self.actor.cpu_seconds.remote()))
+        whole, in_calls = decode_value(ray.get(self.actor.cpu_seconds.remote()))
+        return float(whole), float(in_calls)
 
     def close(self) -> None:
         import ray
