@@ -275,8 +275,13 @@ class ShardRelay:
             group.fetch()
 
     def sent_direct(self, ref: Any) -> None:
-        """A direct call to a shard left (``ref``: its reply)."""
+        """A direct call to a shard left (``ref``: its reply); the completed ones are
+        dropped now and then (paths that never relay, e.g. plugin by plugin)."""
         self._direct.append(ref)
+        if len(self._direct) >= _PRUNE_AT:
+            import ray
+
+            _, self._direct = ray.wait(self._direct, num_returns=len(self._direct), timeout=0)
 
     def _before_relayed(self) -> None:
         if self._direct:
