@@ -69,6 +69,29 @@ shards (1,350 against 515). ``mode`` forces one side ("shards", "replica").
 ``summary.json``'s ``shard_speculation`` counts where the attempts went:
 ``reduced_attempts`` (answered by the shards), ``dispatched_to_replica`` (attempts of
 batches the rule kept on the replica).
+
+The relay (``--shard-relay auto|on|off``, ``workers/ray_relay.py``): with S Ray shards
+the coordinator makes one Ray call per shard per chunk of 64 pods, ~360 µs of its
+process's CPU each (Ray's submission, the reply, its client threads): that is most of
+``per_shard_us``. Through the relay it makes one call per chunk whatever S, carrying
+every shard's deltas; the relay calls the shards and returns their replies as one. The
+coordinator then pays ``relay_call_us + relay_per_shard_us * S`` instead of
+``per_shard_us * S`` (the decode and column merge of each shard's reply, its deltas),
+and the relay is one more serial part, ``relay_us + relay_shard_us * S`` of its own
+process's CPU per pod, whose CPU shares the cores (``shard_time_us``). The relay moves
+Ray's per-call cost off the coordinator; it does not remove it, and it adds a hop. So
+``auto`` starts a relay from RELAY_FROM_SHARDS shards (below that the saving is at most
+one call per chunk, within the noise of the measurement) and sends a batch through it
+when the model predicts the shorter time per pod (``relay_pays``): where the coordinator
+is the bound and the cores have room. The constants: ``benchmarks/shard_protocol_bench.py
+--nodes 20000 --attempt-pods 1280``, relay coordinators at 1-3 shards interleaved with
+the direct ones, least squares per round, the median over the rounds (figures in the
+README): ``relay_per_shard_us`` and ``relay_call_us`` (the relay's intercept less the
+direct protocol's, at least 0) from the coordinator's process CPU per pod,
+``relay_us`` and ``relay_shard_us`` from the relay process's CPU per pod less its idle
+rate (Ray's threads, ~8 ms/s) while the other coordinators ran.
+``summary.json``'s ``shard_speculation.reduced_relayed_payloads`` counts the chunks
+that went through the relay (0: it was not used).
 """
 
 from __future__ import annotations
@@ -125,9 +148,9 @@ class DispatchRule:
     #: through the relay, the coordinator's CPU per pod for the relay's one call, and per
     #: shard (µs); the relay's own CPU per pod, and per shard (µs: its serial bound)
     relay_call_us: float = 0.0
-    relay_per_shard_us: float = 0.0
-    relay_us: float = 0.0
-    relay_shard_us: float = 0.0
+    relay_per_shard_us: float = 6.5
+    relay_us: float = 30.0
+    relay_shard_us: float = 10.0
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:
@@ -136,11 +159,20 @@ class DispatchRule:
             raise ValueError(f"shard relay {self.relay!r}: one of {RELAY_MODES}")
 
     def use_relay(self, shards: int) -> bool:
-        """Whether ``shards`` Ray shards take the reduced protocol's chunks through the
-        relay (module docstring, The relay)."""
+        """Whether ``shards`` Ray shards get a relay (module docstring, The relay)."""
         if self.relay != "auto":
             return self.relay == "on"
         return shards >= RELAY_FROM_SHARDS
+
+    def relay_pays(self, width: int, shards: int) -> bool:
+        """Whether a batch with windows of ``width`` rows goes through the relay: forced,
+        or (auto) from RELAY_FROM_SHARDS shards when the model predicts the shorter time
+        per pod through it on the rule's cores (module docstring, The relay)."""
+        if self.relay != "auto":
+            return self.relay == "on"
+        return shards >= RELAY_FROM_SHARDS and self.shard_time_us(
+            width, shards, relay=True
+        ) < self.shard_time_us(width, shards, relay=False)
 
     def replica_time_us(self, width: int) -> float:
         """Time per pod on the replica path (module docstring)."""
@@ -153,15 +185,15 @@ class DispatchRule:
         """The coordinator's and each shard's CPU per pod through the shards' reductions
         (module docstring); ``relay``: through the relay (default: ``use_relay``)."""
         base = self.coordinator_us + self.coordinator_row_us * width
-        if self.use_relay(shards) if relay is None else relay:
+        if self.relay_pays(width, shards) if relay is None else relay:
             coordinator = base + self.relay_call_us + self.relay_per_shard_us * shards
         else:
             coordinator = base + self.per_shard_us * shards
         return coordinator, self.shard_us + self.shard_row_us * width / max(1, shards)
 
-    def relay_time_us(self, shards: int, relay: bool | None = None) -> float:
+    def relay_time_us(self, shards: int, relay: bool = True) -> float:
         """The relay's CPU per pod, its serial bound (0 without the relay)."""
-        if not (self.use_relay(shards) if relay is None else relay):
+        if not relay:
             return 0.0
         return self.relay_us + self.relay_shard_us * shards
 
@@ -177,6 +209,8 @@ class DispatchRule:
         """Time per pod through the shards' reductions (module docstring), on ``cores``
         (default: the rule's); ``relay`` as ``shard_parts_us``: the relay is one more
         serial part, and its CPU shares the cores."""
+        if relay is None:
+            relay = self.relay_pays(width, shards)
         coordinator, shard = self.shard_parts_us(width, shards, relay)
         hop = self.relay_time_us(shards, relay)
         total = coordinator + shards * shard + hop + self.shard_rest_us

@@ -287,6 +287,8 @@ class ReducedCalls:
             items[0].fwk.tracing, "reduce", len(items), len(payloads), len(clients)
         )
         relay = getattr(clients[0], "submit_reduce_all", None)
+        if not self.rule.relay_pays(items[0].width, len(clients)):
+            relay = None
         try:
             for s in sorted(src.lost | getattr(getattr(clients[0], "relay", None), "unknown", set())):  # fmt: skip
                 src._rebuild(s)
