@@ -162,7 +162,8 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
         choices=RELAY_MODES,
         default="auto",
         help="Ray shards: the reduced protocol's chunks through one relay actor (one call "
-        f"per chunk whatever the shard count): auto (from {RELAY_FROM_SHARDS} shards), on, off",
+        f"per chunk whatever the shard count): auto (from {RELAY_FROM_SHARDS} shards, batches the "
+        "dispatch model finds faster through it), on, off",
     )
     p.add_argument(
         "--batch-size",
