@@ -21,6 +21,13 @@ alike for each shard count, ``--sequential``: one part after the other as before
   ``cluster-sched run --executor ray --shard-dispatch replica`` (1 / pods/s minus the
   compiled attempt).
 
+``--calls N``: the calls alone, N chunks of 64 pods' questions per protocol and shard
+count (1-3) in turn, each shard holding ``--nodes``, no scheduling loop around them: the
+coordinator's process CPU and main-thread CPU per chunk (share, submit, wait, decode,
+merge) and the relay process's CPU per chunk. Without the loop's ~250 µs per pod of
+its own (and its noise) the cost per extra shard stands out: a round of the whole
+attempts gives it within ±10 µs per pod, this within ~1.
+
 Model (the coordinator and the shards overlap: the batch's chunks are all in flight):
 pods/s(S) = 1 / max(loop + a + b*S, f + g*W/S), with a + b*S the reduced protocol's
 coordinator CPU per pod (fitted to S = 1, 2); the first term alone is the coordinator's
@@ -223,6 +230,71 @@ def _print_relay(parts: dict[tuple[str, int], dict[str, float]], xs: list[float]
     )
 
 
+def chunk_calls(nodes: int, rounds: int) -> None:
+    """``--calls`` (module docstring): per protocol and shard count, the medians per
+    chunk, and least squares over the shard counts per pod (64 pods a chunk)."""
+    from cluster_sched.scheduler.shards.merge import ReducedBatch, predict_windows
+    from cluster_sched.scheduler.shards.replies import MergedChunk
+    from workers.ray_shard import RayShardClient, ray_shard_clients
+    from workers.shard_wire import snapshot_facts
+
+    counts = (1, 2, 3)
+    setups: dict[tuple[str, int], tuple[list[Any], bytes, list[tuple[float, float]]]] = {}
+    pods = [make_pod(f"p{j}").req(cpu="100m", memory="500Mi").obj() for j in range(64)]
+    try:
+        for protocol in REDUCED:
+            for s in counts:
+                setup = _Setup(nodes, 0, "replica", 0)  # the cache and framework only
+                router = ShardRouter(s)
+                cache = Cache(router)
+                for i in range(nodes):
+                    cache.add_node(_node(i))
+                setup.fwk.handle.snapshot = cache.snapshot
+                items = predict_windows(setup.frameworks, pods, router.table, cache.snapshot, 0, None)  # fmt: skip
+                payload = ReducedBatch().encode(items, router.table, cache.snapshot, snapshot_facts, True, router.shard_of_row, s)[0][0]  # fmt: skip
+                clients = list(ray_shard_clients(s, relay=protocol == "relay"))
+                for shard, c in enumerate(clients):
+                    c.submit_apply(router.take_deltas(shard)).result()
+                setups[(protocol, s)] = (clients, payload, [])
+        relay_cpu: dict[int, list[float]] = {}
+        for k in range(rounds + 10):  # the first 10 warm up
+            for (protocol, s), (clients, payload, got) in setups.items():
+                cpu, thread = time.process_time(), time.thread_time()
+                if protocol == "relay":
+                    sent = clients[0].submit_reduce_all(clients, lambda _: [], payload)
+                    replies = [p.result()[2] for p, _ in sent]
+                else:
+                    shared = clients[0].share(payload)
+                    calls = [c.submit_reduce([], shared, len(payload))[0] for c in clients]
+                    replies = [r[2] for r in RayShardClient.gather(calls)]
+                MergedChunk(replies, len(pods))
+                if k >= 10:
+                    got.append((time.process_time() - cpu, time.thread_time() - thread))
+                if protocol == "relay" and k in (10, rounds + 9):
+                    relay_cpu.setdefault(s, []).append(clients[0].relay.cpu_seconds()[0])
+        print(f"calls alone ({rounds} chunks of 64 pods each, {nodes} nodes): coordinator CPU per chunk, µs")  # fmt: skip
+        for protocol in REDUCED:
+            cpus = [statistics.median(c for c, _ in setups[(protocol, s)][2]) for s in counts]
+            threads = [statistics.median(t for _, t in setups[(protocol, s)][2]) for s in counts]
+            fit = statistics.linear_regression(counts, cpus)
+            main = statistics.linear_regression(counts, threads)
+            print(
+                f"  {protocol:8} 1-3 shards: {', '.join(f'{c * 1e6:.0f}' for c in cpus)} (main thread"
+                f" {', '.join(f'{t * 1e6:.0f}' for t in threads)}); per extra shard per pod"
+                f" {fit.slope / 64 * 1e6:.2f} µs (main thread {main.slope / 64 * 1e6:.2f})"
+            )
+        per_chunk = [(relay_cpu[s][1] - relay_cpu[s][0]) / (rounds - 1) for s in counts]
+        fit = statistics.linear_regression(counts, per_chunk)
+        print(
+            f"  relay process CPU per chunk (idle rate included): {', '.join(f'{c * 1e6:.0f}' for c in per_chunk)};"
+            f" per pod e={fit.intercept / 64 * 1e6:.1f} + k={fit.slope / 64 * 1e6:.1f} µs/shard"
+        )
+    finally:
+        for clients, _, _ in setups.values():
+            for c in clients:
+                c.close()
+
+
 def full_run(workload: Path, *extra: str) -> float:
     """pods/s (first pop to last bind) of one ``cluster-sched run``."""
     with tempfile.TemporaryDirectory() as out:
@@ -248,8 +320,12 @@ def main() -> None:
         "--loop-us", type=float, default=450.0, help="loop time without --validate (README)"
     )
     ap.add_argument("--no-relay", action="store_true", help="no relay coordinators")
+    ap.add_argument("--calls", type=int, default=0, help="only the calls alone, N chunks each")
     args = ap.parse_args()
     warm_up()
+    if args.calls:
+        chunk_calls(args.nodes, args.calls)
+        return
     width = num_feasible_nodes_to_find(0, args.nodes)
     print(f"{args.nodes} nodes, window {width}: per pod, µs (wall / coordinator CPU)")
     parts: dict[tuple[str, int], dict[str, float]] = {}
