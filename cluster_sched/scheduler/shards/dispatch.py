@@ -148,9 +148,9 @@ class DispatchRule:
     #: through the relay, the coordinator's CPU per pod for the relay's one call, and per
     #: shard (µs); the relay's own CPU per pod, and per shard (µs: its serial bound)
     relay_call_us: float = 0.0
-    relay_per_shard_us: float = 6.5
-    relay_us: float = 30.0
-    relay_shard_us: float = 10.0
+    relay_per_shard_us: float = 3.8
+    relay_us: float = 26.0
+    relay_shard_us: float = 10.5
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:
