@@ -179,13 +179,11 @@ class DispatchRule:
         coordinator = self.replica_us + self.replica_row_us * width
         return max(coordinator + self.wait_us, (coordinator + self.replica_rest_us) / self.cores)
 
-    def shard_parts_us(
-        self, width: int, shards: int, relay: bool | None = None
-    ) -> tuple[float, float]:
+    def shard_parts_us(self, width: int, shards: int, relay: bool = False) -> tuple[float, float]:
         """The coordinator's and each shard's CPU per pod through the shards' reductions
-        (module docstring); ``relay``: through the relay (default: ``use_relay``)."""
+        (module docstring); ``relay``: through the relay."""
         base = self.coordinator_us + self.coordinator_row_us * width
-        if self.relay_pays(width, shards) if relay is None else relay:
+        if relay:
             coordinator = base + self.relay_call_us + self.relay_per_shard_us * shards
         else:
             coordinator = base + self.per_shard_us * shards
@@ -197,20 +195,18 @@ class DispatchRule:
             return 0.0
         return self.relay_us + self.relay_shard_us * shards
 
-    def serial_bound_us(self, width: int, shards: int, relay: bool | None = None) -> float:
+    def serial_bound_us(self, width: int, shards: int, relay: bool = False) -> float:
         """The coordinator's time per pod through the shards: its CPU and its waits
         (``1e6 /`` this is its serial bound in pods/s)."""
         coordinator = self.shard_parts_us(width, shards, relay)[0]
         return coordinator + self.wait_us + self.shard_wait_us
 
     def shard_time_us(
-        self, width: int, shards: int, cores: float | None = None, relay: bool | None = None
+        self, width: int, shards: int, cores: float | None = None, relay: bool = False
     ) -> float:
         """Time per pod through the shards' reductions (module docstring), on ``cores``
         (default: the rule's); ``relay`` as ``shard_parts_us``: the relay is one more
         serial part, and its CPU shares the cores."""
-        if relay is None:
-            relay = self.relay_pays(width, shards)
         coordinator, shard = self.shard_parts_us(width, shards, relay)
         hop = self.relay_time_us(shards, relay)
         total = coordinator + shards * shard + hop + self.shard_rest_us
@@ -229,5 +225,6 @@ class DispatchRule:
         return (
             self.shards_apart
             and batch > 1
-            and self.shard_time_us(width, shards) < self.replica_time_us(width)
+            and self.shard_time_us(width, shards, relay=self.relay_pays(width, shards))
+            < self.replica_time_us(width)
         )
