@@ -86,10 +86,13 @@ when the model predicts the shorter time per pod (``relay_pays``): where the coo
 is the bound and the cores have room. The constants: ``benchmarks/shard_protocol_bench.py
 --nodes 20000 --attempt-pods 1280``, relay coordinators at 1-3 shards interleaved with
 the direct ones, least squares per round, the median over the rounds (figures in the
-README): ``relay_per_shard_us`` and ``relay_call_us`` (the relay's intercept less the
-direct protocol's, at least 0) from the coordinator's process CPU per pod,
+README; 9 rounds, 6 of 1,280 pods and 3 of 3,840): ``relay_per_shard_us`` (1.3 µs, range
+-11 to 19; the direct protocol's 5.0 in the same rounds, range -2 to 15; the calls alone,
+``--calls 200``, 1.2-2.0 against 9.3-11.0) and ``relay_call_us`` (the relay's intercept
+less the direct protocol's, median -10 µs: 0) from the coordinator's process CPU per pod,
 ``relay_us`` and ``relay_shard_us`` from the relay process's CPU per pod less its idle
-rate (Ray's threads, ~8 ms/s) while the other coordinators ran.
+rate (Ray's threads, ~8 ms/s) while the other coordinators ran (26.0 + 10.6 µs/shard,
+6 rounds).
 ``summary.json``'s ``shard_speculation.reduced_relayed_payloads`` counts the chunks
 that went through the relay (0: it was not used).
 """
@@ -148,9 +151,9 @@ class DispatchRule:
     #: through the relay, the coordinator's CPU per pod for the relay's one call, and per
     #: shard (µs); the relay's own CPU per pod, and per shard (µs: its serial bound)
     relay_call_us: float = 0.0
-    relay_per_shard_us: float = 3.8
+    relay_per_shard_us: float = 1.3
     relay_us: float = 26.0
-    relay_shard_us: float = 10.5
+    relay_shard_us: float = 10.6
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:
