@@ -368,7 +368,7 @@ class ShardRelay:
         a new relay takes the next chunk."""
         if generation == self.generation:
             self._dead = True
-        self.unknown = set(range(self.shards))
+        self.unknown.update(range(self.shards))
 
     def cpu_seconds(self) -> tuple[float, float]:
         """The relay process's CPU time so far, and the part inside its calls

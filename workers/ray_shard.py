@@ -410,7 +410,7 @@ class RayShardClient:
         shard a Pending and the bytes it is sent; None when there is no relay to use
         (the caller makes the direct calls). ``deltas(s)``: shard s's, taken if sent."""
         relay = self.relay
-        if relay is None or not relay.usable():
+        if relay is None or relay.unknown or not relay.usable():  # unknown: lost, rebuilt
             return None
         return relay.submit_chunk(clients, [deltas(c.shard_id) for c in clients], payload, decode_reduce)  # fmt: skip
 

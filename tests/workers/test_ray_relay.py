@@ -39,6 +39,25 @@ def _node(i: int) -> Node:
     return Node(ObjectMeta(f"n{i}", labels=labels), allocatable=alloc, capacity=alloc)
 
 
+def _cluster(nodes: int, shards: int) -> tuple[ShardRouter, Cache, bytes, int]:
+    """A replica of ``nodes`` nodes over ``shards`` shards (deltas waiting), the first
+    chunk's payload of 8 pods' questions and their window."""
+    router = ShardRouter(shards)
+    cache = Cache(router)
+    for i in range(nodes):
+        cache.add_node(_node(i))
+    profile = default_config().profiles[0]
+    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
+    handle.snapshot = cache.snapshot
+    fwk = new_framework(profile, handle)
+    pods = [make_pod(f"p{j}").req(cpu="100m", memory="500Mi").obj() for j in range(8)]
+    items = predict_windows({fwk.profile_name: fwk}, pods, router.table, cache.snapshot, 0, None)
+    payloads, _ = ReducedBatch().encode(
+        items, router.table, cache.snapshot, snapshot_facts, True, router.shard_of_row, shards
+    )
+    return router, cache, payloads[0], items[0].width
+
+
 def _columns(reply: Any) -> list[list[int]]:
     """A shard's reduction of a chunk without its busy time: what must be equal."""
     _, _, chunk = reply
@@ -52,20 +71,8 @@ def test_a_direct_call_after_relayed_ones_runs_after_them_on_its_shard() -> None
     must run after it: R1's answer from shard 0 is R0's. Ray alone would run A first
     (it reaches shard 0 directly, R1 only once the relay is done with R0): without
     ``ShardRelay``'s gate R1 sees shard 0 full and this fails."""
-    router = ShardRouter(2)
-    cache = Cache(router)
-    for i in range(ORDER_NODES):
-        cache.add_node(_node(i))
-    profile = default_config().profiles[0]
-    handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
-    handle.snapshot = cache.snapshot
-    fwk = new_framework(profile, handle)
-    pods = [make_pod(f"p{j}").req(cpu="100m", memory="500Mi").obj() for j in range(8)]
-    items = predict_windows({fwk.profile_name: fwk}, pods, router.table, cache.snapshot, 0, None)
-    payloads, _ = ReducedBatch().encode(
-        items, router.table, cache.snapshot, snapshot_facts, True, router.shard_of_row, 2
-    )
-    window = items[0].width
+    router, cache, payload, window = _cluster(ORDER_NODES, 2)
+    payloads = [payload]
     clients = ray_shard_clients(2, seed=1, relay=True)
     try:
         big = clients[1].submit_apply(router.take_deltas(1))  # direct, not waited for
@@ -87,6 +94,40 @@ def test_a_direct_call_after_relayed_ones_runs_after_them_on_its_shard() -> None
         r2 = clients[0].submit_reduce_all(clients, lambda s: [], payloads[0])
         assert r2 is not None
         assert _columns(r2[0][0].result()) != _columns(first)
+    finally:
+        for c in clients:
+            c.close()
+
+
+def test_a_relay_lost_with_calls_in_flight_leaves_every_shard_unknown_until_rebuilt() -> None:
+    """The relay dies while shard 1 takes its share of the cluster (a relayed chunk) and
+    a second chunk waits at the relay: which shards took which deltas is unknown, so a
+    direct call to any shard fails as to a dead actor, no chunk is relayed until every
+    shard is rebuilt from the replica, and then a new relay answers as direct calls do."""
+    import ray
+
+    from cluster_sched.scheduler.shards.source import ShardLostError
+
+    router, _, payload, _ = _cluster(ORDER_NODES, 3)
+    clients = ray_shard_clients(3, seed=1, relay=True)
+    relay = clients[0].relay
+    assert relay is not None
+    try:
+        assert clients[0].submit_reduce_all(clients, router.take_deltas, payload) is not None
+        assert clients[0].submit_reduce_all(clients, lambda s: [], payload) is not None
+        ray.kill(relay.actor, no_restart=True)
+        with pytest.raises(ShardLostError):
+            clients[2].submit_apply([]).result()
+        assert relay.unknown == {0, 1, 2}
+        assert clients[0].submit_reduce_all(clients, lambda s: [], payload) is None
+        for c in clients:
+            c.rebuild(router.full_state_deltas(c.shard_id))
+        relayed = clients[0].submit_reduce_all(clients, lambda s: [], payload)
+        assert relayed is not None and relay.restarts == 1
+        shared = clients[0].share(payload)
+        direct = [c.submit_reduce([], shared, len(payload))[0] for c in clients]
+        for (part, _), call in zip(relayed, direct, strict=True):
+            assert _columns(part.result()) == _columns(call.result())
     finally:
         for c in clients:
             c.close()

@@ -290,8 +290,11 @@ class ReducedCalls:
         if not self.rule.relay_pays(items[0].width, len(clients)):
             relay = None
         try:
-            for s in sorted(src.lost | getattr(getattr(clients[0], "relay", None), "unknown", set())):  # fmt: skip
-                src._rebuild(s)
+            # shards lost, or left unknown by a lost relay (``workers.ray_relay``): a
+            # rebuild's wait for the relayed calls may learn of one, making all unknown
+            unknown: set[int] = getattr(getattr(clients[0], "relay", None), "unknown", set())
+            while src.lost or unknown:
+                src._rebuild(min(src.lost | unknown))
             for chunk, payload in enumerate(payloads):
                 self.batch.payloads += 1
 
