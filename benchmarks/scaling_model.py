@@ -49,6 +49,21 @@ input: the parts are CPU times). The table gives every shard a core of its own
 shards' evaluation h(S) or the total CPU is the bound and stop at the coordinator's
 serial bound.
 
+The shard relay (``workers/ray_relay.py``, ``--shard-relay``): the coordinator makes one
+call per chunk for every shard, so its CPU per pod is ``c(S) = a + t + b_relay*S``
+(``relay_call_us`` t: the relay's one call against a shard's; ``relay_per_shard_us``
+b_relay: the decode, the column merge and the shard's deltas; both from
+``shard_protocol_bench.py``'s relay coordinators), and the relay is one more serial part,
+``e + k*S`` (``relay_us``, ``relay_shard_us``: its process's CPU per pod, same bench),
+whose CPU shares the cores:
+
+    pods/s(S) = 1 / max(c(S) + q + r, h(S), e + k*S, (c(S) + S*h(S) + e + k*S + o) / C)
+
+The relay tables give the relay a core too (C = S + 3); the coordinator's bound then
+hardly falls with S, and the relay's, 1 / (e + k*S), takes over past S ~ (c - e) / k.
+``--table`` prints the direct and the relay tables from the dispatch rule's constants
+alone (no runs).
+
 Run (wrap each in ``flock /work/wt/bench.lock``; one 1M-node run takes ~3-5 minutes and
 ~9 GiB): PYTHONPATH=. .venv/bin/python benchmarks/scaling_model.py --nodes 100000 --pods
 10000 --save P1 [--modes local shards1 shards replica]; the same with --nodes 1000000
@@ -103,21 +118,33 @@ def report(runs: list[dict[str, Any]], rule: DispatchRule) -> None:
     print(
         f"\nbreak-even window of the dispatch rule, 2 shards on {cores} cores: {break_even(rule)}"
     )
-    for title, own in (("a core per shard", True), (f"this machine's {cores} cores", False)):
-        print(f"\npredicted pods/s, {title} (the coordinator's serial bound in brackets):")
-        print("| nodes | window | in-process (measured) | replica path (model) | " + " | ".join(f"{s} shard{'s' * (s > 1)}" for s in SHARDS) + " |")  # fmt: skip
-        print("|---" * (4 + len(SHARDS)) + "|")
-        for n in sorted({r["nodes"] for r in runs}):
-            w = num_feasible_nodes_to_find(0, n)
-            local = [r["throughput"] for r in runs if r["nodes"] == n and r["mode"] == "local"]
-            cells = []
-            for s in SHARDS:
-                bound = 1e6 / rule.serial_bound_us(w, s)
-                rate = 1e6 / rule.shard_time_us(w, s, s + 2 if own else cores)
-                cells.append(f"{rate:,.0f} ({bound:,.0f})")
-            shown = f"{statistics.fmean(local):,.0f}" if local else "-"
-            replica = 1e6 / rule.replica_time_us(w)
-            print(f"| {n:,} | {w:,} | {shown} | {replica:,.0f} | " + " | ".join(cells) + " |")
+    tables(rule, sorted({r["nodes"] for r in runs}), runs)
+
+
+def tables(rule: DispatchRule, sizes: list[int], runs: list[dict[str, Any]]) -> None:
+    """Predicted pods/s per shard count, direct calls and through the relay, with a core
+    per shard (and the relay's) and on this machine's cores."""
+    cores = os.cpu_count() or 1
+    for relay in (False, True):
+        for title, own in (("a core per shard", True), (f"this machine's {cores} cores", False)):
+            how = "through the relay" if relay else "direct calls"
+            bounds = "the coordinator's / the relay's serial bound" if relay else "the coordinator's serial bound"  # fmt: skip
+            print(f"\npredicted pods/s, {how}, {title} ({bounds} in brackets):")
+            print("| nodes | window | in-process (measured) | replica path (model) | " + " | ".join(f"{s} shard{'s' * (s > 1)}" for s in SHARDS) + " |")  # fmt: skip
+            print("|---" * (4 + len(SHARDS)) + "|")
+            for n in sizes:
+                w = num_feasible_nodes_to_find(0, n)
+                local = [r["throughput"] for r in runs if r["nodes"] == n and r["mode"] == "local"]
+                cells = []
+                for s in SHARDS:
+                    bound = 1e6 / rule.serial_bound_us(w, s, relay)
+                    have = s + 2 + relay if own else cores
+                    rate = 1e6 / rule.shard_time_us(w, s, have, relay)
+                    hop = f" / {1e6 / rule.relay_time_us(s, relay):,.0f}" if relay else ""
+                    cells.append(f"{rate:,.0f} ({bound:,.0f}{hop})")
+                shown = f"{statistics.fmean(local):,.0f}" if local else "-"
+                replica = 1e6 / rule.replica_time_us(w)
+                print(f"| {n:,} | {w:,} | {shown} | {replica:,.0f} | " + " | ".join(cells) + " |")
 
 
 def main() -> None:
@@ -133,12 +160,20 @@ def main() -> None:
     ap.add_argument("--parts", type=Path, nargs="+", help="runs saved by --save (no runs)")
     ap.add_argument("--save", type=Path, help="append the measured runs here")
     ap.add_argument(
+        "--table",
+        action="store_true",
+        help="only the tables, from the dispatch rule's constants (no runs)",
+    )
+    ap.add_argument(
         "--per-shard-us",
         type=float,
         default=DispatchRule().per_shard_us,
         help="the coordinator's CPU per extra shard per pod, from shard_protocol_bench.py",
     )
     args = ap.parse_args()
+    if args.table:
+        tables(DispatchRule(), [100_000, 1_000_000], [])
+        return
     if args.parts is None:
         run_modes(args.nodes, args.pods, args.modes, save=args.save)
         return

@@ -12,11 +12,21 @@ alike for each shard count, ``--sequential``: one part after the other as before
   per shard, the batch encoded and every row's Filter answer and scores decoded and
   merged) and the reduced protocol (``shard_merge``: one payload for every shard,
   reductions back), at 1 and 2 shards: the cost per extra shard is the difference;
+  and the reduced protocol through the shard relay (``relay``, ``workers.ray_relay``:
+  one call per chunk for every shard), at 1, 2 and 3 shards, with the relay process's
+  own CPU per pod (its ``cpu_seconds`` read around the timed batches);
 - ``shard busy per pod``: the reduced protocol's evaluation time per pod in each shard
   (the actors report it), at 1 and 2 shards, fitted as ``f + g * W / S`` (W the window);
 - ``loop``: the coordinator's time per pod outside the attempt, from a full
   ``cluster-sched run --executor ray --shard-dispatch replica`` (1 / pods/s minus the
   compiled attempt).
+
+``--calls N``: the calls alone, N chunks of 64 pods' questions per protocol and shard
+count (1-3) in turn, each shard holding ``--nodes``, no scheduling loop around them: the
+coordinator's process CPU and main-thread CPU per chunk (share, submit, wait, decode,
+merge) and the relay process's CPU per chunk. Without the loop's ~250 µs per pod of
+its own (and its noise) the cost per extra shard stands out: a round of the whole
+attempts gives it within ±10 µs per pod, this within ~1.
 
 Model (the coordinator and the shards overlap: the batch's chunks are all in flight):
 pods/s(S) = 1 / max(loop + a + b*S, f + g*W/S), with a + b*S the reduced protocol's
@@ -26,7 +36,7 @@ Validation (``--validate``): the model at 1 and 2 shards against full runs with
 ``--shard-dispatch shards`` on the same workload. A benchmark: it prints, asserts nothing.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/shard_protocol_bench.py [--nodes 20000]
-[--validate] [--pods 3000] [--attempt-pods 640] [--sequential]
+[--validate] [--pods 3000] [--attempt-pods 640] [--sequential] [--no-relay]
 """
 
 from __future__ import annotations
@@ -60,6 +70,8 @@ from cluster_sched.testing.builders import make_pod
 from cluster_sched.testing.workload_file import write_basic_workload
 
 SHARDS = (1, 2, 4, 16, 64)
+#: the reduced protocol's coordinators: direct calls, and through the shard relay
+REDUCED = ("reduced", "relay")
 SIZES = (100_000, 1_000_000)
 
 
@@ -81,12 +93,19 @@ class _Setup:
         for i in range(nodes):
             self.cache.add_node(_node(i))
         self.clients: list[Any] = []
+        self.relay: Any = None
+        #: the relay's (process CPU, CPU in its calls, wall) at the first timed batch
+        self.relay_cpu: list[tuple[float, float, float]] = []
+        self.relay_idle = 0.0
         if shards:
             from workers.ray_shard import ray_shard_clients
 
-            self.clients = list(ray_shard_clients(shards))
+            self.clients = list(ray_shard_clients(shards, relay=protocol == "relay"))
+            self.relay = self.clients[0].relay
             self.source: Any = ShardedSource(
-                self.router, self.clients, dispatch=DispatchRule("shards")
+                self.router,
+                self.clients,
+                dispatch=DispatchRule("shards", relay="on" if protocol == "relay" else "off"),
             )
         else:
             self.source = LocalSource(self.router.table)
@@ -94,7 +113,7 @@ class _Setup:
         handle = Handle(profile_name=profile.scheduler_name, rng=random.Random(0))
         handle.snapshot = self.cache.snapshot
         self.fwk = new_framework(profile, handle)
-        self.fast = FastPath(share_pre_cycle=True) if protocol in ("replica", "reduced") else None
+        self.fast = FastPath(share_pre_cycle=True) if protocol in (*REDUCED, "replica") else None
         self.sched = Scheduler(0, random.Random(7), fast=self.fast)
         self.frameworks = {self.fwk.profile_name: self.fwk}
         self.batches = [
@@ -108,11 +127,16 @@ class _Setup:
     def step(self, k: int) -> None:
         """Schedule batch ``k`` (timed per pod unless it is the first: warm-up)."""
         batch, cache, sched, source = self.batches[k], self.cache, self.sched, self.source
+        if k == 1 and self.relay is not None:  # its idle rate (Ray's threads), then start
+            idle = self.relay.cpu_seconds()[0], time.perf_counter()
+            time.sleep(1.0)
+            self.relay_cpu = [(*self.relay.cpu_seconds(), time.perf_counter())]
+            self.relay_idle = (self.relay_cpu[0][0] - idle[0]) / (self.relay_cpu[0][2] - idle[1])
         wall, cpu, thread = time.perf_counter(), time.process_time(), time.thread_time()
         args = (cache.snapshot, sched.next_start_node_index, 0)
         if self.protocol == "batched":
             source.prefetch_batch(self.frameworks, batch, *args, False)
-        elif self.protocol == "reduced":
+        elif self.protocol in REDUCED:
             pre_cycle = self.fast.pre_cycle if self.fast else None
             source.reduce_batch(self.frameworks, batch, *args, len(batch), pre_cycle)
         for pod in batch:
@@ -133,10 +157,20 @@ class _Setup:
             "cpu": statistics.median(self.cpus),
             "thread": statistics.median(self.threads),
         }
-        if self.protocol == "reduced":
+        if self.protocol in REDUCED:
             b = self.source.reduced.batch
             out["busy"] = b.busy / max(1, b.pods_sent) / max(1, self.shards)
             out["answered"] = b.hits / max(1, b.pods_sent)
+        if self.relay is not None and self.relay_cpu:
+            timed = sum(len(b) for b in self.batches[1:])
+            (whole, in_calls), (whole0, in_calls0, wall0) = self.relay.cpu_seconds(), self.relay_cpu[0]  # fmt: skip
+            # the relay process's CPU less its idle rate while the other coordinators ran
+            # (interleaved, it idles most of the span: ~8 ms/s of Ray's threads here)
+            others = time.perf_counter() - wall0 - sum(self.walls) * len(self.batches[0])
+            out["relay_cpu"] = (whole - whole0 - self.relay_idle * max(0.0, others)) / timed
+            out["relay_whole_cpu"] = (whole - whole0) / timed
+            out["relay_call_cpu"] = (in_calls - in_calls0) / timed
+            out["relayed"] = self.source.reduced.batch.relayed
         return out
 
     def close(self) -> None:
@@ -169,6 +203,98 @@ def interleaved(
             s.close()
 
 
+def _print_relay(parts: dict[tuple[str, int], dict[str, float]], xs: list[float]) -> None:
+    """Through the relay: the coordinator's cost per extra shard (process and main
+    thread), its one call against the direct protocol's, and the relay's own CPU per pod
+    as e + k * S (its serial bound)."""
+    ys = [parts[("relay", int(s))]["cpu"] for s in xs]
+    ts = [parts[("relay", int(s))]["thread"] for s in xs]
+    rs = [parts[("relay", int(s))]["relay_cpu"] for s in xs]
+    cs = [parts[("relay", int(s))]["relay_call_cpu"] for s in xs]
+    fit, relay = statistics.linear_regression(xs, ys), statistics.linear_regression(xs, rs)
+    calls = statistics.linear_regression(xs, cs)
+    direct = statistics.linear_regression(xs, [parts[("reduced", int(s))]["cpu"] for s in xs])
+    print(
+        f"  relay: coordinator CPU per extra shard per pod {fit.slope * 1e6:.1f} µs "
+        f"(main thread {statistics.linear_regression(xs, ts).slope * 1e6:.1f} µs), "
+        f"intercept {fit.intercept * 1e6:.0f} against direct {direct.intercept * 1e6:.0f} µs"
+    )
+    print(
+        f"  relay process CPU per pod: e={relay.intercept * 1e6:.1f} µs + k={relay.slope * 1e6:.1f}"
+        f" µs/shard (1-3 shards: {', '.join(f'{r * 1e6:.0f}' for r in rs)}; per pod per shard"
+        f" {', '.join(f'{r / s * 1e6:.0f}' for r, s in zip(rs, xs, strict=True))})"
+    )
+    print(
+        f"  relay CPU in its calls per pod: e={calls.intercept * 1e6:.1f} µs + k={calls.slope * 1e6:.1f}"
+        f" µs/shard (1-3 shards: {', '.join(f'{r * 1e6:.0f}' for r in cs)})"
+    )
+
+
+def chunk_calls(nodes: int, rounds: int) -> None:
+    """``--calls`` (module docstring): per protocol and shard count, the medians per
+    chunk, and least squares over the shard counts per pod (64 pods a chunk)."""
+    from cluster_sched.scheduler.shards.merge import ReducedBatch, predict_windows
+    from cluster_sched.scheduler.shards.replies import MergedChunk
+    from workers.ray_shard import RayShardClient, ray_shard_clients
+    from workers.shard_wire import snapshot_facts
+
+    counts = (1, 2, 3)
+    setups: dict[tuple[str, int], tuple[list[Any], bytes, list[tuple[float, float]]]] = {}
+    pods = [make_pod(f"p{j}").req(cpu="100m", memory="500Mi").obj() for j in range(64)]
+    try:
+        for protocol in REDUCED:
+            for s in counts:
+                setup = _Setup(nodes, 0, "replica", 0)  # the cache and framework only
+                router = ShardRouter(s)
+                cache = Cache(router)
+                for i in range(nodes):
+                    cache.add_node(_node(i))
+                setup.fwk.handle.snapshot = cache.snapshot
+                items = predict_windows(setup.frameworks, pods, router.table, cache.snapshot, 0, None)  # fmt: skip
+                payload = ReducedBatch().encode(items, router.table, cache.snapshot, snapshot_facts, True, router.shard_of_row, s)[0][0]  # fmt: skip
+                clients = list(ray_shard_clients(s, relay=protocol == "relay"))
+                for shard, c in enumerate(clients):
+                    c.submit_apply(router.take_deltas(shard)).result()
+                setups[(protocol, s)] = (clients, payload, [])
+        relay_cpu: dict[int, list[float]] = {}
+        for k in range(rounds + 10):  # the first 10 warm up
+            for (protocol, s), (clients, payload, got) in setups.items():
+                cpu, thread = time.process_time(), time.thread_time()
+                if protocol == "relay":
+                    sent = clients[0].submit_reduce_all(clients, lambda _: [], payload)
+                    replies = [p.result()[2] for p, _ in sent]
+                else:
+                    shared = clients[0].share(payload)
+                    calls = [c.submit_reduce([], shared, len(payload))[0] for c in clients]
+                    replies = [r[2] for r in RayShardClient.gather(calls)]
+                MergedChunk(replies, len(pods))
+                if k >= 10:
+                    got.append((time.process_time() - cpu, time.thread_time() - thread))
+                if protocol == "relay" and k in (10, rounds + 9):
+                    relay_cpu.setdefault(s, []).append(clients[0].relay.cpu_seconds()[0])
+        print(f"calls alone ({rounds} chunks of 64 pods each, {nodes} nodes): coordinator CPU per chunk, µs")  # fmt: skip
+        for protocol in REDUCED:
+            cpus = [statistics.median(c for c, _ in setups[(protocol, s)][2]) for s in counts]
+            threads = [statistics.median(t for _, t in setups[(protocol, s)][2]) for s in counts]
+            fit = statistics.linear_regression(counts, cpus)
+            main = statistics.linear_regression(counts, threads)
+            print(
+                f"  {protocol:8} 1-3 shards: {', '.join(f'{c * 1e6:.0f}' for c in cpus)} (main thread"
+                f" {', '.join(f'{t * 1e6:.0f}' for t in threads)}); per extra shard per pod"
+                f" {fit.slope / 64 * 1e6:.2f} µs (main thread {main.slope / 64 * 1e6:.2f})"
+            )
+        per_chunk = [(relay_cpu[s][1] - relay_cpu[s][0]) / (rounds - 1) for s in counts]
+        fit = statistics.linear_regression(counts, per_chunk)
+        print(
+            f"  relay process CPU per chunk (idle rate included): {', '.join(f'{c * 1e6:.0f}' for c in per_chunk)};"
+            f" per pod e={fit.intercept / 64 * 1e6:.1f} + k={fit.slope / 64 * 1e6:.1f} µs/shard"
+        )
+    finally:
+        for clients, _, _ in setups.values():
+            for c in clients:
+                c.close()
+
+
 def full_run(workload: Path, *extra: str) -> float:
     """pods/s (first pop to last bind) of one ``cluster-sched run``."""
     with tempfile.TemporaryDirectory() as out:
@@ -193,13 +319,18 @@ def main() -> None:
     ap.add_argument(
         "--loop-us", type=float, default=450.0, help="loop time without --validate (README)"
     )
+    ap.add_argument("--no-relay", action="store_true", help="no relay coordinators")
+    ap.add_argument("--calls", type=int, default=0, help="only the calls alone, N chunks each")
     args = ap.parse_args()
     warm_up()
+    if args.calls:
+        chunk_calls(args.nodes, args.calls)
+        return
     width = num_feasible_nodes_to_find(0, args.nodes)
     print(f"{args.nodes} nodes, window {width}: per pod, µs (wall / coordinator CPU)")
     parts: dict[tuple[str, int], dict[str, float]] = {}
     runs = [("replica", 0), ("batched", 1), ("batched", 2)] if args.batched else [("replica", 0)]
-    runs += [("reduced", s) for s in (1, 2, 3)]
+    runs += [(p, s) for p in REDUCED[: 1 if args.no_relay else 2] for s in (1, 2, 3)]
     if args.sequential:
         for protocol, shards in runs:
             parts[(protocol, shards)] = attempts(args.nodes, shards, protocol, args.attempt_pods)
@@ -209,6 +340,8 @@ def main() -> None:
         got = parts[(protocol, shards)]
         extra = f", shard busy {got['busy'] * 1e6:.0f}" if "busy" in got else ""
         extra += f", answered {got['answered']:.0%}" if "answered" in got else ""
+        if "relay_cpu" in got:
+            extra += f", relay CPU {got['relay_cpu'] * 1e6:.0f} (with its idle time {got['relay_whole_cpu'] * 1e6:.0f}, in its calls {got['relay_call_cpu'] * 1e6:.0f}; {got['relayed']:.0f} relayed)"  # fmt: skip
         print(
             f"  {protocol:8} {shards} shard(s): {got['wall'] * 1e6:7.0f} / {got['cpu'] * 1e6:6.0f}"
             f" (main thread {got['thread'] * 1e6:.0f})" + extra
@@ -225,6 +358,8 @@ def main() -> None:
         f"  reduced: coordinator CPU per extra shard per pod {fit_b * 1e6:.1f} µs "
         f"(main thread {statistics.linear_regression(xs, ts).slope * 1e6:.1f} µs)"
     )
+    if not args.no_relay:
+        _print_relay(parts, xs)
     b = max(0.0, fit_b)
     a = statistics.fmean(ys) - b * 2
     busy1, busy2 = parts[("reduced", 1)]["busy"], parts[("reduced", 2)]["busy"]

@@ -58,12 +58,19 @@ from cluster_sched.framework.state_codec import (
 )
 from cluster_sched.kernels import warm_up
 from cluster_sched.scheduler.shards.core import ShardCore
-from cluster_sched.scheduler.shards.replies import ChunkReduction
 from cluster_sched.scheduler.shards.source import Delta, ShardLostError
 from cluster_sched.scheduler.shards.window import warm_up as warm_up_window
 from cluster_sched.telemetry.spans import ATTR_SHARD_ID, ATTR_SHARD_NODES, SHARD_RUN
 from cluster_sched.telemetry.tracing import resolve_endpoint
+from workers.ray_relay import ShardRelay
 from workers.ray_runtime import config_document, ensure_ray, worker_tracing
+from workers.shard_pending import (
+    RayPending,
+    UnknownShard,
+    decode_reduce,
+    one_line,
+    result_or_loss,
+)
 from workers.shard_wire import (
     decode_filter_outcome,
     decode_filter_score,
@@ -240,53 +247,25 @@ def _start_actor(shard_id: int, config: bytes, seed: int, name: str, trace_endpo
 # ---------------------------------------------------------------------------- the client
 
 
-class _RayPending:
-    __slots__ = ("client", "decode", "ref")
-
-    def __init__(self, client: RayShardClient, ref: Any, decode: Callable[[bytes], Any]) -> None:
-        self.client = client
-        self.ref = ref
-        self.decode = decode
-
-    def result(self) -> Any:
-        import ray
-
-        try:
-            reply = ray.get(self.ref)
-        except ray.exceptions.RayError as exc:
-            raise ShardLostError(self.client.shard_id, _one_line(exc)) from exc
-        return self.decode(reply)
-
-
-def _decode_reduce(data: bytes) -> tuple[float, int, ChunkReduction]:
-    doc = decode_value(data)
-    return float(doc["busy"]), len(data), ChunkReduction.of_wire(doc)
-
-
-def _result_or_loss(pending: _RayPending) -> Any:
-    try:
-        return pending.result()
-    except ShardLostError as exc:
-        return exc
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[-1] if text else ''}".strip()
-
-
 class RayShardClient:
-    """ShardClient for one ShardActor (see the module docstring for the wire format)."""
+    """ShardClient for one ShardActor (see the module docstring for the wire format).
+    With a ``relay`` (``workers.ray_relay``) the reduced protocol's chunks go through it
+    and every direct call passes its gate first (one order per shard)."""
 
-    def __init__(self, shard_id: int, start: Callable[[int], Any]) -> None:
-        """``start(generation)`` creates the actor (generation 0, then one per rebuild)."""
+    def __init__(
+        self, shard_id: int, start: Callable[[int], Any], name: Callable[[int], str] = str
+    ) -> None:
+        """``start(generation)`` creates the actor (generation 0, then one per rebuild),
+        named ``name(generation)``."""
         self.shard_id = shard_id
         self._start = start
+        self._name = name
         self.generation = 0
+        self.relay: ShardRelay | None = None
         self.actor = start(0)
         self.snapshot: Any = None
         #: the first call, answered once the actor is up (``ray_shard_clients(wait=False)``)
-        self.starting: _RayPending | None = None
+        self.starting: RayPending | UnknownShard | None = None
 
     def wait_started(self) -> None:
         """Wait until the actor is up, if its start was not waited for: raises the cause
@@ -294,6 +273,32 @@ class RayShardClient:
         pending, self.starting = self.starting, None
         if pending is not None:
             pending.result()
+        if self.relay is not None:
+            self.relay.wait_started()
+
+    @property
+    def actor_name(self) -> str:
+        return self._name(self.generation)
+
+    def _direct(self) -> bool:
+        """The relay's gate before a direct call: False if this shard's state is unknown."""
+        relay = self.relay
+        if relay is None:
+            return True
+        relay.before_direct()
+        return self.shard_id not in relay.unknown
+
+    def _encode(self, deltas: list[Delta]) -> bytes:
+        try:
+            return encode_deltas(deltas)
+        except StateCodecError as exc:  # the shard cannot be brought up to date
+            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+
+    def _send(self, method: str, *args: Any) -> Any:
+        ref = getattr(self.actor, method).remote(*args)
+        if self.relay is not None:
+            self.relay.sent_direct(ref)
+        return ref
 
     def attach_snapshot(self, snapshot: Any) -> None:
         """The coordinator's cluster-wide view (its Cache) to read facts from per call."""
@@ -308,60 +313,58 @@ class RayShardClient:
         pod: Pod,
         state: CycleState,
         rows: np.ndarray,
-    ) -> _RayPending:
+    ) -> RayPending | UnknownShard:
         """Send one request. The caller has handed ``deltas`` over for good: if the rest
         of the request cannot be encoded (a CycleState value that cannot travel), the
         deltas still go, alone, before the error is raised, so the shard never diverges
         from the replica."""
-        try:
-            encoded = encode_deltas(deltas)
-        except StateCodecError as exc:  # the shard cannot be brought up to date
-            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        if not self._direct():
+            return UnknownShard(self.shard_id)
+        encoded = self._encode(deltas)
         try:
             payload = encode_request(encoded, profile, pod, state, rows, self.snapshot)
         except Exception:
             if deltas:
-                self.actor.apply.remote(encoded)  # ordered before any later call
+                self._send("apply", encoded)  # ordered before any later call
             raise
-        return _RayPending(self, getattr(self.actor, method).remote(payload), decode)
+        return RayPending(self, self._send(method, payload), decode)
 
     def submit_filter(
         self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
-    ) -> _RayPending:
+    ) -> RayPending | UnknownShard:
         return self._submit("filter", decode_filter_outcome, deltas, profile, pod, state, rows)
 
     def submit_score(
         self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
-    ) -> _RayPending:
+    ) -> RayPending | UnknownShard:
         return self._submit("score", decode_scores, deltas, profile, pod, state, rows)
 
     def submit_filter_score(
         self, deltas: list[Delta], profile: str, pod: Pod, state: CycleState, rows: np.ndarray
-    ) -> _RayPending:
+    ) -> RayPending | UnknownShard:
         return self._submit("filter_score", decode_filter_score, deltas, profile, pod, state, rows)
 
     def submit_filter_score_many(
         self, deltas: list[Delta], asks: list[tuple[str, Pod, CycleState, np.ndarray]]
-    ) -> _RayPending:
+    ) -> RayPending | UnknownShard:
         """One call for a batch's questions (``shards.prefetch``)."""
-        try:
-            encoded = encode_deltas(deltas)
-        except StateCodecError as exc:
-            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
+        if not self._direct():
+            return UnknownShard(self.shard_id)
+        encoded = self._encode(deltas)
         try:
             payload = encode_batch_request(encoded, asks, self.snapshot)
         except Exception:
             if deltas:
-                self.actor.apply.remote(encoded)  # ordered before any later call
+                self._send("apply", encoded)  # ordered before any later call
             raise
-        return _RayPending(
+        return RayPending(
             self,
-            self.actor.filter_score_many.remote(payload),
+            self._send("filter_score_many", payload),
             lambda data: [decode_filter_score(b) for b in decode_value(data)],
         )
 
     @staticmethod
-    def gather(pendings: list[_RayPending]) -> list[Any]:
+    def gather(pendings: list[RayPending]) -> list[Any]:
         """Every call's result (or its ShardLostError) in one ``ray.get``: the
         coordinator waits once per chunk, whatever the shard count."""
         import ray
@@ -369,7 +372,7 @@ class RayShardClient:
         try:
             replies = ray.get([p.ref for p in pendings])
         except ray.exceptions.RayError:  # which shard: each call on its own
-            return [_result_or_loss(p) for p in pendings]
+            return [result_or_loss(p) for p in pendings]
         return [p.decode(r) for p, r in zip(pendings, replies, strict=True)]
 
     @staticmethod
@@ -392,31 +395,42 @@ class RayShardClient:
     def facts(snapshot: Any, pod: Pod) -> list[Any]:
         return snapshot_facts(snapshot, pod)
 
-    def submit_reduce(self, deltas: list[Delta], shared: Any, size: int) -> tuple[_RayPending, int]:
+    def submit_reduce(self, deltas: list[Delta], shared: Any, size: int) -> tuple[RayPending, int]:
         """One reduced-protocol call: ``shared`` from ``share``, sent by reference."""
-        try:
-            encoded = encode_deltas(deltas)
-        except StateCodecError as exc:
-            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
-        ref = self.actor.reduce.remote(encoded, shared)
-        return _RayPending(self, ref, _decode_reduce), size + len(encoded)
+        if not self._direct():
+            raise ShardLostError(self.shard_id, "its relay was lost with calls to it in flight")
+        encoded = self._encode(deltas)
+        pending = RayPending(self, self._send("reduce", encoded, shared), decode_reduce)
+        return pending, size + len(encoded)
 
-    def submit_apply(self, deltas: list[Delta]) -> _RayPending:
-        try:
-            encoded = encode_deltas(deltas)
-        except StateCodecError as exc:
-            raise ShardLostError(self.shard_id, f"deltas cannot travel: {exc}") from exc
-        return _RayPending(self, self.actor.apply.remote(encoded), int)
+    def submit_reduce_all(
+        self, clients: list[RayShardClient], deltas: Callable[[int], list[Delta]], payload: bytes
+    ) -> list[tuple[Any, int]] | None:
+        """One chunk to every shard through the relay, in one call (``ray_relay``): per
+        shard a Pending and the bytes it is sent; None when there is no relay to use
+        (the caller makes the direct calls). ``deltas(s)``: shard s's, taken if sent."""
+        relay = self.relay
+        if relay is None or relay.unknown or not relay.usable():  # unknown: lost, rebuilt
+            return None
+        return relay.submit_chunk(clients, [deltas(c.shard_id) for c in clients], payload, decode_reduce)  # fmt: skip
+
+    def submit_apply(self, deltas: list[Delta]) -> RayPending | UnknownShard:
+        if not self._direct():
+            return UnknownShard(self.shard_id)
+        encoded = self._encode(deltas)
+        return RayPending(self, self._send("apply", encoded), int)
 
     def pid(self) -> int:
         """The actor's worker process id (fault tests kill it)."""
-        return int(_RayPending(self, self.actor.pid.remote(), int).result())
+        return int(RayPending(self, self.actor.pid.remote(), int).result())
 
     def rebuild(self, deltas: list[Delta]) -> None:
         """Replace the actor by a new one holding ``deltas`` (the replica's full state for
         this shard). Raises ShardLostError if the new actor fails too."""
         import ray
 
+        if self.relay is not None:
+            self.relay.before_direct()  # every relayed call to the old actor done
         with contextlib.suppress(Exception):  # already gone: nothing to clean up
             ray.kill(self.actor, no_restart=True)
         self.generation += 1
@@ -424,8 +438,10 @@ class RayShardClient:
             self.actor = self._start(self.generation)
         except Exception as exc:  # e.g. the cluster has no room left
             raise ShardLostError(
-                self.shard_id, f"cannot start a new actor: {_one_line(exc)}"
+                self.shard_id, f"cannot start a new actor: {one_line(exc)}"
             ) from exc
+        if self.relay is not None:
+            self.relay.unknown.discard(self.shard_id)
         self.submit_apply(deltas).result()
 
     def close(self) -> None:
@@ -433,6 +449,8 @@ class RayShardClient:
 
         with contextlib.suppress(Exception):
             ray.kill(self.actor, no_restart=True)
+        if self.relay is not None:
+            self.relay.close()
 
 
 _RUNS = itertools.count()
@@ -445,6 +463,7 @@ def ray_shard_clients(
     seed: int = 0,
     address: str | None = None,
     wait: bool = True,
+    relay: bool = False,
 ) -> list[RayShardClient]:
     """``n`` shard actors (joining Ray at ``address``, $RAY_ADDRESS, or a local instance),
     each building its Frameworks from the configuration file at ``config_path``.
@@ -453,7 +472,8 @@ def ray_shard_clients(
     cause). Otherwise return at once, each actor starting (a process, its imports, its
     kernels warmed) while the caller goes on, e.g. loads the store: a call waits for
     its actor anyway, and ``RayShardClient.wait_started`` raises what a failed start
-    would have raised here."""
+    would have raised here. ``relay``: the reduced protocol's chunks go through one relay
+    actor (``workers.ray_relay``), which all the clients share."""
     if n < 1:
         raise ValueError(f"need at least one shard, got {n}")
     ensure_ray(address)
@@ -461,12 +481,17 @@ def ray_shard_clients(
     endpoint = resolve_endpoint(None) or ""
     run = f"{uuid.uuid4().hex[:8]}{next(_RUNS)}"
 
-    def starter(shard: int) -> Callable[[int], Any]:
-        return lambda gen: _start_actor(
-            shard, config, seed, f"{ACTOR_NAME_PREFIX}{run}-{shard}-{gen}", endpoint
-        )
+    def namer(shard: int) -> Callable[[int], str]:
+        return lambda gen: f"{ACTOR_NAME_PREFIX}{run}-{shard}-{gen}"
 
-    clients = [RayShardClient(i, starter(i)) for i in range(n)]
+    def starter(shard: int) -> Callable[[int], Any]:
+        return lambda gen: _start_actor(shard, config, seed, namer(shard)(gen), endpoint)
+
+    clients = [RayShardClient(i, starter(i), namer(i)) for i in range(n)]
+    if relay:
+        shared = ShardRelay(n, run, INLINE_PAYLOAD, os.environ.get(SHARD_RESOURCE_ENV))
+        for c in clients:
+            c.relay = shared
     for c in clients:
         c.starting = c.submit_apply([])
     if wait:  # fail now, with the cause, if an actor cannot start (bad config, no cluster)

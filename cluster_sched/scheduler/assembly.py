@@ -80,6 +80,9 @@ class ExecutorOptions:
     shard_dispatch: str = "auto"
     #: the next batch to the shards while this one is committed (``shards.pipeline``)
     shard_pipeline: bool = True
+    #: Ray shards: the reduced protocol's chunks through one relay actor, "auto"
+    #: (``DispatchRule.use_relay``), "on", "off" (``workers.ray_relay``)
+    shard_relay: str = "auto"
 
 
 def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[ShardClient]:
@@ -95,6 +98,7 @@ def new_ray_shard_clients(options: ExecutorOptions, seed: int | None) -> list[Sh
             seed=seed or 0,
             address=options.ray_address,
             wait=False,
+            relay=DispatchRule(relay=options.shard_relay).use_relay(options.shards),
         )
     )
 
@@ -173,6 +177,7 @@ def new_scheduler(
                 options.shard_dispatch,
                 pipeline=options.shard_pipeline,
                 shards_apart=options.executor == "ray",
+                relay=options.shard_relay if options.executor == "ray" else "off",
             ),
         )
     stats = RunStats()

@@ -19,6 +19,7 @@ from typing import Any
 from cluster_sched.errors import UsageError
 from cluster_sched.scheduler.assembly import EXECUTORS
 from cluster_sched.scheduler.coordinator import DEFAULT_BATCH_SIZE
+from cluster_sched.scheduler.shards.dispatch import RELAY_FROM_SHARDS, RELAY_MODES
 from cluster_sched.workload.feeder import DEFAULT_FEEDER, FEEDERS
 from cluster_sched.workload.option_types import int_at_least, port, seconds, seed
 
@@ -155,6 +156,14 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="attempts the compiled path can take: by the measured-cost rule (auto), "
         "always to the shards' reductions, or always on the coordinator's replica",
+    )
+    p.add_argument(
+        "--shard-relay",
+        choices=RELAY_MODES,
+        default="auto",
+        help="Ray shards: the reduced protocol's chunks through one relay actor (one call "
+        f"per chunk whatever the shard count): auto (from {RELAY_FROM_SHARDS} shards, batches the "
+        "dispatch model finds faster through it), on, off",
     )
     p.add_argument(
         "--batch-size",

@@ -92,6 +92,8 @@ class RunOptions:
     shard_prefetch: bool = True
     #: the compiled path's attempts: "auto" (``shard_dispatch``), "shards", "replica"
     shard_dispatch: str = "auto"
+    #: Ray shards' chunks through one relay actor: "auto" (``DispatchRule.use_relay``), "on", "off"
+    shard_relay: str = "auto"
     #: ``--feature-gates`` text (v1.35 defaults when None)
     feature_gates: str | None = None
     #: stop a group after this many seconds even if pods are still pending
@@ -359,6 +361,7 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
                 compiled=opts.compiled,
                 shard_prefetch=opts.shard_prefetch,
                 shard_dispatch=opts.shard_dispatch,
+                shard_relay=opts.shard_relay,
             ),
             seed=opts.seed,
             prefix=opts.prefix,

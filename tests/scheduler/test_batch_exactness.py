@@ -133,19 +133,25 @@ def test_batches_give_the_serial_outcome_with_opportunistic_batching(
     assert sum(hinted) > 0, hinted
 
 
+@pytest.mark.parametrize("relay", ["off", "on"])
 @pytest.mark.parametrize("seed", [4, 2024])
 def test_reduced_ray_shards_give_the_serial_outcome(
-    ray_session: None, redis_client: redis.Redis, redis_url: str, driver: str, seed: int
+    ray_session: None, redis_client: redis.Redis, redis_url: str, driver: str, seed: int, relay: str
 ) -> None:
     """The compiled path's attempts answered by real Ray shard actors (2 and 3), the next
-    batch sent to them while this one is committed (``shards.pipeline``)."""
+    batch sent to them while this one is committed (``shards.pipeline``); directly, or
+    every chunk through the shard relay (``workers.ray_relay``)."""
     phases: list[Phase] = [(random_workload(seed), [])]
     serial = run_workload(redis_client, phases, SERIAL, 1)
     assert _pending_placed(serial.placements) > 0, serial.placements
-    pipelined = 0
+    pipelined = relayed = 0
     for shards, batch in ((2, 4), (3, 7)):
-        options = ExecutorOptions("ray", shards=shards, redis_url=redis_url, shard_dispatch="shards")  # fmt: skip
+        options = ExecutorOptions(
+            "ray", shards=shards, redis_url=redis_url, shard_dispatch="shards", shard_relay=relay
+        )
         got = run_workload(redis_client, phases, options, batch)
         assert got == serial, (shards, batch, got.difference(serial))
         pipelined += got.paths["reduced_pipelined"]
+        relayed += got.paths["reduced_relayed_payloads"]
     assert pipelined > 0, "no batch was taken from one sent ahead"
+    assert (relayed > 0) == (relay == "on"), relayed

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 
 from cluster_sched.scheduler.assembly import ExecutorOptions
@@ -35,13 +36,19 @@ def _untraced_and_traced(
     return untraced, counters, spans_in(path)
 
 
+@pytest.mark.parametrize("relay", ["off", "on"])
 def test_traced_ray_shards_batch_as_untraced_and_show_each_batch(
-    ray_session: None, redis_client: redis.Redis, redis_url: str, tmp_path: Path
+    ray_session: None, redis_client: redis.Redis, redis_url: str, tmp_path: Path, relay: str
 ) -> None:
+    """Through the shard relay too: one call per chunk, but each shard's part of it is
+    still a ``shardCall`` with that shard's bytes."""
     docs = reducible_workload(11, n_nodes=120, n_pods=60)
-    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
+    options = ExecutorOptions(
+        "ray", shards=2, redis_url=redis_url, shard_dispatch="shards", shard_relay=relay
+    )
     _, counters, spans = _untraced_and_traced(redis_client, docs, options, tmp_path)
     assert counters["reduced_attempts"] > 0 and counters["reduced_batches"] > 0, counters
+    assert (counters["reduced_relayed_payloads"] > 0) == (relay == "on"), counters
 
     batches = {s["spanId"]: s for s in spans if s["name"] == S.SHARD_BATCH}
     assert len(batches) == counters["reduced_batches"]

@@ -1,7 +1,8 @@
 """Shards on other machines: a Ray cluster of several raylets on this host
 (``ray.cluster_utils.Cluster``), the shard actors pinned off the head node by a custom
 resource only the worker nodes have, the coordinator joining by address. The reduced
-protocol gives the placements the serial loop gives."""
+protocol gives the placements the serial loop gives, directly and through the shard relay
+(``workers.ray_relay``), which the same rule keeps off the head node."""
 
 from __future__ import annotations
 
@@ -43,8 +44,9 @@ def ray_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.mark.raycluster
+@pytest.mark.parametrize("relay", ["off", "on"])
 def test_shards_off_the_head_node_give_the_serial_placements(
-    ray_cluster: Any, redis_client: redis.Redis, redis_url: str
+    ray_cluster: Any, redis_client: redis.Redis, redis_url: str, relay: str
 ) -> None:
     import ray
 
@@ -52,10 +54,13 @@ def test_shards_off_the_head_node_give_the_serial_placements(
     serial = run_outcome(redis_client, docs, ExecutorOptions("local", compiled=False), 1)
     head = ray.get_runtime_context().get_node_id()
     placed: list[str] = []
+    relays: list[str] = []
 
     def where(coord: Coordinator) -> None:
         clients = coord.source.clients  # type: ignore[attr-defined]
         placed.extend(ray.get([c.actor.node_id.remote() for c in clients]))
+        if clients[0].relay is not None:
+            relays.append(ray.get(clients[0].relay.actor.node_id.remote()))
 
     options = ExecutorOptions(
         "ray",
@@ -63,8 +68,11 @@ def test_shards_off_the_head_node_give_the_serial_placements(
         ray_address=ray_cluster.address,
         redis_url=redis_url,
         shard_dispatch="shards",
+        shard_relay=relay,
     )
     placements, counts, counters = run_outcome(redis_client, docs, options, 64, where)
     assert (placements, counts) == serial[:2]
     assert counters["reduced_attempts"] > 0, counters
     assert len(placed) == 2 and head not in placed, (head, placed)
+    assert len(relays) == (relay == "on") and head not in relays, (head, relays)
+    assert (counters["reduced_relayed_payloads"] > 0) == (relay == "on"), counters

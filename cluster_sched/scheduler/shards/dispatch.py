@@ -69,6 +69,32 @@ shards (1,350 against 515). ``mode`` forces one side ("shards", "replica").
 ``summary.json``'s ``shard_speculation`` counts where the attempts went:
 ``reduced_attempts`` (answered by the shards), ``dispatched_to_replica`` (attempts of
 batches the rule kept on the replica).
+
+The relay (``--shard-relay auto|on|off``, ``workers/ray_relay.py``): with S Ray shards
+the coordinator makes one Ray call per shard per chunk of 64 pods, ~360 µs of its
+process's CPU each (Ray's submission, the reply, its client threads): that is most of
+``per_shard_us``. Through the relay it makes one call per chunk whatever S, carrying
+every shard's deltas; the relay calls the shards and returns their replies as one. The
+coordinator then pays ``relay_call_us + relay_per_shard_us * S`` instead of
+``per_shard_us * S`` (the decode and column merge of each shard's reply, its deltas),
+and the relay is one more serial part, ``relay_us + relay_shard_us * S`` of its own
+process's CPU per pod, whose CPU shares the cores (``shard_time_us``). The relay moves
+Ray's per-call cost off the coordinator; it does not remove it, and it adds a hop. So
+``auto`` starts a relay from RELAY_FROM_SHARDS shards (below that the saving is at most
+one call per chunk, within the noise of the measurement) and sends a batch through it
+when the model predicts the shorter time per pod (``relay_pays``): where the coordinator
+is the bound and the cores have room. The constants: ``benchmarks/shard_protocol_bench.py
+--nodes 20000 --attempt-pods 1280``, relay coordinators at 1-3 shards interleaved with
+the direct ones, least squares per round, the median over the rounds (figures in the
+README; 9 rounds, 6 of 1,280 pods and 3 of 3,840): ``relay_per_shard_us`` (1.3 µs, range
+-11 to 19; the direct protocol's 5.0 in the same rounds, range -2 to 15; the calls alone,
+``--calls 200``, 1.2-2.0 against 9.3-11.0) and ``relay_call_us`` (the relay's intercept
+less the direct protocol's, median -10 µs: 0) from the coordinator's process CPU per pod,
+``relay_us`` and ``relay_shard_us`` from the relay process's CPU per pod less its idle
+rate (Ray's threads, ~8 ms/s) while the other coordinators ran (26.0 + 10.6 µs/shard,
+6 rounds).
+``summary.json``'s ``shard_speculation.reduced_relayed_payloads`` counts the chunks
+that went through the relay (0: it was not used).
 """
 
 from __future__ import annotations
@@ -76,9 +102,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-__all__ = ["DISPATCH_MODES", "DispatchRule"]
+__all__ = ["DISPATCH_MODES", "RELAY_FROM_SHARDS", "RELAY_MODES", "DispatchRule"]
 
 DISPATCH_MODES = ("auto", "shards", "replica")
+#: ``--shard-relay``: the reduced protocol's chunks through one relay actor (``workers.ray_relay``)
+RELAY_MODES = ("auto", "on", "off")
+#: auto's rule: the relay from this many Ray shards (module docstring, The relay)
+RELAY_FROM_SHARDS = 3
 
 
 def _host_cores() -> float:
@@ -116,35 +146,75 @@ class DispatchRule:
     lead: float = 0.125
     #: the next batch sent to the shards while this one is committed (``pipeline``)
     pipeline: bool = True
+    #: the shard relay: "auto" (``use_relay``), "on", "off"
+    relay: str = "auto"
+    #: through the relay, the coordinator's CPU per pod for the relay's one call, and per
+    #: shard (µs); the relay's own CPU per pod, and per shard (µs: its serial bound)
+    relay_call_us: float = 0.0
+    relay_per_shard_us: float = 1.3
+    relay_us: float = 26.0
+    relay_shard_us: float = 10.6
 
     def __post_init__(self) -> None:
         if self.mode not in DISPATCH_MODES:
             raise ValueError(f"shard dispatch mode {self.mode!r}: one of {DISPATCH_MODES}")
+        if self.relay not in RELAY_MODES:
+            raise ValueError(f"shard relay {self.relay!r}: one of {RELAY_MODES}")
+
+    def use_relay(self, shards: int) -> bool:
+        """Whether ``shards`` Ray shards get a relay (module docstring, The relay)."""
+        if self.relay != "auto":
+            return self.relay == "on"
+        return shards >= RELAY_FROM_SHARDS
+
+    def relay_pays(self, width: int, shards: int) -> bool:
+        """Whether a batch with windows of ``width`` rows goes through the relay: forced,
+        or (auto) from RELAY_FROM_SHARDS shards when the model predicts the shorter time
+        per pod through it on the rule's cores (module docstring, The relay)."""
+        if self.relay != "auto":
+            return self.relay == "on"
+        return shards >= RELAY_FROM_SHARDS and self.shard_time_us(
+            width, shards, relay=True
+        ) < self.shard_time_us(width, shards, relay=False)
 
     def replica_time_us(self, width: int) -> float:
         """Time per pod on the replica path (module docstring)."""
         coordinator = self.replica_us + self.replica_row_us * width
         return max(coordinator + self.wait_us, (coordinator + self.replica_rest_us) / self.cores)
 
-    def shard_parts_us(self, width: int, shards: int) -> tuple[float, float]:
+    def shard_parts_us(self, width: int, shards: int, relay: bool = False) -> tuple[float, float]:
         """The coordinator's and each shard's CPU per pod through the shards' reductions
-        (module docstring)."""
-        coordinator = (
-            self.coordinator_us + self.coordinator_row_us * width + self.per_shard_us * shards
-        )
+        (module docstring); ``relay``: through the relay."""
+        base = self.coordinator_us + self.coordinator_row_us * width
+        if relay:
+            coordinator = base + self.relay_call_us + self.relay_per_shard_us * shards
+        else:
+            coordinator = base + self.per_shard_us * shards
         return coordinator, self.shard_us + self.shard_row_us * width / max(1, shards)
 
-    def serial_bound_us(self, width: int, shards: int) -> float:
+    def relay_time_us(self, shards: int, relay: bool = True) -> float:
+        """The relay's CPU per pod, its serial bound (0 without the relay)."""
+        if not relay:
+            return 0.0
+        return self.relay_us + self.relay_shard_us * shards
+
+    def serial_bound_us(self, width: int, shards: int, relay: bool = False) -> float:
         """The coordinator's time per pod through the shards: its CPU and its waits
         (``1e6 /`` this is its serial bound in pods/s)."""
-        return self.shard_parts_us(width, shards)[0] + self.wait_us + self.shard_wait_us
+        coordinator = self.shard_parts_us(width, shards, relay)[0]
+        return coordinator + self.wait_us + self.shard_wait_us
 
-    def shard_time_us(self, width: int, shards: int, cores: float | None = None) -> float:
+    def shard_time_us(
+        self, width: int, shards: int, cores: float | None = None, relay: bool = False
+    ) -> float:
         """Time per pod through the shards' reductions (module docstring), on ``cores``
-        (default: the rule's)."""
-        coordinator, shard = self.shard_parts_us(width, shards)
-        total = coordinator + shards * shard + self.shard_rest_us
-        return max(self.serial_bound_us(width, shards), shard, total / (cores or self.cores))
+        (default: the rule's); ``relay`` as ``shard_parts_us``: the relay is one more
+        serial part, and its CPU shares the cores."""
+        coordinator, shard = self.shard_parts_us(width, shards, relay)
+        hop = self.relay_time_us(shards, relay)
+        total = coordinator + shards * shard + hop + self.shard_rest_us
+        serial = max(self.serial_bound_us(width, shards, relay), shard, hop)
+        return max(serial, total / (cores or self.cores))
 
     def leading(self, pods: int) -> int:
         """How many of a batch's ``pods`` given to the shards the replica takes first."""
@@ -158,5 +228,6 @@ class DispatchRule:
         return (
             self.shards_apart
             and batch > 1
-            and self.shard_time_us(width, shards) < self.replica_time_us(width)
+            and self.shard_time_us(width, shards, relay=self.relay_pays(width, shards))
+            < self.replica_time_us(width)
         )

@@ -213,6 +213,8 @@ class ReducedBatch:
         #: Ray calls (or in-process ones) made to all shards, and the payloads they carried
         self.calls = 0
         self.payloads = 0
+        #: payloads sent through the shard relay (``workers.ray_relay``): one call each
+        self.relayed = 0
         #: batches whose remaining questions were asked again from a moved window
         self.resent = 0
         self.pods_sent = 0
@@ -433,6 +435,7 @@ class ReducedBatch:
             "lead_on_replica": self.lead,
             "reduced_payloads": self.payloads,
             "reduced_calls_per_shard": round(self.calls / max(1, n_shards), 2),
+            "reduced_relayed_payloads": self.relayed,
         }
         out.update({f"reduced_miss_{k}": v for k, v in sorted(self.misses.items())})
         if self.pods_sent:

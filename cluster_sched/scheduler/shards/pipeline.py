@@ -65,7 +65,7 @@ def _gather(client: Any, pendings: list[Any]) -> list[Any]:
     """The calls' results in order, a lost shard's error in its place (one wait for all
     when the clients can: ``RayShardClient.gather``)."""
     gather = getattr(client, "gather", None)
-    if gather is not None and pendings:
+    if gather is not None and pendings and not getattr(pendings[0], "relayed", False):
         return list(gather(pendings))
     out: list[Any] = []
     for p in pendings:
@@ -286,21 +286,37 @@ class ReducedCalls:
         trace = flight.trace = BatchTrace.start(
             items[0].fwk.tracing, "reduce", len(items), len(payloads), len(clients)
         )
+        relay = getattr(clients[0], "submit_reduce_all", None)
+        if not self.rule.relay_pays(items[0].width, len(clients)):
+            relay = None
         try:
-            for s in sorted(src.lost):
-                src._rebuild(s)
+            # shards lost, or left unknown by a lost relay (``workers.ray_relay``): a
+            # rebuild's wait for the relayed calls may learn of one, making all unknown
+            unknown: set[int] = getattr(getattr(clients[0], "relay", None), "unknown", set())
+            while src.lost or unknown:
+                src._rebuild(min(src.lost | unknown))
             for chunk, payload in enumerate(payloads):
-                shared = clients[0].share(payload)
                 self.batch.payloads += 1
+
+                def deltas(s: int, first: bool = chunk == 0) -> list[Any]:
+                    return src.router.take_deltas(s) if first else []
+
+                # one call for every shard through the relay (``workers.ray_relay``), or
+                # one per shard carrying the payload shared once (each shard's deltas
+                # taken as its call leaves: a shard lost sending keeps the next ones')
+                sent = relay(clients, deltas, payload) if relay is not None else None
+                if sent is not None:
+                    self.batch.relayed += 1
+                else:
+                    shared = clients[0].share(payload)
+                    sent = (c.submit_reduce(deltas(s), shared, len(payload)) for s, c in enumerate(clients))  # fmt: skip
                 calls = []
-                for s, client in enumerate(clients):
-                    deltas = src.router.take_deltas(s) if chunk == 0 else []
-                    pending, sent = client.submit_reduce(deltas, shared, len(payload))
-                    self.batch.bytes_sent += sent
+                for s, (pending, size) in enumerate(sent):
+                    self.batch.bytes_sent += size
                     self.batch.calls += 1
                     calls.append((s, pending))
                     if trace is not None:
-                        trace.call(chunk, s, sent)
+                        trace.call(chunk, s, size)
                 flight.calls.append((chunk, calls))
         except Exception as exc:
             lost = getattr(exc, "shard", None)

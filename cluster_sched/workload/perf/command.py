@@ -206,6 +206,7 @@ def run_workload(
                 compiled=args.compiled,
                 shard_prefetch=args.shard_prefetch,
                 shard_dispatch=getattr(args, "shard_dispatch", "auto"),
+                shard_relay=getattr(args, "shard_relay", "auto"),
             ),
             seed=args.seed,
             prefix=prefix,

@@ -92,6 +92,22 @@ def test_with_a_core_per_shard_the_coordinator_bounds_the_rate() -> None:
         assert rule.shard_time_us(W_1M, s, cores=s + 2) >= bound
 
 
+def test_through_the_relay_the_coordinator_bound_falls_less_with_the_shards() -> None:
+    """The relay's parts (``shard_time_us(relay=True)``): the coordinator's serial bound
+    through the relay falls less from 1 to 64 shards than with direct calls, the relay's
+    own bound is one of the terms, and auto never starts one below RELAY_FROM_SHARDS."""
+    rule = DispatchRule(cores=128)
+    direct = [rule.serial_bound_us(W_1M, s) for s in (1, 64)]
+    relayed = [rule.serial_bound_us(W_1M, s, relay=True) for s in (1, 64)]
+    assert relayed[1] - relayed[0] < direct[1] - direct[0]
+    for s in (1, 2, 4, 16, 64):
+        assert rule.shard_time_us(W_1M, s, s + 3, relay=True) >= rule.relay_time_us(s)
+    assert not any(rule.use_relay(s) or rule.relay_pays(W_1M, s) for s in (1, 2))
+    assert rule.relay_pays(W_1M, 64)  # a core each: the coordinator is the bound
+    assert DispatchRule(relay="on").relay_pays(W_1M, 1)
+    assert not DispatchRule(relay="off").use_relay(64)
+
+
 def test_in_process_shards_stay_on_the_replica() -> None:
     """In-process shards run in the coordinator's thread: nothing overlaps."""
     assert break_even(DispatchRule(cores=64, shards_apart=False)) is None

@@ -59,6 +59,7 @@ def test_replica_dispatch_sends_nothing(redis_client: redis.Redis) -> None:
     assert counters.get("reduced_batches", 0) == 0 and counters["reduced_attempts"] == 0
 
 
+@pytest.mark.parametrize("relay", ["off", "on"])
 @pytest.mark.parametrize("inline", [True, False])
 def test_ray_reduced_shards_report_traffic(
     ray_session: None,
@@ -66,19 +67,24 @@ def test_ray_reduced_shards_report_traffic(
     redis_url: str,
     monkeypatch: pytest.MonkeyPatch,
     inline: bool,
+    relay: str,
 ) -> None:
     """Real actors: the serial outcome, and bytes and utilisation in the counters; with
-    the chunks in each call (small) and, forced, through the object store (big)."""
+    the chunks in each call (small) and, forced, through the object store (big);
+    directly or through the shard relay (summary.json says which)."""
     if not inline:
         import workers.ray_shard
 
         monkeypatch.setattr(workers.ray_shard, "INLINE_PAYLOAD", -1)
     docs = reducible_workload(REACHING_SEEDS[0])
     serial = run_outcome(redis_client, docs, ExecutorOptions("local", compiled=False), 1)
-    options = ExecutorOptions("ray", shards=2, redis_url=redis_url, shard_dispatch="shards")
+    options = ExecutorOptions(
+        "ray", shards=2, redis_url=redis_url, shard_dispatch="shards", shard_relay=relay
+    )
     placements, counts, counters = run_outcome(redis_client, docs, options, 64)
     assert (placements, counts) == serial[:2]
     assert counters["reduced_attempts"] >= 5, counters
+    assert (counters["reduced_relayed_payloads"] > 0) == (relay == "on"), counters
     assert counters["bytes_sent_per_pod_per_shard"] > 0
     assert counters["bytes_received_per_pod_per_shard"] > 0
     assert 0 < counters["shard_utilisation"] <= 1
