@@ -19,6 +19,16 @@ import pytest
 from cluster_sched.interrupts import ctrl_c_never_swallowed
 
 
+@pytest.fixture(autouse=True)
+def ctrl_c_deliverable() -> Any:
+    """Python's own SIGINT handler for each test. A process started in the background of a
+    non-interactive shell (``cmd &``, as a CI script may) inherits SIGINT ignored, and
+    Python then leaves it ignored: no Ctrl-C would ever arrive to test."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.fixture
 def unraisable(monkeypatch: pytest.MonkeyPatch) -> list[type[BaseException]]:
     """The exceptions Python dropped ("Exception ignored in ..."), by type."""
