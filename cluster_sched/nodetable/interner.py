@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
+
+import numpy as np
 
 K = TypeVar("K", bound=Hashable)
 
@@ -43,3 +45,19 @@ class Interner(Generic[K]):
 
     def __contains__(self, value: object) -> bool:
         return value in self._ids
+
+    def intern_many(self, values: Sequence[K]) -> np.ndarray:
+        """``[intern(v) for v in values]`` as int64, new values given ids in the order
+        they first appear (the same ids one-by-one interning would give)."""
+        ids = self._ids
+        before = len(self.values)
+        setdefault = ids.setdefault
+        # len(ids) is read before each insertion: a new value gets the next id
+        codes = np.fromiter(
+            (setdefault(v, len(ids)) for v in values), dtype=np.int64, count=len(values)
+        )
+        if len(ids) > before:
+            new = np.flatnonzero(codes >= before)
+            _, first = np.unique(codes[new], return_index=True)
+            self.values.extend(values[i] for i in new[first].tolist())
+        return codes

@@ -94,3 +94,17 @@ class ZoneList:
         out._rank = dict(self._rank)
         out._next_rank = self._next_rank
         return out
+
+    def add_many(self, codes: np.ndarray) -> None:
+        """``add(c)`` for each code in order (new nodes only, no removal between)."""
+        if not len(codes):
+            return
+        uniq, first, counts = np.unique(codes, return_index=True, return_counts=True)
+        members, rank = self._members, self._rank
+        for i in np.argsort(first, kind="stable").tolist():
+            code = int(uniq[i])
+            n = members.get(code, 0)
+            if n == 0:
+                rank[code] = self._next_rank
+                self._next_rank += 1
+            members[code] = n + int(counts[i])
