@@ -233,6 +233,7 @@ def new_scheduler(
             on_other=handlers.on_other,
             on_invalid=handlers.on_invalid,
             on_own_bound=handlers.on_own_bound,
+            on_nodes_added=handlers.on_nodes_added,
         ),
         pods=pods,
     )

@@ -390,6 +390,11 @@ class EventHandlers:
             # of the pool, each node offered to the hints.
             self._pending_moves.setdefault(event, []).append((old, new))
 
+    def on_nodes_added(self, nodes: list[Node]) -> None:
+        """``on_node(None, node)`` for each, in order: the cache takes them in bulk."""
+        self.cache.add_nodes(nodes)
+        self._pending_moves.setdefault(EVENT_NODE_ADD, []).extend((None, n) for n in nodes)
+
     # ------------------------------------------------------------------ other kinds
 
     def on_other(self, kind: str, old: Any, new: Any) -> None:

@@ -92,6 +92,10 @@ class InformerHandlers:
     #: ``(old, new)`` pairs (old unbound, new bound; one pair per pod): what ``on_pod``
     #: would get for each, in order, handed on in one call. None: ``on_pod`` per pair.
     on_own_bound: Callable[[list[tuple[Pod, Pod]]], None] | None = None
+    #: new nodes, consecutive in the listing or the watch: what ``on_node(None, node)``
+    #: would get for each, in order, handed on in one call before any other handler
+    #: call. None: ``on_node`` per node.
+    on_nodes_added: Callable[[list[Node]], None] | None = None
 
 
 @dataclass(slots=True)
@@ -122,6 +126,8 @@ class Informer:
     own_decoded: int = 0
     #: new pods of a template built from its first pod's parse (pod_templates.py)
     templates: PodTemplates = field(default_factory=PodTemplates)
+    #: new nodes applied here, not yet handed on (``on_nodes_added``)
+    nodes_added: list[Node] = field(default_factory=list)
 
     def list_and_watch(self) -> None:
         """Initial listing (nodes first, so pods find their nodes), then the stream id.
@@ -132,7 +138,10 @@ class Informer:
         """
         snapshot, last_id = self.store.list_and_watch(WATCHED_KINDS, self._unreadable_object)
         with gc_paused():
-            self._apply_listing(snapshot)
+            try:
+                self._apply_listing(snapshot)
+            finally:
+                self._hand_on_nodes()
         self.last_id = last_id
         # Unknown until the next event: a write between the listing and a separate
         # read of the counter would make any value read here too new.
@@ -169,7 +178,7 @@ class Informer:
             return len(entries)
         mark = self.own.raw
         bound: list[tuple[Pod, Pod]] = []  # our bindings not yet handed on, in order
-        try:
+        try:  # nodes added are handed on when another handler call comes, or at the end
             for i, (entry_id, fields) in enumerate(entries):
                 if fields.get(b"by") == mark:
                     pair = self._confirm_own(entry_id, fields)
@@ -184,11 +193,21 @@ class Informer:
         finally:
             if bound:
                 self._hand_on_bound(bound)
+            self._hand_on_nodes()
         return len(entries)
+
+    def _hand_on_nodes(self) -> None:
+        """New nodes not yet handed on, to ``on_nodes_added`` in one call (called before
+        any other handler call, so each sees every node before it)."""
+        nodes = self.nodes_added
+        if nodes:
+            self.nodes_added = []
+            self.handlers.on_nodes_added(nodes)  # type: ignore[misc]
 
     def _hand_on_bound(self, pairs: list[tuple[Pod, Pod]]) -> None:
         """A run of our own bindings to the handlers: in one call (``on_own_bound``),
         or as ``on_pod`` per pod when there is none."""
+        self._hand_on_nodes()
         bulk = self.handlers.on_own_bound
         if bulk is not None:
             bulk(pairs)
@@ -269,6 +288,7 @@ class Informer:
         if self.invalid.get((kind, key)) != line:
             self.invalid[(kind, key)] = line
             log.warning("skipping invalid %s %s: %s", kind, key, line)
+            self._hand_on_nodes()
             self.handlers.on_invalid(kind, key, err)
 
     def _known(self, kind: str, key: str) -> Any:
@@ -286,12 +306,15 @@ class Informer:
         return [key for (k, key) in self.others if k == kind]
 
     def apply_events(self, events: list[WatchEvent]) -> None:
-        for ev in events:
-            self.last_id = ev.id
-            if ev.type is EventType.ERROR:
-                self._unreadable_event(ev)
-                continue
-            self._apply(ev.kind, ev.key, ev.type, ev.obj)
+        try:
+            for ev in events:
+                self.last_id = ev.id
+                if ev.type is EventType.ERROR:
+                    self._unreadable_event(ev)
+                    continue
+                self._apply(ev.kind, ev.key, ev.type, ev.obj)
+        finally:
+            self._hand_on_nodes()
 
     def _apply(self, kind: str, key: str, etype: EventType | str, doc: Mapping[str, Any]) -> None:
         if kind not in WATCHED_KINDS:
@@ -315,6 +338,10 @@ class Informer:
                 self._report(kind, key, err)
                 # A now-invalid object is treated as gone for scheduling purposes.
                 etype = EventType.DELETED
+        if kind == "Node":
+            self._apply_node(key, new)
+            return
+        self._hand_on_nodes()
         if kind == "Pod":
             old = self.pods.get(key)
             if new is not None and new.phase in TERMINAL_POD_PHASES:
@@ -327,14 +354,6 @@ class Informer:
                 self.pods[key] = new
             if old is not None or new is not None:
                 self.handlers.on_pod(old, new)
-        elif kind == "Node":
-            old_n = self.nodes.get(key)
-            if new is None:
-                self.nodes.pop(key, None)
-            else:
-                self.nodes[key] = new
-            if old_n is not None or new is not None:
-                self.handlers.on_node(old_n, new)
         else:
             old_o = self.others.get((kind, key))
             if new is None:
@@ -343,6 +362,21 @@ class Informer:
                 self.others[(kind, key)] = new
             if old_o is not None or new is not None:
                 self.handlers.on_other(kind, old_o, new)
+
+    def _apply_node(self, key: str, new: Node | None) -> None:
+        """A node event: a new node waits in ``nodes_added`` (when ``on_nodes_added``
+        takes them), anything else goes to ``on_node`` after the nodes waiting."""
+        old = self.nodes.get(key)
+        if new is None:
+            self.nodes.pop(key, None)
+        else:
+            self.nodes[key] = new
+            if old is None and self.handlers.on_nodes_added is not None:
+                self.nodes_added.append(new)
+                return
+        if old is not None or new is not None:
+            self._hand_on_nodes()
+            self.handlers.on_node(old, new)
 
 
 #: What a binding may change in a pod's status (bind.lua): the PodScheduled condition set

@@ -55,6 +55,7 @@ def attach_metrics(coord: Coordinator, metrics: Metrics) -> None:
     # handler times each event: through the timed ``on_pod``, not as one run
     handlers.on_own_bound = None
     handlers.on_node = _timed_pair(handlers.on_node, "Node", metrics)
+    handlers.on_nodes_added = None  # each node its own NodeAdd observation, as on_own_bound
     on_other = handlers.on_other
 
     def other(kind: str, old: Any, new: Any) -> None:

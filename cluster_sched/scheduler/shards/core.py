@@ -98,9 +98,7 @@ class ShardCore:
         for d in deltas:
             op = d[0]
             if op == "nodes":
-                rows, replica = np.asarray(d[2]).tolist(), np.asarray(d[3]).tolist()
-                for obj, row, replica_row in zip(d[1], rows, replica, strict=True):
-                    self._put_node(obj, row, replica_row)
+                self._put_nodes(d[1], np.asarray(d[2]).tolist(), np.asarray(d[3]).tolist())
             elif op == "node":
                 self._put_node(d[1], d[2], int(d[3]) if len(d) > 3 else None)
             elif op == "node-":
@@ -130,15 +128,28 @@ class ShardCore:
                 raise ValueError(f"unknown shard delta {op!r}")
         return len(deltas)
 
+    def _put_nodes(
+        self, objs: Sequence[Node | Mapping[str, Any]], rows: list[int], replica: list[int]
+    ) -> None:
+        """``_put_node`` of each, in order, the new ones into the table in bulk."""
+        nodes = [self._node_of(obj) for obj in objs]
+        at = self.table.upsert_nodes(nodes, rows)  # a known node keeps its row, as one by one
+        for row, replica_row in zip(at, replica, strict=True):
+            self.windows.place(row, replica_row)
+
+    @staticmethod
+    def _node_of(obj: Node | Mapping[str, Any]) -> Node:
+        """A node delta's node, kept without its manifest (see ``apply``)."""
+        if isinstance(obj, Node):
+            return obj
+        parsed = parse_object(obj)
+        assert isinstance(parsed, Node)
+        return evolve(parsed, raw=None)
+
     def _put_node(self, obj: Node | Mapping[str, Any], row: int, replica_row: int | None) -> None:
         """A node delta: the node at the coordinator-chosen ``row`` (if new here),
         mirroring ``replica_row`` of the replica (when given)."""
-        if isinstance(obj, Node):
-            node = obj
-        else:
-            parsed = parse_object(obj)
-            assert isinstance(parsed, Node)
-            node = evolve(parsed, raw=None)
+        node = self._node_of(obj)
         t = self.table
         at = t.upsert_node(node, row=row if node.name not in t.index else None)
         if replica_row is not None:

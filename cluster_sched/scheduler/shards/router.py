@@ -278,6 +278,28 @@ class ShardRouter:
         shard = int(self._shard_of_row[replica_row])
         self._push(shard, ["node", node, int(self._shard_row[replica_row]), replica_row])
 
+    def upsert_nodes(self, nodes: Sequence[Node]) -> None:
+        """``upsert_node`` of each in order: new nodes (the listing's, a watch batch's
+        run) into the replica in bulk and noted for placement together."""
+        index = self.table.index
+        if not nodes:
+            return
+        if any(node.name in index for node in nodes) or len({n.name for n in nodes}) < len(nodes):
+            for node in nodes:
+                self.upsert_node(node)
+            return
+        rows = self.table.upsert_nodes(nodes)
+        at = np.asarray(rows, dtype=np.int64)
+        self._fit(int(at.max()))
+        if self.touched is not None:
+            self.touched.update(rows)
+        for marks in self.marks:
+            marks.rows.extend(rows)  # TouchedRows.add of each
+        assert (self._shard_of_row[at] == -1).all()  # new rows: no shard holds them yet
+        self._shard_of_row[at] = _PENDING
+        self._new_nodes.extend(nodes)
+        self._new_rows.extend(rows)
+
     def remove_node(self, name: str) -> None:
         self.place_pending()
         at = self.table.index.get(name)
