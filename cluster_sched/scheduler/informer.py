@@ -33,6 +33,7 @@ from cluster_sched.api.objects import (
 from cluster_sched.api.storage import STORAGE_KINDS
 from cluster_sched.dra.listers import DRA_KINDS
 from cluster_sched.errors import InvalidObjectError
+from cluster_sched.scheduler.node_templates import NodeTemplates
 from cluster_sched.scheduler.own_bindings import OwnBinding, OwnMark, bound_manifest
 from cluster_sched.scheduler.pod_templates import PodTemplates
 from cluster_sched.store.codec import gc_paused
@@ -126,6 +127,8 @@ class Informer:
     own_decoded: int = 0
     #: new pods of a template built from its first pod's parse (pod_templates.py)
     templates: PodTemplates = field(default_factory=PodTemplates)
+    #: new nodes of a pool built from its first node's parse (node_templates.py)
+    node_templates: NodeTemplates = field(default_factory=NodeTemplates)
     #: new nodes applied here, not yet handed on (``on_nodes_added``)
     nodes_added: list[Node] = field(default_factory=list)
 
@@ -327,6 +330,10 @@ class Informer:
             template = self.templates.key(doc)
             if template is not None:
                 new = self.templates.pod(template, doc)
+        elif etype == EventType.ADDED and kind == "Node":
+            template = self.node_templates.key(doc)
+            if template is not None:
+                new = self.node_templates.node(template, doc)
         if new is None and etype != EventType.DELETED:
             if kind == "Pod" or kind == "Node":
                 doc = self.sharing.manifest(doc)
@@ -334,6 +341,8 @@ class Informer:
                 new = parse_object(doc)
                 if template is not None and isinstance(new, Pod):
                     self.templates.remember(template, new, doc)
+                elif template is not None and isinstance(new, Node):
+                    self.node_templates.remember(template, new, doc)
             except InvalidObjectError as err:
                 self._report(kind, key, err)
                 # A now-invalid object is treated as gone for scheduling purposes.
