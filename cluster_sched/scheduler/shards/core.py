@@ -38,6 +38,7 @@ from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import FilterOutcome
 from cluster_sched.framework.snapshot import Snapshot
 from cluster_sched.nodetable.table import NodeTable
+from cluster_sched.scheduler.node_templates import NodeTemplates
 from cluster_sched.scheduler.profile import new_frameworks
 from cluster_sched.scheduler.shards.compiled import ShardKernels
 from cluster_sched.scheduler.shards.ordered import OrderedColumns
@@ -78,6 +79,8 @@ class ShardCore:
         self._pods: dict[str, Pod] = {}
         #: where this shard's rows sit in the replica's node order (``reduce``)
         self.windows = ShardWindows()
+        #: node manifests of a pool parsed once (the preload's million nodes)
+        self.node_templates = NodeTemplates()
         #: the compiled kernels' per-shape columns over this shard's rows
         self.kernels = ShardKernels()
         #: the kernel's columns in the replica's order (``reduce``)
@@ -137,14 +140,21 @@ class ShardCore:
         for row, replica_row in zip(at, replica, strict=True):
             self.windows.place(row, replica_row)
 
-    @staticmethod
-    def _node_of(obj: Node | Mapping[str, Any]) -> Node:
-        """A node delta's node, kept without its manifest (see ``apply``)."""
+    def _node_of(self, obj: Node | Mapping[str, Any]) -> Node:
+        """A node delta's node, kept without its manifest (see ``apply``); a new node
+        of a pool from the pool's first (node_templates.py: the same Node)."""
         if isinstance(obj, Node):
             return obj
-        parsed = parse_object(obj)
-        assert isinstance(parsed, Node)
-        return evolve(parsed, raw=None)
+        templates = self.node_templates
+        key = templates.key(obj)
+        node = templates.node(key, obj) if key is not None else None
+        if node is None:
+            parsed = parse_object(obj)
+            assert isinstance(parsed, Node)
+            node = parsed
+            if key is not None:
+                templates.remember(key, node, obj)
+        return evolve(node, raw=None)
 
     def _put_node(self, obj: Node | Mapping[str, Any], row: int, replica_row: int | None) -> None:
         """A node delta: the node at the coordinator-chosen ``row`` (if new here),

@@ -14,12 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cluster_sched.api.objects import Node
+from cluster_sched.framework.state_codec import decode_value, encode_value
 from cluster_sched.scheduler.shards.core import ShardCore
 from cluster_sched.scheduler.shards.router import ShardRouter
 from cluster_sched.testing.node_builder import make_node
 from cluster_sched.testing.pod_builder import make_pod
 from tests.nodetable.table_state import table_state
 from tests.scheduler.shards.router_reference import PerNodeRouter
+from workers.shard_wire import wire_deltas
 
 
 def _node(i: int, v: int) -> Node:
@@ -46,6 +48,7 @@ def _table(t: Any) -> dict[str, Any]:
     out = table_state(t)
     out.update(
         index=list(t.index.items()),
+        nodes=list(t.nodes),
         free_rows=list(t._free_rows),
         node_version=t.node_version,
         order=t.order().tolist(),
@@ -77,7 +80,8 @@ def test_bulk_node_adds_route_as_one_at_a_time(n_shards: int, ops: list[Any]) ->
         node by node (``_put_node``) on the other."""
         got = bulk.take_deltas(s)
         assert _flat(got) == _flat(per_node.take_deltas(s)) == _flat(ref.take_deltas(s))
-        cores["bulk"][s].apply(got)
+        # through the wire: manifests, parsed by the shard (a pool's nodes from its first)
+        cores["bulk"][s].apply(decode_value(encode_value(wire_deltas(got))))
         core = cores["per_node"][s]
         for d in got:
             if d[0] == "nodes":
