@@ -82,3 +82,18 @@ def test_young_collections_are_rarer_inside_the_scope_and_restored_after() -> No
         assert gc.get_threshold() == (700, *before[1:])
     finally:
         gc.set_threshold(*before)
+
+
+def test_what_start_up_left_alive_is_frozen_inside_the_scope_only() -> None:
+    """``freeze_started`` (the coordinator's, once the cluster is loaded): what is alive
+    then is walked by no later collection; outside the policy's scope nothing happens."""
+    gc.unfreeze()
+    loaded = [_Cycle() for _ in range(100)]  # never collected: young, not frozen
+    assert not gc_policy.freeze_started()
+    assert gc.get_freeze_count() == 0
+    with gc_policy.survivors_frozen():
+        assert gc.get_freeze_count() == 0
+        assert gc_policy.freeze_started()
+        assert gc.get_freeze_count() >= len(loaded)
+        assert not any(gc.is_tracked(o) and o in gc.get_objects(0) for o in loaded[:3])
+    assert gc.get_freeze_count() == 0

@@ -23,7 +23,7 @@ from cluster_sched.clock import Clock
 from cluster_sched.config.types import SchedulerConfiguration
 from cluster_sched.errors import StoreError
 from cluster_sched.framework.runtime import Framework
-from cluster_sched.gc_policy import collect_when_idle, note_busy
+from cluster_sched.gc_policy import collect_when_idle, freeze_started, note_busy
 from cluster_sched.queue.scheduling_queue import SchedulingQueue
 from cluster_sched.queue.types import Location, QueuedPodInfo
 from cluster_sched.scheduler import whole_batch
@@ -157,6 +157,7 @@ class Coordinator:
         preload = getattr(self.source, "preload", None)
         if preload is not None:  # shards that batches may go to take the cluster now
             preload(self.batch_size, self.cycle.algorithm.percentage_of_nodes_to_score)
+        freeze_started()  # the cluster just loaded is walked by no collection (gc_policy)
 
     def close(self) -> None:
         self.binder.close()

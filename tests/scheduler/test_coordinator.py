@@ -7,6 +7,7 @@ timer's, and a pod in backoff stays there until the test steps the FakeClock.
 
 from __future__ import annotations
 
+import gc
 import logging
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 
 from cluster_sched.config.load import load_config
 from cluster_sched.features import POP_FROM_BACKOFF_Q, FeatureGates
+from cluster_sched.gc_policy import survivors_frozen
 from cluster_sched.plugins import names
 from cluster_sched.queue.types import Location, QueuedPodInfo
 from cluster_sched.scheduler.event_handlers import queued_info_for
@@ -472,3 +474,18 @@ def test_assigned_pod_delete_does_not_move_pods_it_cannot_help(h: Harness) -> No
     h.store.delete("Pod", "default/running")
     h.coord.poll_informer()
     assert h.queue.location("default/p") is Location.UNSCHEDULABLE
+
+
+def test_start_freezes_what_the_listing_left_alive(h: Harness) -> None:
+    """Under the run's collector policy (``gc_policy.survivors_frozen``), what start-up
+    built (the listed nodes and pods) is frozen before the first turn: no collection of
+    the scheduling loop walks it (``gc_policy.freeze_started``)."""
+    h.apply(node("n1"), pod("p"))
+    gc.unfreeze()
+    with survivors_frozen():
+        h.start()
+        frozen = gc.get_freeze_count()
+        listed = h.coord.informer.pods["default/p"]
+        young = any(o is listed for g in range(3) for o in gc.get_objects(g))
+    assert frozen > 0
+    assert not young, "the listed pod is still in a generation the collector walks"

@@ -371,7 +371,6 @@ class ReducedBatch:
         if merged.conflict[at]:
             self._miss("maxima")
             return None
-        maxima = merged.maxima_of(at)
         best = int(merged.best[at])
         where = self._windows.get((start, width))
         if where is None:
@@ -398,6 +397,7 @@ class ReducedBatch:
                 pod.nonzero_cpu,
                 pod.nonzero_memory,
             )
+            maxima = merged.maxima_of(at)  # only rows scored again read them
             fixed = self.changed.rescore(fwk, state, pod, table, rows[changed], maxima, shape)
             if fixed is None:
                 return None

@@ -140,6 +140,7 @@ class MergedChunk:
         low = np.where(shown, maxima, np.iinfo(np.int64).max).min(axis=0)
         #: whether some shard's maximum differs from another's
         self.conflict = ((self.maxima >= 0) & (low != self.maxima)).any(axis=1)
+        self._maxima_rows: list[list[int]] | None = None
         # what ``tie_bits`` and ``skips_agree`` read per pod, made once per chunk as
         # columns, so a pod's read costs the same whatever the shard count: every
         # shard's tie bits in one array, and per pod and shard where its bits start
@@ -175,8 +176,12 @@ class MergedChunk:
         ]
 
     def maxima_of(self, i: int) -> dict[str, int]:
+        if self._maxima_rows is None:  # once per chunk: numpy scalars per pod cost more
+            self._maxima_rows = self.maxima.tolist()
         return {
-            name: int(m) for name, m in zip(NORMALIZED_NAMES, self.maxima[i], strict=True) if m >= 0
+            name: m
+            for name, m in zip(NORMALIZED_NAMES, self._maxima_rows[i], strict=True)
+            if m >= 0
         }
 
     def skips_agree(self, i: int, skip: frozenset[str]) -> bool:

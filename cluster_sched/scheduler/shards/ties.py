@@ -124,6 +124,10 @@ def tie_select(bits, byte_off, positions, pos_off, cum, cum_off, removed, added,
     return lo
 
 
+#: an empty position list (writable: the tie kernels take one array type)
+_NONE = np.zeros(0, dtype=np.int64)
+
+
 class TieBits:
     """One pod's tie bits from the shards holding its best total (module docstring):
     ``bits`` every such shard's bytes concatenated, ``byte_off[s]`` where shard ``s``'s
@@ -145,11 +149,10 @@ class TieBits:
         self.positions = positions
         self.pos_off = pos_off
         self.width = width
-        self._changed = np.zeros(0, dtype=np.int64)
-        self._added = np.zeros(0, dtype=np.int64)
-        self._removed = np.zeros(0, dtype=np.int64)
-        self._cum = np.zeros(1, dtype=np.int64)
-        self._cum_off = np.full(len(byte_off), -1, dtype=np.int64)
+        # until ``settle``: no changed rows, nothing counted (shared, never written: a
+        # pod's five small arrays cost more than its popcount)
+        self._changed = self._added = self._removed = _NONE
+        self._cum, self._cum_off = _NONE, _NONE
         self.count = 0
 
     def settle(self, changed: np.ndarray, added: np.ndarray, drop_shards: bool) -> int:

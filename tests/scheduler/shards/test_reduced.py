@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from cluster_sched.plugins._helpers import default_normalize_score
 from cluster_sched.scheduler.assembly import ExecutorOptions
 from cluster_sched.scheduler.shards.reduce import ShardWindows
-from cluster_sched.scheduler.shards.rescore import _normalized
+from cluster_sched.scheduler.shards.rescore import _normalized, normalized_ints
 from tests.scheduler.shards.shard_runs import reducible_workload, run_outcome
 
 
@@ -129,3 +129,17 @@ def test_normalising_under_the_global_maximum_is_default_normalize_score(
     expect = default_normalize_score(whole, reverse)
     got = _normalized(whole[: len(raw)], int(whole.max()), reverse)
     assert got.tolist() == expect[: len(raw)].tolist()
+
+
+@given(
+    raw=st.lists(st.integers(-10_000, 10_000), max_size=12),
+    maximum=st.integers(-5, 10_000),
+    reverse=st.booleans(),
+)
+def test_normalising_few_rows_in_python_ints_is_the_numpy_path(
+    raw: list[int], maximum: int, reverse: bool
+) -> None:
+    """The rescoring of a pod's few changed rows (``normalized_ints``) gives what the
+    numpy path (``_normalized``: div_trunc, truncating toward zero) gives."""
+    expect = _normalized(np.asarray(raw, dtype=np.int64), maximum, reverse)
+    assert normalized_ints(raw, maximum, reverse) == expect.tolist()

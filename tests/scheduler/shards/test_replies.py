@@ -95,6 +95,11 @@ def test_merged_columns_are_the_per_pod_merge(shards: list[list[PodReduction]]) 
             continue
         assert int(merged.best[i]) == best
         assert bool(merged.conflict[i]) == conflict
+        if not conflict:  # the maxima the coordinator rescores changed rows under
+            shown = [pods[i] for pods in shards if pods[i].best >= 0]
+            expect = {k: m for r in shown for k, m in (r.maxima or {}).items()}
+            assert merged.maxima_of(i) == expect
+            assert all(type(m) is int for m in merged.maxima_of(i).values())
         lens = [len(pods[i].ties) for pods in shards]  # type: ignore[arg-type]
         width = max(lens) * len(shards)
         parts = [_positions(s, lens[s], len(shards)) for s in range(len(shards))]
