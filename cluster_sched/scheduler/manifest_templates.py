@@ -21,6 +21,7 @@ import msgpack  # type: ignore[import-untyped]
 
 from cluster_sched.api import _decode as d
 from cluster_sched.api import selectors
+from cluster_sched.api.evolve import evolve
 from cluster_sched.errors import InvalidObjectError
 
 __all__ = ["DEFAULT_TEMPLATES", "OWN_FIELDS", "ManifestTemplates", "OwnFields"]
@@ -54,6 +55,23 @@ class OwnFields(Generic[T]):
     creation_timestamp: float
     #: the new manifest's metadata: its own fields, the template's others
     meta: dict[str, Any]
+
+    def built(self, **meta: Any) -> T:
+        """The template's object with these own fields (and ``meta``'s other metadata
+        changes) and the new manifest."""
+        proto: Any = self.proto
+        return evolve(  # type: ignore[no-any-return]
+            proto,
+            meta=evolve(
+                proto.meta,
+                name=self.name,
+                uid=self.uid,
+                resource_version=self.resource_version,
+                creation_timestamp=self.creation_timestamp,
+                **meta,
+            ),
+            raw=self.manifest(),
+        )
 
     def manifest(self) -> dict[str, Any]:
         """The new manifest: this metadata, the template's other parts (level-one dicts

@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from cluster_sched.api import selectors
-from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Node
 from cluster_sched.errors import InvalidObjectError
 from cluster_sched.scheduler.manifest_templates import OWN_FIELDS, ManifestTemplates
@@ -72,21 +71,9 @@ class NodeTemplates(ManifestTemplates[Node]):
         own = self._own(key, doc)
         if own is None:
             return None
-        proto = own.proto
-        node_labels = proto.meta.labels
+        node_labels = own.proto.meta.labels
         if host is not None:
             own.meta["labels"] = labels  # one of its own: the sharing pass keeps it too
             node_labels = {**node_labels, HOSTNAME_LABEL: host}
         self.hits += 1
-        return evolve(
-            proto,
-            meta=evolve(
-                proto.meta,
-                name=own.name,
-                uid=own.uid,
-                resource_version=own.resource_version,
-                creation_timestamp=own.creation_timestamp,
-                labels=node_labels,
-            ),
-            raw=own.manifest(),
-        )
+        return own.built(labels=node_labels)

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cluster_sched.api.evolve import evolve
 from cluster_sched.api.objects import Pod
 from cluster_sched.scheduler.manifest_templates import (
     DEFAULT_TEMPLATES,
@@ -54,15 +53,4 @@ class PodTemplates(ManifestTemplates[Pod]):
         if own is None:
             return None
         self.hits += 1
-        proto = own.proto
-        return evolve(
-            proto,
-            meta=evolve(
-                proto.meta,
-                name=own.name,
-                uid=own.uid,
-                resource_version=own.resource_version,
-                creation_timestamp=own.creation_timestamp,
-            ),
-            raw=own.manifest(),
-        )
+        return own.built()
