@@ -134,7 +134,7 @@ def add_new_nodes(
     _write_labels(table, nodes, at)
     for row, node in zip(taken, nodes, strict=True):
         if node.taints or node.images:
-            _write_taints_images(table, row, node)
+            write_taints_images(table, row, node)
     table.zone_list.add_many(zone_codes)
     table.free[:, at] = table.allocatable[:, at]  # requested is 0 on a new node's row
     table.node_version += n - 1  # one per node, as upsert_node: _node_changed adds the last
@@ -243,8 +243,8 @@ def _write_labels(table: NodeTable, nodes: Sequence[Node], at: np.ndarray) -> No
         col[at[members] if len(members) < len(at) else at] = codes
 
 
-def _write_taints_images(table: NodeTable, row: int, node: Node) -> None:
-    """A node's taints and images, as ``_write_node_columns`` writes them."""
+def write_taints_images(table: NodeTable, row: int, node: Node) -> None:
+    """A node's taints and images on ``row`` (one node at a time, or in bulk)."""
     for pos, taint in enumerate(node.taints):
         t = table.taints.intern(taint)
         table._sync_columns()

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from cluster_sched.api.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod, Taint
-from cluster_sched.nodetable.bulk import upsert_nodes
+from cluster_sched.nodetable.bulk import upsert_nodes, write_taints_images
 from cluster_sched.nodetable.images import ImageIndex
 from cluster_sched.nodetable.interner import Interner
 from cluster_sched.nodetable.order import ZoneList, zone_interleaved_order, zone_key
@@ -334,15 +334,7 @@ class NodeTable:
                 self.labels[key] = col
                 self.label_values[key] = Interner()
             col[row] = self.label_values[key].intern(value)
-        for pos, taint in enumerate(node.taints):
-            t = self.taints.intern(taint)
-            self._sync_columns()
-            if self.taint_pos[t, row] == 0:
-                self.taint_pos[t, row] = pos + 1
-        for image in node.images:
-            for name in image.names:
-                i = self.images.intern(name)
-                self._image_rows.setdefault(i, {})[row] = image.size_bytes
+        write_taints_images(self, row, node)
 
     # ------------------------------------------------------------------ pods
 
