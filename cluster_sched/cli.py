@@ -224,9 +224,11 @@ def _stdout_gone() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     try:
         with ctrl_c_never_swallowed():
+            # Under the handler: building the parser imports every command's modules,
+            # seconds on a loaded machine, and a Ctrl-C then is an interruption too.
+            parser = build_parser()
             args = parser.parse_args(list(argv) if argv is not None else None)
             check_useless_options(args)
             return int(args.func(args) or 0)

@@ -16,12 +16,17 @@ collector is running something the frame check cannot name (a weakref callback, 
 finalizer of an object from elsewhere). So while a collection runs (between its
 ``start`` and ``stop`` callbacks, tracked by a callback of our own registered first),
 the signal is sent again too.
+
+When the command ends, a resend still waiting is not dropped (the interruption would be
+lost): it is cancelled and KeyboardInterrupt raised in its place. A resend whose timer
+had already fired is waited for while the handler is still ours, so its signal cannot
+arrive after the previous handler is back (or once the interpreter has reset SIGINT to
+its default on the way out: the process then died of SIGINT, status -2, not 130).
 """
 
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -33,7 +38,26 @@ __all__ = ["ctrl_c_never_swallowed"]
 #: Seconds before a deferred Ctrl-C is sent again: far longer than a callback runs.
 RESEND_AFTER = 0.005
 
-_resends: list[threading.Timer] = []
+
+class _Resend(threading.Timer):
+    """Signals the main thread once, after ``RESEND_AFTER`` seconds, unless cancelled
+    first; ``sent`` says which happened. The signal goes to the main thread itself (not
+    the process, which may hand it to any thread) so that a blocking call there returns
+    at once to run the handler."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(RESEND_AFTER, self._send, (signum,))
+        self.daemon = True
+        self.sent = False
+
+    def _send(self, signum: int) -> None:
+        self.sent = True
+        main = threading.main_thread().ident
+        if main is not None:
+            signal.pthread_kill(main, signum)
+
+
+_resends: list[_Resend] = []
 
 #: True between a collection's "start" and "stop" callbacks (``_track_collection``).
 _collecting = [False]
@@ -58,8 +82,7 @@ def _inside_callback(frame: FrameType | None) -> bool:
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
     if _collecting[0] or _inside_callback(frame):
-        resend = threading.Timer(RESEND_AFTER, os.kill, (os.getpid(), signum))
-        resend.daemon = True
+        resend = _Resend(signum)
         _resends.append(resend)
         resend.start()
         return
@@ -78,8 +101,27 @@ def ctrl_c_never_swallowed() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        gc.callbacks.remove(_track_collection)
-        _collecting[0] = False
-        while _resends:
-            _resends.pop().cancel()  # the command is over: nothing left to interrupt
+        try:
+            _settle_resends()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+            gc.callbacks.remove(_track_collection)
+            _collecting[0] = False
+
+
+def _settle_resends() -> None:
+    """Resolve the deferred Ctrl-Cs before the handler is restored: every resend is
+    cancelled, then waited for. One that had fired has interrupted the main thread by
+    then (our handler raises for it, here at the latest); one cancelled before it fired
+    raises here instead, so the interruption is late, never lost."""
+    unsent = False
+    while _resends:  # the handler may defer again while we wait: those are settled too
+        resends = list(_resends)
+        _resends.clear()
+        for resend in resends:
+            resend.cancel()
+        for resend in resends:
+            resend.join()
+            unsent = unsent or not resend.sent
+    if unsent:
+        raise KeyboardInterrupt

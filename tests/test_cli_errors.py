@@ -225,6 +225,21 @@ def _long_perf_config(tmp_path: Path) -> Path:
     return path
 
 
+def test_ctrl_c_while_the_commands_are_imported_is_one_line_and_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Building the parser imports every command's modules (seconds on a loaded
+    machine): a Ctrl-C then gave a traceback and status -2."""
+    import cluster_sched.cli as cli_module
+
+    def interrupted_import() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "build_parser", interrupted_import)
+    assert main(["run", "x.yaml"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err == "interrupted\n"
+
+
 def test_ctrl_c_during_perf_is_one_line_and_exit_130(tmp_path: Path) -> None:
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -238,7 +253,7 @@ def test_ctrl_c_during_perf_is_one_line_and_exit_130(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == EXIT_INTERRUPTED
+    assert proc.returncode == EXIT_INTERRUPTED, err
     assert err == "interrupted\n"
 
 

@@ -103,6 +103,30 @@ def test_ctrl_c_inside_del_is_delivered_after_it(unraisable: list[type[BaseExcep
     assert unraisable == []
 
 
+def test_a_ctrl_c_still_deferred_when_the_command_ends_is_raised_not_lost(
+    monkeypatch: pytest.MonkeyPatch, unraisable: list[type[BaseException]]
+) -> None:
+    """The command ends while its resend is still waiting: the resend is cancelled and
+    the interruption raised in its place (it was dropped, exit 0, before)."""
+    import cluster_sched.interrupts as interrupts
+
+    monkeypatch.setattr(interrupts, "RESEND_AFTER", 60.0)  # it cannot fire during the test
+    done: list[str] = []
+    callback = _interrupt_from_gc_callback(done)
+    left = False
+    with pytest.raises(KeyboardInterrupt), ctrl_c_never_swallowed():
+        gc.callbacks.append(callback)
+        try:
+            gc.collect()
+        finally:
+            gc.callbacks.remove(callback)
+        left = True  # deferred: nothing raised in the body
+    assert left and done == ["callback ran to its end"]
+    assert interrupts._resends == []  # the timer was settled, not left to fire later
+    assert unraisable == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_elsewhere_ctrl_c_raises_at_once() -> None:
     reached = False
     with ctrl_c_never_swallowed(), pytest.raises(KeyboardInterrupt):
