@@ -70,12 +70,12 @@ def as_text(value: Any) -> str:
 
 
 def _packed_args(args: Sequence[str | bytes]) -> bytes:
-    """A script's per-pod strings as one msgpack array (add.lua's ARGV[1]): one
-    argument for the client to encode instead of seven per pod (the client's encoding
-    and framing cost ~1 us per argument in Python; msgpack packs the array in C). Each
-    element reaches the script as the same Lua string its own argument would: packed
-    as msgpack raw strings (``use_bin_type=False``; Redis' cmsgpack reads no bin type),
-    str as its UTF-8 bytes, as the client would send it."""
+    """A script's per-pod strings as one msgpack array (add.lua's ARGV[1], pop_many.lua's
+    ARGV[4]): one argument for the client to encode instead of one or more per pod (the
+    client's encoding and framing cost ~1 us per argument in Python; msgpack packs the
+    array in C). Each element reaches the script as the same Lua string its own argument
+    would: packed as msgpack raw strings (``use_bin_type=False``; Redis' cmsgpack reads
+    no bin type), str as its UTF-8 bytes, as the client would send it."""
     return msgpack.packb(list(args), use_bin_type=False)  # type: ignore[no-any-return]
 
 
@@ -159,7 +159,12 @@ class QueueScripts:
         """Up to ``max_pods`` pods, in pop order, each with its own cycle; with
         ``from_backoff``, one backoffQ pod when activeQ is empty. ``finished``: pods
         whose cycle ended, done first (as :meth:`done_many`) in the same script run."""
-        args = [num_arg(float(now)), str(max_pods), "1" if from_backoff else "0", *finished]
+        args = [
+            num_arg(float(now)),
+            str(max_pods),
+            "1" if from_backoff else "0",
+            _packed_args(finished),
+        ]
         reply = self._run("pop_many", keys.core, args)
         return [
             PopReply(
