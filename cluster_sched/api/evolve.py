@@ -45,8 +45,18 @@ def _setters(cls: type, slots: tuple[str, ...]) -> dict[str, Callable[[Any, Any]
         if type(desc) is MemberDescriptorType:
             out[s] = desc.__set__
         else:
-            out[s] = lambda obj, value, _name=s: _set(obj, _name, value)
+            out[s] = _named_setter(s)
     return out
+
+
+def _named_setter(name: str) -> Callable[[Any, Any], None]:
+    """``object.__setattr__`` of ``name``, for a slot ``_setters`` finds no descriptor
+    of the class' own for."""
+
+    def write(obj: Any, value: Any) -> None:
+        _set(obj, name, value)
+
+    return write
 
 
 def _cloner(
