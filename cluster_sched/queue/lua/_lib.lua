@@ -90,15 +90,16 @@ end
 -- scripts write in slices of this many pods so any number works.
 local SLICE = 1000
 
--- Upstream Done for ARGV[first..]: forget each pod still in flight (a pod that went
--- back to a sub-queue in the meantime stays there). Returns how many were forgotten.
+-- Upstream Done for pods[first..] (ARGV, or a list the script unpacked): forget each pod
+-- still in flight (a pod that went back to a sub-queue in the meantime stays there).
+-- Returns how many were forgotten.
 -- The same state as one pod after the other (each pod's keys are its own; a key given
 -- twice is forgotten once), written per key for a slice of pods: one HMGET, one ZREM
 -- and five HDELs instead of seven calls per pod.
-local function finish_cycles(first)
+local function finish_cycles(pods, first)
   local forgotten, seen = 0, {}
-  for s = first, #ARGV, SLICE do
-    local slice = {unpack(ARGV, s, math.min(s + SLICE - 1, #ARGV))}
+  for s = first, #pods, SLICE do
+    local slice = {unpack(pods, s, math.min(s + SLICE - 1, #pods))}
     local where = redis.call('HMGET', K_WHERE, unpack(slice))
     local gone = {}
     for j, pod in ipairs(slice) do

@@ -1,26 +1,28 @@
 -- add.lua: add pods to the queue (upstream Add -> moveToActiveQ), many per call.
 -- KEYS: QueueKeys.core (see _lib.lua)
--- ARGV: 7 per pod:
+-- ARGV[1]: a msgpack array of strings, 7 per pod (one argument, not 7 per pod: the
+-- client's encoding of each argument cost more than the script's run):
 --   pod key,
 --   dest: 'active', or 'unschedulable' when a PreEnqueue plugin gated the pod,
 --   dest score: the timestamp for 'unschedulable' (ignored for 'active'),
 --   sort score, sort member: the pod's activeQ entry,
 --   msgpack QueuedPodInfo, attempts
--- Returns: one character per pod, in ARGV order (compact: a batch holds thousands):
+-- Returns: one character per pod, in the array's order (compact: a batch holds thousands):
 --   'a' it went to activeQ, 'u' to the unschedulable pool, '-' skipped because it is in
 --   flight (being scheduled) or gated while already queued (upstream leaves it).
 -- An ungated pod already in a sub-queue is moved (or re-sorted) into activeQ.
 --
 -- A burst of new pods (the common batch: none queued yet, each with its activeQ entry,
 -- no pod twice) is written per key for the whole batch, a handful of variadic calls
--- instead of nine per pod; the state left is exactly the per-pod loop's (revisions in
--- ARGV order). Any other batch takes the per-pod loop.
-local n = #ARGV / 7
+-- instead of nine per pod; the state left is exactly the per-pod loop's (revisions in the
+-- array's order). Any other batch takes the per-pod loop.
+local argv = cmsgpack.unpack(ARGV[1])
+local n = #argv / 7
 local pods, seen = {}, {}
 local burst = n > 1
-for i = 1, #ARGV, 7 do
-  local pod = ARGV[i]
-  if seen[pod] or ARGV[i + 1] ~= 'active' or ARGV[i + 3] == '' then
+for i = 1, #argv, 7 do
+  local pod = argv[i]
+  if seen[pod] or argv[i + 1] ~= 'active' or argv[i + 3] == '' then
     burst = false
     break
   end
@@ -48,12 +50,12 @@ if burst then
     local sortkeys, zadd, where, infos, attempts, revs = {}, {}, {}, {}, {}, {}
     for k = first, last do
       local i = 7 * (k - 1) + 1
-      local pod, score, member = ARGV[i], ARGV[i + 3], ARGV[i + 4]
+      local pod, score, member = argv[i], argv[i + 3], argv[i + 4]
       sortkeys[#sortkeys + 1], sortkeys[#sortkeys + 2] = pod, score .. '\n' .. member
       zadd[#zadd + 1], zadd[#zadd + 2] = score, member
       where[#where + 1], where[#where + 2] = pod, 'active'
-      infos[#infos + 1], infos[#infos + 2] = pod, ARGV[i + 5]
-      attempts[#attempts + 1], attempts[#attempts + 2] = pod, ARGV[i + 6]
+      infos[#infos + 1], infos[#infos + 2] = pod, argv[i + 5]
+      attempts[#attempts + 1], attempts[#attempts + 2] = pod, argv[i + 6]
       revs[#revs + 1], revs[#revs + 2] = pod, rev0 + k
     end
     redis.call('HSET', K_SORTKEY, unpack(sortkeys))
@@ -69,17 +71,17 @@ end
 
 local results = {}
 local woke = false
-for i = 1, #ARGV, 7 do
-  local pod, dest, score = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+for i = 1, #argv, 7 do
+  local pod, dest, score = argv[i], argv[i + 1], argv[i + 2]
   local loc = location(pod)
   if loc == 'inflight' or (dest ~= 'active' and loc) then
     results[#results + 1] = '-'
   else
     detach(pod, loc)
-    set_sortkey(pod, ARGV[i + 3], ARGV[i + 4])
+    set_sortkey(pod, argv[i + 3], argv[i + 4])
     attach(pod, dest, score)
-    redis.call('HSET', K_INFO, pod, ARGV[i + 5])
-    redis.call('HSET', K_ATTEMPTS, pod, ARGV[i + 6])
+    redis.call('HSET', K_INFO, pod, argv[i + 5])
+    redis.call('HSET', K_ATTEMPTS, pod, argv[i + 6])
     touch(pod)
     results[#results + 1] = string.sub(dest, 1, 1)
     woke = woke or dest == 'active'

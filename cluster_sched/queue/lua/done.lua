@@ -3,4 +3,4 @@
 -- ARGV[1..n]: pod keys
 -- Returns: how many of them were in flight and are now forgotten (a pod that went back
 --   to a sub-queue in the meantime stays there).
-return finish_cycles(1)
+return finish_cycles(ARGV, 1)

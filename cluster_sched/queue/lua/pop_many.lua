@@ -2,9 +2,10 @@
 -- N times in a row; a single pop is N = 1).
 -- KEYS: QueueKeys.core (see _lib.lua)
 -- ARGV[1]: now (s), recorded as the pop time; ARGV[2]: N, the most pods to take (>= 1);
--- ARGV[3]: '1' if SchedulerPopFromBackoffQ is on; ARGV[4..]: pods whose scheduling cycle
---   ended since the last pop, forgotten first exactly as done.lua would (the caller's
---   Done calls ride on its next pop: one round trip, and always before that pop)
+-- ARGV[3]: '1' if SchedulerPopFromBackoffQ is on; ARGV[4]: a msgpack array of the pods
+--   whose scheduling cycle ended since the last pop (one argument, not one per pod: the
+--   client encodes each argument in Python), forgotten first exactly as done.lua would
+--   (the caller's Done calls ride on its next pop: one round trip, always before it)
 -- Returns: 5 per pod, in pop order (empty when nothing can be popped):
 --   pod key, msgpack info, attempts, cycle, source ('active' | 'backoff')
 --   where attempts already counts this pop and cycle is the scheduling cycle the pod
@@ -23,7 +24,7 @@
 -- where a batch saves its time inside Redis.
 -- A member that names no pod (written by something else) is dropped as it is popped,
 -- and the next one taken in its place.
-finish_cycles(4)
+finish_cycles(cmsgpack.unpack(ARGV[4]), 1)
 local want = tonumber(ARGV[2])
 local pods = {}
 while #pods < want do
