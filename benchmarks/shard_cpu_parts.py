@@ -43,9 +43,8 @@ SAMPLE_S = 0.25
 #: known processes' CPU and RSS only costs ~1 ms per sample.
 REFRESH_S = 1.0
 
-#: a sampled process: its psutil handle, ``_kind``, ``_rss_kind``, and whether it is a
-#: Ray worker (whose title, hence kind, changes as it takes a task or becomes an actor)
-_Watched = tuple[Any, str, str, bool]
+#: a sampled process: its psutil handle, ``_kind`` and ``_rss_kind``
+_Watched = tuple[Any, str, str]
 
 
 def _kind(proc: Any, me: int) -> str:
@@ -77,23 +76,21 @@ def _rss_kind(proc: Any, me: int) -> str:
 
 def _tree(me: Any, known: dict[int, _Watched]) -> dict[int, _Watched]:
     """The processes of ``me``'s tree with their kinds: one seen before keeps its psutil
-    handle (reading its CPU reads no start time again) and its kinds unless it is a Ray
-    worker. A process started between two walks is first sampled at the next
-    (``REFRESH_S``): CPU per pod counts a process from 0 when its first sample is in the
-    window, so none of its CPU is lost unless it ends before it is seen."""
+    handle (reading its CPU reads no start time again). Kinds are read again at every
+    walk: a Ray worker's command line changes after it starts (its title, set once it
+    runs, then as it takes a task or becomes an actor). A process started between two
+    walks is first sampled at the next (``REFRESH_S``): CPU per pod counts a process from
+    0 when its first sample is in the window, so none of its CPU is lost unless it ends
+    before it is seen."""
     import psutil
 
     out: dict[int, _Watched] = {}
     for proc in [me, *me.children(recursive=True)]:
         with contextlib.suppress(psutil.Error):
             old = known.get(proc.pid)
-            if old is not None and old[0] == proc and not old[3]:
-                out[proc.pid] = old
-                continue
             if old is not None and old[0] == proc:
                 proc = old[0]
-            ray_worker = " ".join(proc.cmdline()).startswith("ray::")
-            out[proc.pid] = (proc, _kind(proc, me.pid), _rss_kind(proc, me.pid), ray_worker)
+            out[proc.pid] = (proc, _kind(proc, me.pid), _rss_kind(proc, me.pid))
     return out
 
 
@@ -187,7 +184,7 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
                 procs = _tree(me, procs)
             row, rss = {}, 0
             by_kind: dict[str, int] = {}
-            for pid, (proc, kind, rss_kind, _) in procs.items():
+            for pid, (proc, kind, rss_kind) in procs.items():
                 with contextlib.suppress(psutil.Error), proc.oneshot():
                     cpu = proc.cpu_times()
                     row[pid] = (kind, cpu.user + cpu.system)
