@@ -54,12 +54,15 @@ MODES: dict[str, tuple[tuple[str, ...], int]] = {
 
 
 def _kind(proc: Any, me: int) -> str:
-    """``shard_cpu_parts``' kinds with "other" split: Ray's workers (the binding tasks
-    run in them; ``ray::`` processes but its agents) and Ray's daemons."""
+    """``shard_cpu_parts``' kinds with "other" split: the workload's feeder process (in
+    every mode: it writes the pods), Ray's workers (the binding tasks run in them;
+    ``ray::`` processes but its agents) and Ray's daemons."""
     kind = _parts_kind(proc, me)
     if kind != "other":
         return kind
     cmd = " ".join(proc.cmdline())
+    if "cluster_sched.workload.feeder" in cmd:
+        return "feeder"
     return "ray_workers" if cmd.startswith("ray::") and "Agent" not in cmd else "ray_daemons"
 
 

@@ -35,6 +35,16 @@ from typing import Any
 __all__ = ["child", "measure"]
 
 SAMPLE_S = 0.25
+#: seconds between two walks of the process tree (``_tree``). The sampler runs in the
+#: coordinator's process and is charged to it: walking the tree (psutil reads every
+#: process of the machine for its parent) and reading each process's command line at
+#: every sample cost ~10 ms per sample under Ray (13 processes) against ~3.6 in-process,
+#: ~26 ms of the coordinator's CPU per second more under Ray than in-process. Reading
+#: known processes' CPU and RSS only costs ~1 ms per sample.
+REFRESH_S = 1.0
+
+#: a sampled process: its psutil handle, ``_kind`` and ``_rss_kind``
+_Watched = tuple[Any, str, str]
 
 
 def _kind(proc: Any, me: int) -> str:
@@ -62,6 +72,26 @@ def _rss_kind(proc: Any, me: int) -> str:
     if cmd.startswith("ray::") and "Agent" not in cmd and "Monitor" not in cmd:
         return "ray_workers"  # the binding tasks run in these
     return "other"
+
+
+def _tree(me: Any, known: dict[int, _Watched]) -> dict[int, _Watched]:
+    """The processes of ``me``'s tree with their kinds: one seen before keeps its psutil
+    handle (reading its CPU reads no start time again). Kinds are read again at every
+    walk: a Ray worker's command line changes after it starts (its title, set once it
+    runs, then as it takes a task or becomes an actor). A process started between two
+    walks is first sampled at the next (``REFRESH_S``): CPU per pod counts a process from
+    0 when its first sample is in the window, so none of its CPU is lost unless it ends
+    before it is seen."""
+    import psutil
+
+    out: dict[int, _Watched] = {}
+    for proc in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            old = known.get(proc.pid)
+            if old is not None and old[0] == proc:
+                proc = old[0]
+            out[proc.pid] = (proc, _kind(proc, me.pid), _rss_kind(proc, me.pid))
+    return out
 
 
 #: (phase, module, owner, attribute) wrapped with a timer by ``_time_phases``
@@ -146,18 +176,22 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
 
     def watch() -> None:
         me = psutil.Process()
+        procs: dict[int, _Watched] = {}
+        refreshed = -REFRESH_S
         while not done.is_set():
+            if time.monotonic() - refreshed >= REFRESH_S:
+                refreshed = time.monotonic()
+                procs = _tree(me, procs)
             row, rss = {}, 0
             by_kind: dict[str, int] = {}
-            for proc in [me, *me.children(recursive=True)]:
-                with contextlib.suppress(psutil.Error):
+            for pid, (proc, kind, rss_kind) in procs.items():
+                with contextlib.suppress(psutil.Error), proc.oneshot():
                     cpu = proc.cpu_times()
-                    row[proc.pid] = (_kind(proc, me.pid), cpu.user + cpu.system)
+                    row[pid] = (kind, cpu.user + cpu.system)
                     one = proc.memory_info().rss
                     rss += one
-                    kind = _rss_kind(proc, me.pid)
-                    by_kind[kind] = by_kind.get(kind, 0) + one
-                    largest[kind] = max(largest.get(kind, 0), one)
+                    by_kind[rss_kind] = by_kind.get(rss_kind, 0) + one
+                    largest[rss_kind] = max(largest.get(rss_kind, 0), one)
             for kind, got in by_kind.items():
                 kind_peak[kind] = max(kind_peak.get(kind, 0), got)
             t = psutil.cpu_times()
