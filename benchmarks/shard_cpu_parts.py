@@ -59,46 +59,79 @@ def _rss_kind(proc: Any, me: int) -> str:
         return "raylet"
     if "gcs_server" in name:
         return "gcs"
+    if "cluster_sched.workload.feeder" in cmd:
+        return "feeder"
     if cmd.startswith("ray::") and "Agent" not in cmd and "Monitor" not in cmd:
         return "ray_workers"  # the binding tasks run in these
     return "other"
 
 
-#: (phase, module, owner, attribute) wrapped with a timer by ``_time_phases``
+#: (phase, module, owner, attribute) wrapped with a timer by ``_time_phases``: start-up's
+#: parts in the order they run. Nested ones are inside the one above them (``ray_start``
+#: and ``shard_actors`` in ``new_scheduler``; ``nodes_written`` is the feeder's wait for
+#: the child process's writes; ``listing`` and ``preload`` inside ``coordinator_start``)
 _PHASES = (
     ("load_workload", "cluster_sched.workload.runner", None, "load_workload"),
     ("new_scheduler", "cluster_sched.workload.runner", None, "new_scheduler"),
+    ("ray_start", "workers.ray_shard", None, "ensure_ray"),
+    ("shard_actors", "cluster_sched.scheduler.assembly", None, "new_ray_shard_clients"),
+    ("binding_executor", "cluster_sched.scheduler.assembly", None, "_binding_executor"),
+    ("feeder_start", "cluster_sched.workload.feeder", "FeederProcess", "__init__"),
+    ("feeder_submit", "cluster_sched.workload.feeder", "FeederProcess", "submit"),
+    ("nodes_written", "cluster_sched.workload.feeder", "FeederProcess", "wait"),
     ("store_load", "cluster_sched.store.store", "Store", "apply_many"),
+    ("coordinator_start", "cluster_sched.scheduler.coordinator", "Coordinator", "start"),
     ("listing", "cluster_sched.scheduler.informer", "Informer", "list_and_watch"),
     ("preload", "cluster_sched.scheduler.shards.source", "ShardedSource", "preload"),
+    ("freeze", "cluster_sched.scheduler.coordinator", None, "freeze_started"),
+    ("queue_run", "cluster_sched.queue.scheduling_queue", "SchedulingQueue", "run"),
+)
+
+#: the same after the last scheduling turn: the summary's parts
+_AFTER = (
+    ("stats_summary", "cluster_sched.scheduler.stats", "RunStats", "summary"),
+    ("store_listing", "cluster_sched.workload.runner", None, "listing"),
+    ("close", "cluster_sched.scheduler.coordinator", "Coordinator", "close"),
+    ("collect_everything", "cluster_sched.workload.runner", None, "collect_everything"),
+    ("final_record", "cluster_sched.workload.runner", None, "final_record"),
+    ("report_summary", "cluster_sched.workload.runner", None, "report_summary"),
+    ("over_time", "cluster_sched.workload.runner", None, "over_time_figures"),
 )
 
 
-def _time_phases(spans: dict[str, list[float]], steps: list[float]) -> None:
+def _time_phases(
+    spans: dict[str, list[float]], steps: list[float], after: dict[str, list[float]]
+) -> None:
     """Wrap each ``_PHASES`` callable so its calls before the first scheduling turn
-    (``steps`` still empty) add to ``spans[phase]`` = [seconds, first start, last end]."""
+    (``steps`` still empty) add to ``spans[phase]`` = [seconds, first start, last end],
+    and each ``_AFTER`` one so its calls add to ``after[phase]``."""
     import importlib
 
-    def wrap(phase: str, fn: Any) -> Any:
+    def wrap(phase: str, fn: Any, into: dict[str, list[float]], before: bool) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if steps:
+            if before and steps:
                 return fn(*args, **kwargs)
             t0 = time.time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 t1 = time.time()
-                span = spans.setdefault(phase, [0.0, t0, t1])
+                span = into.setdefault(phase, [0.0, t0, t1])
                 span[0] += t1 - t0
                 span[2] = t1
 
         return timed
 
-    for phase, module, owner, attr in _PHASES:
-        target: Any = importlib.import_module(module)
-        if owner is not None:
-            target = getattr(target, owner)
-        setattr(target, attr, wrap(phase, getattr(target, attr)))
+    for table, into, before in ((_PHASES, spans, True), (_AFTER, after, False)):
+        for phase, module, owner, attr in table:
+            try:
+                target: Any = importlib.import_module(module)
+            except ImportError:  # a checkout without it (Ray absent: a local run)
+                continue
+            if owner is not None:
+                target = getattr(target, owner)
+            if hasattr(target, attr):
+                setattr(target, attr, wrap(phase, getattr(target, attr), into, before))
 
 
 def child(workload: str, extra: list[str]) -> dict[str, Any]:
@@ -136,12 +169,14 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     runner_module.informer_view = counted
     started = time.time()
     spans: dict[str, list[float]] = {}
-    _time_phases(spans, steps)
+    after: dict[str, list[float]] = {}
+    _time_phases(spans, steps, after)
     samples: list[tuple[float, dict[int, tuple[str, float]]]] = []
     busy: list[float] = []  # the machine's non-idle CPU seconds at each sample
     peak = [0]
     kind_peak: dict[str, int] = {}
     largest: dict[str, int] = {}
+    kinds: dict[int, str] = {}  # pid -> its _rss_kind
     done = threading.Event()
 
     def watch() -> None:
@@ -155,7 +190,9 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
                     row[proc.pid] = (_kind(proc, me.pid), cpu.user + cpu.system)
                     one = proc.memory_info().rss
                     rss += one
-                    kind = _rss_kind(proc, me.pid)
+                    kind = kinds.get(proc.pid) or kinds.setdefault(
+                        proc.pid, _rss_kind(proc, me.pid)
+                    )
                     by_kind[kind] = by_kind.get(kind, 0) + one
                     largest[kind] = max(largest.get(kind, 0), one)
             for kind, got in by_kind.items():
@@ -186,6 +223,14 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     for _, row in samples[i0 : i1 + 1]:
         last.update(row)
     pods = max(1, int(summary.get("pods") or 0))
+    # CPU seconds by finer kind from the start to the first turn (who worked meanwhile)
+    upto: dict[int, float] = {}
+    for _, row in samples[: i0 + 1]:
+        upto.update((pid, got) for pid, (_, got) in row.items())
+    startup_cpu: dict[str, float] = {}
+    for pid, got in upto.items():
+        kind = kinds.get(pid, "other")
+        startup_cpu[kind] = round(startup_cpu.get(kind, 0.0) + got, 1)
     cpu: dict[str, float] = {}
     for pid, (kind, t1) in last.items():
         cpu[kind] = cpu.get(kind, 0.0) + t1 - first.get(pid, (kind, 0.0))[1]
@@ -194,6 +239,8 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     others = max(0.0, (busy[i1] - busy[i0] - sum(cpu.values())) / span)
     spec = summary.get("shard_speculation") or {}
     phases = {k: round(v[0], 2) for k, v in spans.items()}
+    # each phase's [start, end] from the run's start: what overlapped what
+    timeline = {k: [round(v[1] - started, 2), round(v[2] - started, 2)] for k, v in spans.items()}
     phases["start_to_first_turn"] = round(steps[0] - started, 2)
     phases["scheduling"] = round(steps[1] - steps[0], 2)
     phases["summary"] = round(ended - steps[1], 2)
@@ -211,6 +258,9 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         #: (a checkout without ``own_decoded``: scheduled - own_confirmed were decoded)
         "own_watch": own,
         "phases_s": phases,
+        "phases_timeline_s": timeline,
+        "start_cpu_s_by_kind": startup_cpu,
+        "summary_parts_s": {k: round(v[0], 2) for k, v in after.items()},
         "peak_rss_gib_by_kind": {k: round(v / gib, 3) for k, v in sorted(kind_peak.items())},
         "peak_rss_gib_largest": {k: round(v / gib, 3) for k, v in sorted(largest.items())},
     }
