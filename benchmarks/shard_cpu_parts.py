@@ -35,6 +35,9 @@ from typing import Any
 __all__ = ["child", "measure"]
 
 SAMPLE_S = 0.25
+#: seconds between two notes of the pods bound (``bound_over_time``: the rate late in a
+#: long run against early)
+PROGRESS_S = 5.0
 
 
 def _kind(proc: Any, me: int) -> str:
@@ -145,6 +148,8 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     steps: list[float] = []
     step = coordinator_module.Coordinator.step
 
+    progress: list[list[float]] = []  # [seconds since the start, pods bound] every ~5 s
+
     def noted(self: Any, *args: Any, **kwargs: Any) -> bool:
         got = step(self, *args, **kwargs)
         if got:
@@ -152,6 +157,8 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
             if not steps:
                 steps.extend((now, now))
             steps[1] = now
+            if not progress or now - started - progress[-1][0] >= PROGRESS_S:
+                progress.append([round(now - started, 2), len(self.stats.bound_node)])
         return got
 
     coordinator_module.Coordinator.step = noted  # type: ignore[method-assign]
@@ -259,6 +266,7 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         "own_watch": own,
         "phases_s": phases,
         "phases_timeline_s": timeline,
+        "bound_over_time": progress,
         "start_cpu_s_by_kind": startup_cpu,
         "summary_parts_s": {k: round(v[0], 2) for k, v in after.items()},
         "peak_rss_gib_by_kind": {k: round(v / gib, 3) for k, v in sorted(kind_peak.items())},
