@@ -96,7 +96,12 @@ _AFTER = (
     ("store_listing", "cluster_sched.workload.runner", None, "listing"),
     ("close", "cluster_sched.scheduler.coordinator", "Coordinator", "close"),
     ("collect_everything", "cluster_sched.workload.runner", None, "collect_everything"),
-    ("final_record", "cluster_sched.workload.runner", None, "final_record"),
+    (
+        "final_record",
+        "cluster_sched.workload.runner",
+        None,
+        "final_record",
+    ),  # the collection inside since final_record releases
     ("report_summary", "cluster_sched.workload.runner", None, "report_summary"),
     ("over_time", "cluster_sched.workload.runner", None, "over_time_figures"),
 )
