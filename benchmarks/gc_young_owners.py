@@ -53,6 +53,14 @@ def owner_of(obj: Any, skip: set[int]) -> str:
     return "?"
 
 
+def _items(obj: Any) -> str:
+    """What a container holds, by the types of its first hundred items (a list of
+    ``(pod key, node)`` tuples is told from a list of node names)."""
+    first = list(obj)[:100] if not isinstance(obj, dict) else list(obj.values())[:100]
+    kinds = sorted({type(item).__name__ for item in first})
+    return f"{type(obj).__name__}[{'|'.join(kinds)}]"
+
+
 def watch(min_len: int) -> dict[str, Any]:
     """Install the callback; the returned map fills as the run goes: ``owners`` (per
     owner of a large container walked by a young collection: walks, type, largest
@@ -70,21 +78,31 @@ def watch(min_len: int) -> dict[str, Any]:
             took = time.perf_counter() - started[0]
             log.append([round(time.time() - t0, 3), generation, round(took, 5), started[1]])
             return
-        walked = [obj for g in range(generation + 1) for obj in gc.get_objects(generation=g)]
-        started[1] = len(walked)
-        large = [o for o in walked if isinstance(o, dict | list | set) and len(o) >= min_len]
-        del walked
+        large, count = [], 0
+        for g in range(generation + 1):
+            # gc.get_objects' list is made young before it is filled, so it holds itself:
+            # cleared, or that cycle outlives the callback and the next young collection
+            # walks it (a million-item list "owned by a list", this script's own)
+            objects = gc.get_objects(generation=g)
+            count += len(objects) - 1
+            large += [
+                o
+                for o in objects
+                if o is not objects and isinstance(o, dict | list | set) and len(o) >= min_len
+            ]
+            objects.clear()
+        started[1] = count
         if generation < 2:
             for obj in large:
                 name = seen.get(id(obj))
                 if name is None:
-                    name = seen[id(obj)] = owner_of(obj, {id(large)})
+                    name = seen[id(obj)] = f"{owner_of(obj, {id(large)})} of {_items(obj)}"
                 entry = found.setdefault(
                     name, {"type": type(obj).__name__, "walks": 0, "max_len": 0}
                 )
                 entry["walks"] += 1
                 entry["max_len"] = max(entry["max_len"], len(obj))
-        del large
+        large.clear()
         started[0] = time.perf_counter()
 
     gc.callbacks.append(callback)
