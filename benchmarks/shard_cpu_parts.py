@@ -13,9 +13,14 @@ Also reported (issue 22's start-up and memory figures):
   raylet, gcs, binding workers, other Ray processes), the largest sum of that kind's RSS
   over the samples, and ``peak_rss_gib_largest`` the largest single process per kind;
 - ``phases_s``: wall seconds of each start-up phase (``_PHASES``: the workload file
-  parsed, the scheduler built, nodes and pods written to the store, the informer's
-  listing, the shards' preload), then start to first scheduling turn, the scheduling
-  window, and the summary after the last turn.
+  parsed, the scheduler built with Ray's start and the shard actors' inside, the feeder
+  process started and waited for while it writes the nodes, the coordinator's start
+  with the informer's listing and the shards' preload inside), then start to first
+  scheduling turn, the scheduling window, and the summary after the last turn;
+  ``phases_timeline_s`` each phase's [first start, last end] from the run's start (what
+  overlapped what); ``start_cpu_s_by_kind`` CPU seconds to the first turn by process
+  kind (the feeder's apart); ``summary_parts_s`` the summary's parts (``_AFTER``);
+  ``bound_over_time`` [seconds, pods bound] every PROGRESS_S (late rate against early).
 A benchmark helper: it measures, asserts nothing.
 """
 
