@@ -232,23 +232,6 @@ def finish_bindings(coord: Coordinator, wait: float = 10.0) -> None:
     coord.poll_informer()
 
 
-def submit_cluster(feeder: FeederProcess, workload: Workload) -> int:
-    """Hand the feeder the objects, then the nodes, without waiting; how many replies
-    to wait for. ``run_evaluation`` calls it before the scheduler is built, so the
-    writes (1,000,000 nodes: ~100 s) overlap Ray's start and the shard actors' (those
-    read nothing from the store: the informer lists when the coordinator starts)."""
-    sent = 0
-    objects = workload.objects  # one call, as inline: classes before their users
-    for what, docs, chunk in (
-        ("objects", objects, len(objects)),
-        ("nodes", workload.node_docs, APPLY_BATCH),
-    ):
-        if docs:
-            feeder.submit(group_message(docs=docs, chunk=chunk), f"writing the {what}")
-            sent += 1
-    return sent
-
-
 def run_workload(
     workload: Workload,
     coord: Coordinator,
@@ -257,18 +240,20 @@ def run_workload(
     quiet: bool,
     group_timeout: float,
     feeder: FeederProcess | None = None,
-    submitted: int | None = None,
 ) -> None:
     """Write the objects and nodes, then feed and schedule each group in turn: from
     ``feeder``, a client process, if given (nodes too: upstream's client creates them),
     else from this thread (``InlineFeeder``). The scheduler starts once the nodes are
-    written either way, and lists them. ``submitted``: the caller handed the feeder
-    the objects and nodes already (``submit_cluster``'s count): only waited for here."""
+    written either way, and lists them."""
     if feeder is not None:
-        if submitted is None:
-            submitted = submit_cluster(feeder, workload)
-        for _ in range(submitted):
-            feeder.wait(group_timeout)
+        objects = workload.objects  # one call, as inline: classes before their users
+        for what, docs, chunk in (
+            ("objects", objects, len(objects)),
+            ("nodes", workload.node_docs, APPLY_BATCH),
+        ):
+            if docs:
+                feeder.submit(group_message(docs=docs, chunk=chunk), f"writing the {what}")
+                feeder.wait(group_timeout)
     else:
         store.apply_many(workload.objects)
         for start in range(0, len(workload.node_docs), APPLY_BATCH):
@@ -363,11 +348,6 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
         store = Store(session.client, prefix=opts.prefix)
         if opts.api is not None:
             extras.enter_context(opts.api(store, session.url))
-        feeder, submitted = None, 0
-        if virtual is None and opts.feeder == "process":  # writing while the rest starts
-            feeder = FeederProcess(session.url, opts.prefix)
-            extras.callback(feeder.close)
-            submitted = submit_cluster(feeder, workload)
         coord = new_scheduler(
             store,
             session.client,
@@ -405,6 +385,10 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
                 vstats = vrun.run()
                 completed = vrun.completed
             else:
+                feeder = None
+                if opts.feeder == "process":
+                    feeder = FeederProcess(session.url, opts.prefix)
+                    extras.callback(feeder.close)
                 run_workload(
                     workload,
                     coord,
@@ -412,7 +396,6 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
                     quiet=opts.quiet,
                     group_timeout=opts.group_timeout,
                     feeder=feeder,
-                    submitted=submitted,
                 )
             counts = coord.queue.counts()
             gated = gated_pods(coord)
