@@ -13,9 +13,14 @@ Also reported (issue 22's start-up and memory figures):
   raylet, gcs, binding workers, other Ray processes), the largest sum of that kind's RSS
   over the samples, and ``peak_rss_gib_largest`` the largest single process per kind;
 - ``phases_s``: wall seconds of each start-up phase (``_PHASES``: the workload file
-  parsed, the scheduler built, nodes and pods written to the store, the informer's
-  listing, the shards' preload), then start to first scheduling turn, the scheduling
-  window, and the summary after the last turn.
+  parsed, the scheduler built with Ray's start and the shard actors' inside, the feeder
+  process started and waited for while it writes the nodes, the coordinator's start
+  with the informer's listing and the shards' preload inside), then start to first
+  scheduling turn, the scheduling window, and the summary after the last turn;
+  ``phases_timeline_s`` each phase's [first start, last end] from the run's start (what
+  overlapped what); ``start_cpu_s_by_kind`` CPU seconds to the first turn by process
+  kind (the feeder's apart); ``summary_parts_s`` the summary's parts (``_AFTER``);
+  ``bound_over_time`` [seconds, pods bound] every PROGRESS_S (late rate against early).
 A benchmark helper: it measures, asserts nothing.
 """
 
@@ -46,6 +51,10 @@ REFRESH_S = 1.0
 #: a sampled process: its psutil handle, ``_kind`` and ``_rss_kind``
 _Watched = tuple[Any, str, str]
 
+#: seconds between two notes of the pods bound (``bound_over_time``: the rate late in a
+#: long run against early)
+PROGRESS_S = 5.0
+
 
 def _kind(proc: Any, me: int) -> str:
     if proc.pid == me:
@@ -69,6 +78,8 @@ def _rss_kind(proc: Any, me: int) -> str:
         return "raylet"
     if "gcs_server" in name:
         return "gcs"
+    if "cluster_sched.workload.feeder" in cmd:
+        return "feeder"
     if cmd.startswith("ray::") and "Agent" not in cmd and "Monitor" not in cmd:
         return "ray_workers"  # the binding tasks run in these
     return "other"
@@ -94,41 +105,77 @@ def _tree(me: Any, known: dict[int, _Watched]) -> dict[int, _Watched]:
     return out
 
 
-#: (phase, module, owner, attribute) wrapped with a timer by ``_time_phases``
+#: (phase, module, owner, attribute) wrapped with a timer by ``_time_phases``: start-up's
+#: parts in the order they run. Nested ones are inside the one above them (``ray_start``
+#: and ``shard_actors`` in ``new_scheduler``; ``nodes_written`` is the feeder's wait for
+#: the child process's writes; ``listing`` and ``preload`` inside ``coordinator_start``)
 _PHASES = (
     ("load_workload", "cluster_sched.workload.runner", None, "load_workload"),
     ("new_scheduler", "cluster_sched.workload.runner", None, "new_scheduler"),
+    ("ray_start", "workers.ray_shard", None, "ensure_ray"),
+    ("shard_actors", "cluster_sched.scheduler.assembly", None, "new_ray_shard_clients"),
+    ("binding_executor", "cluster_sched.scheduler.assembly", None, "_binding_executor"),
+    ("feeder_start", "cluster_sched.workload.feeder", "FeederProcess", "__init__"),
+    ("feeder_submit", "cluster_sched.workload.feeder", "FeederProcess", "submit"),
+    ("nodes_written", "cluster_sched.workload.feeder", "FeederProcess", "wait"),
     ("store_load", "cluster_sched.store.store", "Store", "apply_many"),
+    ("coordinator_start", "cluster_sched.scheduler.coordinator", "Coordinator", "start"),
     ("listing", "cluster_sched.scheduler.informer", "Informer", "list_and_watch"),
     ("preload", "cluster_sched.scheduler.shards.source", "ShardedSource", "preload"),
+    ("freeze", "cluster_sched.scheduler.coordinator", None, "freeze_started"),
+    ("queue_run", "cluster_sched.queue.scheduling_queue", "SchedulingQueue", "run"),
+)
+
+#: the same after the last scheduling turn: the summary's parts
+_AFTER = (
+    ("stats_summary", "cluster_sched.scheduler.stats", "RunStats", "summary"),
+    ("store_listing", "cluster_sched.workload.runner", None, "listing"),
+    ("close", "cluster_sched.scheduler.coordinator", "Coordinator", "close"),
+    ("collect_everything", "cluster_sched.workload.runner", None, "collect_everything"),
+    (
+        "final_record",
+        "cluster_sched.workload.runner",
+        None,
+        "final_record",
+    ),  # the collection inside since final_record releases
+    ("report_summary", "cluster_sched.workload.runner", None, "report_summary"),
+    ("over_time", "cluster_sched.workload.runner", None, "over_time_figures"),
 )
 
 
-def _time_phases(spans: dict[str, list[float]], steps: list[float]) -> None:
+def _time_phases(
+    spans: dict[str, list[float]], steps: list[float], after: dict[str, list[float]]
+) -> None:
     """Wrap each ``_PHASES`` callable so its calls before the first scheduling turn
-    (``steps`` still empty) add to ``spans[phase]`` = [seconds, first start, last end]."""
+    (``steps`` still empty) add to ``spans[phase]`` = [seconds, first start, last end],
+    and each ``_AFTER`` one so its calls add to ``after[phase]``."""
     import importlib
 
-    def wrap(phase: str, fn: Any) -> Any:
+    def wrap(phase: str, fn: Any, into: dict[str, list[float]], before: bool) -> Any:
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if steps:
+            if before and steps:
                 return fn(*args, **kwargs)
             t0 = time.time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 t1 = time.time()
-                span = spans.setdefault(phase, [0.0, t0, t1])
+                span = into.setdefault(phase, [0.0, t0, t1])
                 span[0] += t1 - t0
                 span[2] = t1
 
         return timed
 
-    for phase, module, owner, attr in _PHASES:
-        target: Any = importlib.import_module(module)
-        if owner is not None:
-            target = getattr(target, owner)
-        setattr(target, attr, wrap(phase, getattr(target, attr)))
+    for table, into, before in ((_PHASES, spans, True), (_AFTER, after, False)):
+        for phase, module, owner, attr in table:
+            try:
+                target: Any = importlib.import_module(module)
+            except ImportError:  # a checkout without it (Ray absent: a local run)
+                continue
+            if owner is not None:
+                target = getattr(target, owner)
+            if hasattr(target, attr):
+                setattr(target, attr, wrap(phase, getattr(target, attr), into, before))
 
 
 def child(workload: str, extra: list[str]) -> dict[str, Any]:
@@ -142,6 +189,8 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     steps: list[float] = []
     step = coordinator_module.Coordinator.step
 
+    progress: list[list[float]] = []  # [seconds since the start, pods bound] every ~5 s
+
     def noted(self: Any, *args: Any, **kwargs: Any) -> bool:
         got = step(self, *args, **kwargs)
         if got:
@@ -149,6 +198,8 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
             if not steps:
                 steps.extend((now, now))
             steps[1] = now
+            if not progress or now - started - progress[-1][0] >= PROGRESS_S:
+                progress.append([round(now - started, 2), len(self.stats.bound_node)])
         return got
 
     coordinator_module.Coordinator.step = noted  # type: ignore[method-assign]
@@ -166,12 +217,14 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     runner_module.informer_view = counted
     started = time.time()
     spans: dict[str, list[float]] = {}
-    _time_phases(spans, steps)
+    after: dict[str, list[float]] = {}
+    _time_phases(spans, steps, after)
     samples: list[tuple[float, dict[int, tuple[str, float]]]] = []
     busy: list[float] = []  # the machine's non-idle CPU seconds at each sample
     peak = [0]
     kind_peak: dict[str, int] = {}
     largest: dict[str, int] = {}
+    kinds: dict[int, str] = {}  # pid -> its _rss_kind
     done = threading.Event()
 
     def watch() -> None:
@@ -191,6 +244,7 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
                     one = proc.memory_info().rss
                     rss += one
                     by_kind[rss_kind] = by_kind.get(rss_kind, 0) + one
+                    kinds[pid] = rss_kind
                     largest[rss_kind] = max(largest.get(rss_kind, 0), one)
             for kind, got in by_kind.items():
                 kind_peak[kind] = max(kind_peak.get(kind, 0), got)
@@ -220,6 +274,14 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     for _, row in samples[i0 : i1 + 1]:
         last.update(row)
     pods = max(1, int(summary.get("pods") or 0))
+    # CPU seconds by finer kind from the start to the first turn (who worked meanwhile)
+    upto: dict[int, float] = {}
+    for _, row in samples[: i0 + 1]:
+        upto.update((pid, got) for pid, (_, got) in row.items())
+    startup_cpu: dict[str, float] = {}
+    for pid, got in upto.items():
+        kind = kinds.get(pid, "other")
+        startup_cpu[kind] = round(startup_cpu.get(kind, 0.0) + got, 1)
     cpu: dict[str, float] = {}
     for pid, (kind, t1) in last.items():
         cpu[kind] = cpu.get(kind, 0.0) + t1 - first.get(pid, (kind, 0.0))[1]
@@ -228,6 +290,8 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
     others = max(0.0, (busy[i1] - busy[i0] - sum(cpu.values())) / span)
     spec = summary.get("shard_speculation") or {}
     phases = {k: round(v[0], 2) for k, v in spans.items()}
+    # each phase's [start, end] from the run's start: what overlapped what
+    timeline = {k: [round(v[1] - started, 2), round(v[2] - started, 2)] for k, v in spans.items()}
     phases["start_to_first_turn"] = round(steps[0] - started, 2)
     phases["scheduling"] = round(steps[1] - steps[0], 2)
     phases["summary"] = round(ended - steps[1], 2)
@@ -245,6 +309,10 @@ def child(workload: str, extra: list[str]) -> dict[str, Any]:
         #: (a checkout without ``own_decoded``: scheduled - own_confirmed were decoded)
         "own_watch": own,
         "phases_s": phases,
+        "phases_timeline_s": timeline,
+        "bound_over_time": progress,
+        "start_cpu_s_by_kind": startup_cpu,
+        "summary_parts_s": {k: round(v[0], 2) for k, v in after.items()},
         "peak_rss_gib_by_kind": {k: round(v / gib, 3) for k, v in sorted(kind_peak.items())},
         "peak_rss_gib_largest": {k: round(v / gib, 3) for k, v in sorted(largest.items())},
     }

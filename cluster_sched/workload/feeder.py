@@ -12,7 +12,8 @@ takes; the coordinator schedules what arrives through its watch.
 The pipe carries msgpack only (never pickle: templates and manifests are user input).
 Parent → child: one map per group, ``{"template", "count", "labels", "claim_statuses"}``
 (the child expands the template itself: the parent encodes one template, not ten
-thousand pods) or ``{"docs": [...]}`` (traces, snapshots, perf's rendered objects),
+thousand pods), ``{"nodes": [...]}`` (a workload's node manifests as ``GeneratedDocs.wire``:
+the child makes them) or ``{"docs": [...]}`` (traces, snapshots, perf's rendered objects),
 with the chunk size and the ``rate`` (pods per second, 0: as fast as the store takes
 them). Child → parent: ``{"done": n, "rv": r}`` once the group's last write returned (r:
 the highest resourceVersion written, so the parent can wait until its watch has seen
@@ -40,7 +41,7 @@ from cluster_sched import errors
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError
 from cluster_sched.store.codec import pack
 from cluster_sched.store.store import Store
-from cluster_sched.workload.spec import PodGroup
+from cluster_sched.workload.spec import GeneratedDocs, PodGroup
 
 #: ``--feeder`` choices: in the loop thread between turns, or a client process.
 FEEDERS = ("inline", "process")
@@ -75,7 +76,9 @@ def group_message(
     it writes ``take`` of them now (None: all, paced at ``rate`` if set), ``chunk`` per
     store call."""
     msg: dict[str, Any] = {"chunk": max(1, chunk), "rate": float(rate)}
-    if docs is not None:
+    if isinstance(docs, GeneratedDocs):  # the child makes them (GeneratedDocs.wire)
+        msg["nodes"] = docs.wire()
+    elif docs is not None:
         msg["docs"] = list(docs)
     else:
         msg.update(template=template, count=count, labels=dict(labels or {}), claims=claim_statuses)
@@ -375,6 +378,9 @@ def _docs(msg: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     if "docs" in msg:
         yield from msg["docs"]
         return
+    if "nodes" in msg:
+        yield from GeneratedDocs.from_wire(msg["nodes"]).manifests(shared=True)
+        return
     group = PodGroup(
         name="feeder",
         count=int(msg["count"]),
@@ -391,7 +397,7 @@ def write_group(
     """Write the next ``take`` objects (all if absent) of the group the message starts
     or, ``group[0]``, the one in hand: in order, ``chunk`` per store call, paced at
     ``rate`` objects per second if set. Returns the reply the parent waits for."""
-    if "docs" in msg or "template" in msg:
+    if "docs" in msg or "template" in msg or "nodes" in msg:
         group[:] = [iter(_docs(msg))]
     it = group[0]
     chunk, rate = int(msg["chunk"]), float(msg["rate"])

@@ -15,7 +15,7 @@ give the same record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,16 +106,25 @@ def final_record(
     taken: tuple[Iterator[dict[str, Any]], Iterator[dict[str, Any]]] | None,
     stats: RunStats,
     groups: Mapping[str, Iterable[str]],
+    release: Callable[[], object] = lambda: None,
 ) -> tuple[RunRecord, dict[str, str]]:
     """The record of the run's end and its placements (bound pod key -> node, sorted).
 
     ``taken``: a listing read before the coordinator closed (bindings were still in
     flight); it is used as it is. ``view``: the informer's objects (``informer_view``),
-    used when current (``_current``). Otherwise the store is listed now."""
+    used when current (``_current``). Otherwise the store is listed now.
+
+    ``release`` (the runner's full collection, which frees the dropped coordinator) is
+    called before a listing's objects are decoded, so they do not add to it at the peak,
+    but after a record made of the informer's objects: that allocates next to nothing
+    and drops every manifest (``record_of``), so the collection walks a heap without
+    them (a million nodes and pods' manifests: tens of millions of containers)."""
     if taken is None and view is not None and _current(view, store):
         record = record_of(_drain(view.nodes), _drain(view.pods), stats, groups, handed_over=True)
         placements = {p.key: p.node_name for p in record.pods if p.node_name}
+        release()
         return record, dict(sorted(placements.items()))
+    release()
     node_docs, pod_docs = taken or listing(store)
     placed: dict[str, str] = {}
     record = build_record(node_docs, _noting_placements(pod_docs, placed), stats, groups)

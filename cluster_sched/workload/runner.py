@@ -423,16 +423,13 @@ def _run_evaluation(opts: RunOptions) -> RunResult:
             profile: {"attempts": dict(b.attempts), "flushes": dict(b.flushes)}
             for profile, b in sorted(coord.algorithm.batches.items())
         }
-        # The loop is over: all of it but the informer's nodes and pods goes before the
-        # record is built from those (``final_record``: or from the store, decoded one
-        # object at a time, if they may differ from it), and the peak resident set is
-        # read after it: the true peak.
+        # The loop is over: all of it but the informer's nodes and pods is collected
+        # (``final_record``'s release: before a listing is decoded, after a record of the
+        # informer's objects), and the peak resident set is read after it: the true peak.
         view = informer_view(coord.informer)
         del coord, vrun, fast, counters
-        collect_everything()
-        record, placements = final_record(
-            view, store, taken, stats, {g.name: g.pod_keys() for g in workload.pod_groups}
-        )
+        by_group = {g.name: g.pod_keys() for g in workload.pod_groups}
+        record, placements = final_record(view, store, taken, stats, by_group, collect_everything)
         del view
         memory = {"coordinator_peak_rss_bytes": peak_rss_bytes(), **redis_memory(session.client)}
     summary["invalid"] = invalid

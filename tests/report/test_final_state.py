@@ -96,3 +96,29 @@ def test_a_pod_the_informer_dropped_lists_the_store(
     assert view.pods  # not used
     assert "default/done" in {p.key for p in record.pods}
     assert placements["default/done"] == "big-0"
+
+
+def test_the_release_runs_after_a_record_of_the_informers_objects(
+    redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """The runner's full collection (``release``) walks the heap once the record has
+    dropped every manifest when the informer's objects are used; before the listing is
+    decoded when the store is read."""
+    store, workload, view, stats, _ = _run(redis_client, tmp_path)
+    seen: list[tuple[int, int]] = []  # (informer pods left, informer nodes left) at release
+    record, _ = final_record(
+        view,
+        store,
+        None,
+        stats,
+        _groups(workload),
+        lambda: seen.append((len(view.pods), len(view.nodes))),
+    )
+    assert seen == [(0, 0)] and len(record.pods) > 0  # once, the informer's handed on
+    store, workload, view, stats, _ = _run(redis_client, tmp_path)
+    store.apply(make_pod("late").req(cpu="100m").node("big-0").manifest())
+    listed: list[int] = []
+    record, _ = final_record(
+        view, store, None, stats, _groups(workload), lambda: listed.append(len(view.pods))
+    )
+    assert listed == [len(view.pods)] and listed[0] > 0  # once, before: nothing drained

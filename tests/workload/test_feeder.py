@@ -149,3 +149,45 @@ def test_a_killed_feeder_fails_the_run_at_once(tmp_path: Path, redis_url: str) -
         f"error: the pod feeder process (pid {child}) exited with code -9 while writing "
         "pod group slow: the workload was not all written"
     ]
+
+
+def _stored_nodes(store: Store) -> list[dict[str, Any]]:
+    out = []
+    for doc in store.list("Node"):
+        meta = doc["metadata"]
+        for stamped in ("uid", "creationTimestamp"):  # made fresh by each write
+            meta.pop(stamped, None)
+        out.append(doc)
+    return out
+
+
+def test_the_child_makes_a_workloads_nodes_as_the_parent_would(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Nodes go to the feeder as ``GeneratedDocs.wire`` (groups as templates, explicit
+    manifests as they are), through msgpack as the pipe carries them: the child writes
+    the same manifests, in the same order (resourceVersions), as writing the list."""
+    import msgpack
+
+    from cluster_sched.workload.feeder import group_message, write_group
+    from cluster_sched.workload.spec import load_workload
+
+    path = _workload(tmp_path / "w.yaml", [], nodes=7)
+    doc = yaml.safe_load(path.read_text())
+    extra = _template(make_node("solo").capacity(cpu="2", pods=10).label("disk", "ssd"))
+    doc["spec"]["nodes"] = [extra]
+    doc["spec"]["nodeGroups"].append(
+        {"count": 3, "template": _template(make_node("big").capacity(cpu="64", pods=110))}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    nodes = load_workload(str(path)).node_docs
+    msg = group_message(docs=nodes, chunk=4)
+    assert "nodes" in msg and "docs" not in msg  # not a million manifests on the pipe
+    wired = msgpack.unpackb(msgpack.packb(msg), raw=False, strict_map_key=False)
+    by_child, by_list = Store.from_url(redis_url, "{fa}"), Store.from_url(redis_url, "{fb}")
+    assert write_group(by_child, wired, [iter(())])["done"] == len(nodes) == 11
+    by_list.apply_many(list(nodes))
+    got, want = _stored_nodes(by_child), _stored_nodes(by_list)
+    assert [d["metadata"]["name"] for d in got] == [d["metadata"]["name"] for d in want]
+    assert got == want
+    assert by_child.resource_version() == by_list.resource_version()
