@@ -401,7 +401,7 @@ class ReducedBatch:
             fixed = self.changed.rescore(fwk, state, pod, table, rows[changed], maxima, shape)
             if fixed is None:
                 return None
-            top = int(fixed.max())
+            top = max(fixed.tolist())  # a few rows: no numpy reduction's overhead
             if top > best:  # the shards' ties no longer hold the best total
                 best, drop = top, True
             if top == best:
