@@ -42,6 +42,7 @@ never shared.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ from cluster_sched.plugins.podtopologyspread.constraints import DO_NOT_SCHEDULE
 from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 
-__all__ = ["PreCycleReuse"]
+__all__ = ["PreCycleReuse", "plugin_names"]
 
 #: PreFilter/PreScore plugins whose state depends on the pod alone, or (the cross-node
 #: ones) whose Skip depends on the facts the validity key covers.
@@ -94,6 +95,27 @@ PER_POD_IF_AFFINITY = frozenset({names.INTER_POD_AFFINITY})
 CACHE_SIZE = 1024
 
 PreFilterAnswer = tuple[PreFilterResult | None, Status, set[str]]
+
+#: extension-point lists' plugin names (``plugin_names``), by the list's identity
+_NAMES: dict[int, tuple[list[Any], int, frozenset[str]]] = {}
+#: lists remembered (cleared when full: a cache, never a leak)
+NAMES_KEPT = 64
+
+
+def plugin_names(plugins: list[Any]) -> frozenset[str]:
+    """The names of a framework's extension-point list (``fwk.pre_filter``...), kept per
+    list: every pod's PreFilter asked whether a profile's plugins are all KNOWN, three
+    times over some fifteen plugins (~9 µs per pod on the shards' path at 1,000,000
+    nodes), for lists a profile makes once (``Framework.__init__``). The list is held, so
+    its identity is its own while kept; its length is checked too."""
+    hit = _NAMES.get(id(plugins))
+    if hit is not None and hit[0] is plugins and hit[1] == len(plugins):
+        return hit[2]
+    got = frozenset(pl.name for pl in plugins)
+    if len(_NAMES) >= NAMES_KEPT:
+        _NAMES.clear()
+    _NAMES[id(plugins)] = (plugins, len(plugins), got)
+    return got
 
 
 @dataclass(slots=True)
@@ -177,7 +199,7 @@ class PreCycleReuse:
             and entry.validity == validity
             and entry.namespace == pod.meta.namespace
             and entry.labels == pod.meta.labels
-            and all(a is b for a, b in zip(entry.refs, refs, strict=True))
+            and all(map(operator.is_, entry.refs, refs))  # shape_refs: one length
         ):
             began = time.perf_counter()
             sampled = state.get(RECORD_PLUGIN_METRICS)
@@ -206,7 +228,7 @@ class PreCycleReuse:
                 state.write(RECORD_PLUGIN_METRICS, sampled)
         self.misses += 1
         pre = fwk.run_pre_filter(state, pod, snapshot)
-        present = {pl.name for pl in fwk.pre_filter} & CROSS_NODE
+        present = plugin_names(fwk.pre_filter) & CROSS_NODE
         per_pod = _per_pod(validity)
         if pre[0] is None and pre[1].is_success and present - per_pod <= state.skip_filter_plugins:
             if len(self._entries) >= CACHE_SIZE:
@@ -317,7 +339,7 @@ class PreCycleReuse:
             state.restore(before, skip_filter, frozenset())
             return fwk.run_pre_score(state, pod, snapshot, nodes)
         s = fwk.run_pre_score(state, pod, snapshot, nodes)
-        present = {pl.name for pl in fwk.pre_score} & CROSS_NODE
+        present = plugin_names(fwk.pre_score) & CROSS_NODE
         per_pod = _per_pod(entry.validity) if entry is not None else PER_POD
         if entry is not None and s.is_success and present - per_pod <= state.skip_score_plugins:
             entry.score_data = _shared_data(state)
@@ -329,9 +351,7 @@ class PreCycleReuse:
         """The facts a shared state depends on, or None when this pod may not share."""
         if pod.volumes or pod.resource_claims or len(snapshot.tables) != 1:
             return None
-        if any(pl.name not in KNOWN for pl in fwk.pre_filter) or any(
-            pl.name not in KNOWN for pl in fwk.pre_score
-        ):
+        if not plugin_names(fwk.pre_filter) <= KNOWN or not plugin_names(fwk.pre_score) <= KNOWN:
             return None
         table = snapshot.tables[0]
         rerun_ipa = _has_pod_terms(pod) or self._has_affinity_groups(table.pod_index)

@@ -16,7 +16,7 @@ from cluster_sched.plugins.podtopologyspread.filtering import PreFilterState
 from cluster_sched.plugins.podtopologyspread.plugin import PRE_FILTER_STATE_KEY as SPREAD_KEY
 from cluster_sched.scheduler.algorithm import Scheduler
 from cluster_sched.scheduler.fast_path import FastPath
-from cluster_sched.scheduler.pre_cycle import PreCycleReuse
+from cluster_sched.scheduler.pre_cycle import KNOWN, PreCycleReuse, plugin_names
 from cluster_sched.scheduler.profile import new_framework
 from cluster_sched.testing.builders import (
     HOSTNAME_LABEL,
@@ -127,3 +127,31 @@ def test_pre_filter_next_gives_a_runs_later_pod_what_pre_filter_gives() -> None:
     assert got.get(SPREAD_KEY) is first.get(SPREAD_KEY)
     assert got.skip_filter_plugins == want.skip_filter_plugins
     assert got.skip_score_plugins == want.skip_score_plugins == set()
+
+
+class _Unknown:
+    """A PreFilter plugin not in KNOWN: its state may read anything."""
+
+    name = "SomeOutOfTreePlugin"
+
+    def pre_filter(self, state: CycleState, pod: object, snapshot: object) -> None:
+        return None
+
+
+def test_a_plugin_joining_a_profiles_list_ends_sharing() -> None:
+    """The profile's plugin names are kept per list (``plugin_names``): a list that
+    changes is read again, so a plugin outside KNOWN joining PreFilter stops the
+    sharing at once (the kept names of the same list would have let it share)."""
+    cache = Cache()
+    cache.load([make_node("n0").capacity(cpu="8", memory="16Gi", pods=20).obj()])
+    fwk = new_framework(default_config().profiles[0], Handle(snapshot=cache.snapshot))
+    pod = make_pod("web-0").req(cpu="1", memory="1Gi").obj()
+    reuse = PreCycleReuse()
+    assert plugin_names(fwk.pre_filter) <= KNOWN
+    for _ in range(2):
+        reuse.pre_filter(fwk, CycleState(), pod, cache.snapshot)
+    assert reuse.counters() == {"pre_cycle_hits": 1, "pre_cycle_misses": 1}
+    fwk.pre_filter.append(_Unknown())
+    assert "SomeOutOfTreePlugin" in plugin_names(fwk.pre_filter)
+    reuse.pre_filter(fwk, CycleState(), pod, cache.snapshot)
+    assert reuse.counters() == {"pre_cycle_hits": 1, "pre_cycle_misses": 2}

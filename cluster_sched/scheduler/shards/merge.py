@@ -59,7 +59,7 @@ from cluster_sched.framework.signature import sign_pod
 from cluster_sched.framework.state_codec import encode_state, encode_value
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, shape_refs
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, PreCycleReuse, plugin_names, shape_refs
 from cluster_sched.scheduler.shards.prefetch import predictable_state
 from cluster_sched.scheduler.shards.reduce import ShardWindows
 from cluster_sched.scheduler.shards.replies import ANSWERED, STALE_VERDICT, MergedChunk
@@ -364,7 +364,7 @@ class ReducedBatch:
             self._miss("prescore")
             return None
         skip = frozenset(state.skip_score_plugins)
-        present = {pl.name for pl in fwk.pre_score}
+        present = plugin_names(fwk.pre_score)
         if not (present & CROSS_NODE) <= skip or not merged.skips_agree(at, skip):
             self._miss("prescore")
             return None
@@ -401,7 +401,7 @@ class ReducedBatch:
             fixed = self.changed.rescore(fwk, state, pod, table, rows[changed], maxima, shape)
             if fixed is None:
                 return None
-            top = int(fixed.max())
+            top = max(fixed.tolist())  # a few rows: no numpy reduction's overhead
             if top > best:  # the shards' ties no longer hold the best total
                 best, drop = top, True
             if top == best:

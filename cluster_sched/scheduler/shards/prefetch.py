@@ -56,7 +56,7 @@ from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.extenders import extenders_of, needs_every_feasible_node
 from cluster_sched.scheduler.host_selection import num_feasible_nodes_to_find
 from cluster_sched.scheduler.nodesource import merge_filter_outcomes
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN, PreCycleReuse
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN, PreCycleReuse, plugin_names
 from cluster_sched.scheduler.shards.batch_trace import BatchTrace
 from cluster_sched.scheduler.shards.speculation import SpeculativeScores, speculation_wanted
 
@@ -93,7 +93,7 @@ class PrefetchItem:
 
 def state_is_the_pods(fwk: Framework, pod: Pod, state: CycleState) -> bool:
     """The state after PreFilter depends on the pod alone (module docstring)."""
-    present = {pl.name for pl in fwk.pre_filter}
+    present = plugin_names(fwk.pre_filter)
     return (
         not pod.volumes
         and not pod.resource_claims

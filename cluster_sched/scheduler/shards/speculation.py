@@ -43,7 +43,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.nodetable.table import NodeTable
-from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN
+from cluster_sched.scheduler.pre_cycle import CROSS_NODE, KNOWN, plugin_names
 
 __all__ = ["SpeculativeScores", "speculation_wanted"]
 
@@ -55,7 +55,7 @@ def speculation_wanted(fwk: Framework, pod: Pod) -> bool:
         and not fwk.metrics.enabled
         and not pod.volumes
         and not pod.resource_claims
-        and all(pl.name in KNOWN for pl in fwk.pre_score)
+        and plugin_names(fwk.pre_score) <= KNOWN
     )
 
 
@@ -114,7 +114,7 @@ class SpeculativeScores:
             return None
         coordinator_skip = frozenset(state.skip_score_plugins)
         if parts and (
-            not CROSS_NODE & {pl.name for pl in fwk.pre_score} <= coordinator_skip
+            not CROSS_NODE & plugin_names(fwk.pre_score) <= coordinator_skip
             or any(p.skipped != coordinator_skip for p in parts)
         ):
             self.misses += 1

@@ -32,18 +32,22 @@ _JIT = njit(cache=True, nogil=True)
 _POPCOUNT = np.array([bin(b).count("1") for b in range(256)], dtype=np.int64)
 
 
-@_JIT
-def _popcount(v):  # type: ignore[no-untyped-def]
-    return _POPCOUNT[v & 0xFF]
+#: bytes per stored prefix popcount (``tie_count``): one count per 8 bytes of a holder's
+#: bits, so the pass over them keeps its sum in a register and stores an eighth as often
+_BLOCK = 8
 
 
 @_JIT
 def _prefix(bits, byte_off, cum, cum_off, s, i):  # type: ignore[no-untyped-def]
     """Ties among shard ``s``'s first ``i`` rows (``cum[cum_off[s] + k]``: the popcount
-    of its first ``k`` bytes)."""
-    got = cum[cum_off[s] + (i >> 3)]
+    of its first ``k * _BLOCK`` bytes; the bytes after the block's start counted here)."""
+    b0, full = byte_off[s], i >> 3
+    block = full // _BLOCK
+    got = cum[cum_off[s] + block]
+    for k in range(b0 + block * _BLOCK, b0 + full):
+        got += _POPCOUNT[bits[k]]
     if i & 7:
-        got += _popcount(np.int64(bits[byte_off[s] + (i >> 3)]) >> (8 - (i & 7)))
+        got += _POPCOUNT[(np.int64(bits[b0 + full]) >> (8 - (i & 7))) & 0xFF]
     return got
 
 
@@ -94,15 +98,19 @@ def tie_count(bits, byte_off, rows, positions, pos_off, changed, added, width): 
     for s in range(byte_off.shape[0]):
         if byte_off[s] >= 0:
             cum_off[s] = total
-            total += (rows[s] + 7) // 8 + 1
+            total += ((rows[s] + 7) >> 3) // _BLOCK + 1
     cum = np.empty(total, dtype=np.int64)
     for s in range(byte_off.shape[0]):
         if byte_off[s] < 0:
             continue
         b0, c0 = byte_off[s], cum_off[s]
+        acc = 0
         cum[c0] = 0
-        for k in range((rows[s] + 7) // 8):
-            cum[c0 + k + 1] = cum[c0 + k] + _POPCOUNT[bits[b0 + k]]
+        for block in range(((rows[s] + 7) >> 3) // _BLOCK):
+            k = b0 + block * _BLOCK
+            for j in range(_BLOCK):
+                acc += _POPCOUNT[bits[k + j]]
+            cum[c0 + block + 1] = acc
     keep = np.zeros(changed.shape[0], dtype=np.bool_)
     for k in range(changed.shape[0]):
         keep[k] = _is_tie(bits, byte_off, positions, pos_off, changed[k])
