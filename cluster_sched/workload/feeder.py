@@ -451,10 +451,21 @@ def child_main(argv: list[str]) -> int:
             out.write(pack(reply))
             out.flush()
     except Exception as err:  # reported to the parent, which raises it
-        out.write(pack(_error_reply(err)))
-        out.flush()
+        try:
+            out.write(pack(_error_reply(err)))
+            out.flush()
+        except OSError:  # the parent is gone (killed): nobody to tell, nothing to print
+            _parent_gone()
         return 1
     return 0
+
+
+def _parent_gone() -> None:
+    """Our stdout's reader is gone: what is left in its buffer goes to /dev/null, so
+    the interpreter's final flush does not print a BrokenPipeError either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":

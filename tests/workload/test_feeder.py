@@ -151,6 +151,34 @@ def test_a_killed_feeder_fails_the_run_at_once(tmp_path: Path, redis_url: str) -
     ]
 
 
+def test_a_child_whose_parent_is_gone_exits_without_a_traceback(redis_url: str) -> None:
+    """The parent killed (SIGTERM, SIGKILL): the child's reply finds no reader. It used
+    to print a BrokenPipeError traceback twice (reply, then its error report)."""
+    from cluster_sched.store.codec import pack
+    from cluster_sched.workload.feeder import group_message
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cluster_sched.workload.feeder", redis_url, "gone"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the parent's end of the replies, as when it dies
+    child.stdin.write(pack(group_message(docs=[make_pod("p").obj().raw])))
+    child.stdin.close()
+    try:
+        err = child.stderr.read()
+        code = child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert err == b""
+    assert code == 1
+    with Store.from_url(redis_url, "gone") as store:
+        assert store.count("Pod") == 1  # the write itself was done
+
+
 def _stored_nodes(store: Store) -> list[dict[str, Any]]:
     out = []
     for doc in store.list("Node"):
