@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import errno
 import json
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +35,7 @@ from cluster_sched.errors import (
     one_line,
 )
 from cluster_sched.interrupts import ctrl_c_never_swallowed
+from cluster_sched.stdio import stdout_reader_gone
 from cluster_sched.workload.cli_args import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -213,13 +213,8 @@ def _interrupted(err: BaseException) -> bool:
 
 
 def _stdout_gone() -> int:
-    """The reader closed our stdout: later writes, and the interpreter's final flush,
-    go to /dev/null instead of failing again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    """The reader closed our stdout: output stops quietly (``stdio``)."""
+    stdout_reader_gone()
     return EXIT_BROKEN_PIPE
 
 

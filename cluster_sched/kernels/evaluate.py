@@ -199,6 +199,14 @@ def _pack_columns(cap: int, query: PodQuery) -> _Packed:
     return mask_stack, mask_ids, norm_stack, norm_ids, reverse, weight, extra, extra_id
 
 
+#: ``pack_pod_call``'s arguments by part, for callers that pass the kernel's table columns
+#: or the pod's own arguments to another kernel: the table's six columns (allocatable,
+#: requested, free, nonzero, pod_count, allowed_pods), then the rows, the window's
+#: start and how many to find, then the pod's query (requests, masks, scores, extra)
+TABLE_ARGS = slice(0, 6)
+POD_ARGS = slice(9, 27)
+
+
 def pack_pod_call(
     table: NodeTable,
     profile: KernelProfile,

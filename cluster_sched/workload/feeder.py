@@ -39,6 +39,7 @@ import msgpack
 
 from cluster_sched import errors
 from cluster_sched.errors import ClusterSchedError, InvalidObjectError
+from cluster_sched.stdio import stdout_reader_gone
 from cluster_sched.store.codec import pack
 from cluster_sched.store.store import Store
 from cluster_sched.workload.spec import GeneratedDocs, PodGroup
@@ -455,17 +456,9 @@ def child_main(argv: list[str]) -> int:
             out.write(pack(_error_reply(err)))
             out.flush()
         except OSError:  # the parent is gone (killed): nobody to tell, nothing to print
-            _parent_gone()
+            stdout_reader_gone()
         return 1
     return 0
-
-
-def _parent_gone() -> None:
-    """Our stdout's reader is gone: what is left in its buffer goes to /dev/null, so
-    the interpreter's final flush does not print a BrokenPipeError either."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
 
 
 if __name__ == "__main__":

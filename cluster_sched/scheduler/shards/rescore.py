@@ -16,7 +16,7 @@ from cluster_sched.framework.cycle_state import CycleState
 from cluster_sched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, NodeSlice
 from cluster_sched.framework.runtime import Framework
 from cluster_sched.kernels import STATUS_OK, PodQuery, fused
-from cluster_sched.kernels.evaluate import pack_pod_call
+from cluster_sched.kernels.evaluate import POD_ARGS, pack_pod_call
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.plugins._helpers import div_trunc
 from cluster_sched.scheduler.shards.compiled import PreparedShape, ShardKernels
@@ -266,7 +266,7 @@ class RowTotals:
                 stable=True,
             )
             args = pack_pod_call(table, prepared.profile, query, len(rows), rows)
-            self._tail, self._resources = args[9:27], (res, len(res))
+            self._tail, self._resources = args[POD_ARGS], (res, len(res))
         n = len(rows)
         out = np.empty((3, n), dtype=np.int64)
         found, _, _, _, status = fused.evaluate_pod_kernel(  # type: ignore[call-arg]

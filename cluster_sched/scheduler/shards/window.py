@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from cluster_sched.kernels import STATUS_OK, PodQuery, fused
-from cluster_sched.kernels.evaluate import pack_pod_call, warm_up_inputs
+from cluster_sched.kernels.evaluate import POD_ARGS, TABLE_ARGS, pack_pod_call, warm_up_inputs
 from cluster_sched.kernels.scalar import REQUESTED_TO_CAPACITY_RATIO
 from cluster_sched.nodetable.table import NodeTable
 from cluster_sched.scheduler.shards.compiled import PreparedShape, ShardKernels
@@ -205,7 +205,7 @@ class WindowCall:
             stable=True,
         )
         args = pack_pod_call(cast(NodeTable, view), prepared.profile, query, 1, _ONE)
-        self._head, self._tail = args[0:6], args[9:27]
+        self._head, self._tail = args[TABLE_ARGS], args[POD_ARGS]
         self._scratch = np.empty((2, 0), dtype=np.int64)
         #: what the folded (constant) columns add to every total (``compiled._Shape``)
         self.offset = prepared.shape.offset[0]
@@ -305,8 +305,8 @@ def warm_up() -> None:
     rows = np.ascontiguousarray(args[6], dtype=np.int64)
     scratch = np.empty((2, len(rows)), np.int64)
     bits = np.empty(8, np.uint8)
-    window_reduce(*args[0:6], rows, *args[9:27], scratch, bits)  # type: ignore[call-arg]
+    window_reduce(*args[TABLE_ARGS], rows, *args[POD_ARGS], scratch, bits)  # type: ignore[call-arg]
     cap = table.allocatable.shape[1]
     failed, totals = np.ones(cap, np.uint8), np.zeros(cap, np.int64)
-    evaluate_rows(*args[0:6], rows, *args[9:27], scratch, failed, totals)  # type: ignore[call-arg]
+    evaluate_rows(*args[TABLE_ARGS], rows, *args[POD_ARGS], scratch, failed, totals)  # type: ignore[call-arg]
     window_from_rows(failed, totals, rows, bits)
